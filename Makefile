@@ -1,0 +1,83 @@
+# The front door. Two commands set everything up on a fresh machine:
+#   make book   environment + data + execute every chapter + build the website
+#   make test   environment + data + the whole test suite (executes the smoke profile)
+# Variables: PROFILE (smoke|paper), DEVICE (auto|cpu|cuda), CHAPTERS (default: all in _toc.yml).
+
+PYTHON_BASE ?= python3
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+PROFILE     ?= smoke
+DEVICE      ?= auto
+CHAPTERS    ?=
+TORCH_SPEC  ?= torch==2.13.0
+MATHJAX_VERSION := 3.2.2
+MATHJAX_DIR := book/_mathjax_static/mathjax
+STAMP       := $(VENV)/.installed
+
+.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium
+
+setup: $(STAMP)
+
+# Torch first, from its pinned spec: on the CPU machines this is the local CPU build; on a
+# GPU machine set TORCH_SPEC (see .ci/gpu) to a CUDA build before the package's pins apply.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON_BASE) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	@touch $(STAMP)
+
+data: $(STAMP)
+	$(PY) -m implicit_bias data
+
+mathjax: $(MATHJAX_DIR)/tex-chtml.js
+
+$(MATHJAX_DIR)/tex-chtml.js:
+	@rm -rf $(MATHJAX_DIR) && mkdir -p $(MATHJAX_DIR) /tmp/implicit-bias-mathjax
+	cd /tmp/implicit-bias-mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null
+	tar -xzf /tmp/implicit-bias-mathjax/mathjax-$(MATHJAX_VERSION).tgz -C /tmp/implicit-bias-mathjax
+	cp /tmp/implicit-bias-mathjax/package/es5/tex-chtml.js $(MATHJAX_DIR)/
+	mkdir -p $(MATHJAX_DIR)/output/chtml/fonts
+	cp -r /tmp/implicit-bias-mathjax/package/es5/output/chtml/fonts/woff-v2 $(MATHJAX_DIR)/output/chtml/fonts/
+	@rm -rf /tmp/implicit-bias-mathjax
+
+run: setup data
+	$(PY) -m implicit_bias run $(CHAPTERS) --profile $(PROFILE) --device $(DEVICE)
+
+html: setup mathjax
+	$(PY) -m implicit_bias status-page >/dev/null
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
+	@echo "Book: $(CURDIR)/_build/html/index.html"
+
+book: run html
+
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -q chromium; else echo "chromium missing: run 'sudo apt-get install chromium' (the website test is skipped without it)"; fi; }
+
+# The whole suite: unit tests, book tests (execute every chapter at the smoke profile, check
+# claims and figure baselines, check committed paper results) and the website test.
+test: setup data mathjax chromium
+	$(PY) -m pytest -q
+
+unit: setup
+	$(PY) -m pytest -q -m "not book and not website"
+
+lint: setup
+	$(VENV)/bin/ruff check lib tests benchmarks
+
+bench: setup data
+	$(PY) benchmarks/bench_gln_solvers.py
+
+# Rewrite the figure baselines from the current smoke results, on purpose only.
+baselines: setup data
+	$(PY) -m implicit_bias run $(CHAPTERS) --profile smoke --device cpu
+	$(PY) -m implicit_bias baselines $(CHAPTERS)
+
+status: setup
+	$(PY) -m implicit_bias status
+
+clean:
+	rm -rf _build book/chapters results/smoke

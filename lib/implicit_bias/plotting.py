@@ -1,0 +1,63 @@
+"""One plotting style for the whole book, and figure output with its data for regression tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from .paths import figures_dir
+
+STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
+# Okabe-Ito palette (colorblind-safe), in the style's cycle order.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000"]
+PANEL_WIDTH, PANEL_HEIGHT = 3.4, 2.8  # inches
+
+
+def use_style() -> None:
+    plt.style.use(str(STYLE))
+
+
+def figure(nrows: int = 1, ncols: int = 1, width: float | None = None,
+           height: float | None = None, **kwargs):
+    """A new figure in the book's style: `fig, axes = figure(1, 2)`."""
+    use_style()
+    size = (width or PANEL_WIDTH * ncols, height or PANEL_HEIGHT * nrows)
+    return plt.subplots(nrows, ncols, figsize=size, squeeze=ncols * nrows == 1, **kwargs)
+
+
+def _frames(data) -> dict[str, pd.DataFrame]:
+    if isinstance(data, pd.DataFrame):
+        return {"": data}
+    if isinstance(data, dict) and all(isinstance(v, pd.DataFrame) for v in data.values()):
+        return {str(k): v for k, v in data.items()}
+    raise TypeError("figure data must be a pandas DataFrame or a dict of DataFrames")
+
+
+def save_figure(fig, chapter: str, fig_id: str, data, profile: str,
+                rtol: float = 1e-6, atol: float = 1e-9) -> Path:
+    """Write `<fig_id>.png`, its data (`<fig_id>.csv`, or `<fig_id>__<name>.csv` for several
+    tables) and `<fig_id>.json` (tolerances for the figure-regression test).
+
+    Returns the PNG's path. The numbers plotted are the regression target; the PNG is compared
+    too, with matplotlib's image comparison.
+    """
+    if not fig_id.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"figure id {fig_id!r}: use letters, digits, '_' and '-'")
+    out = figures_dir(profile, chapter)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = []
+    for name, frame in _frames(data).items():
+        csv = out / (f"{fig_id}.csv" if not name else f"{fig_id}__{name}.csv")
+        frame.to_csv(csv, index=False, float_format="%.10g")
+        tables.append(csv.name)
+    meta = {"chapter": chapter, "figure": fig_id, "profile": profile, "rtol": rtol,
+            "atol": atol, "tables": tables}
+    (out / f"{fig_id}.json").write_text(json.dumps(meta, indent=2))
+    png = out / f"{fig_id}.png"
+    # Fixed metadata so identical figures give identical files.
+    fig.savefig(png, metadata={"Software": None})
+    return png

@@ -1,0 +1,101 @@
+"""Figure regression: compare a profile's figure data and images with committed baselines.
+
+Baselines live in `tests/baselines/<chapter>/` (the smoke profile's CSV, JSON and PNG files,
+copied by `make baselines`). Each figure's JSON holds its tolerances (`rtol`, `atol`) for the
+numeric columns; non-numeric columns must match exactly; PNGs are compared with matplotlib's
+image comparison (RMS tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .paths import figures_dir, project_root
+
+PNG_RMS_TOLERANCE = 8.0  # matplotlib's compare_images RMS (0-255 scale)
+
+
+def baseline_dir(chapter: str) -> Path:
+    return project_root() / "tests" / "baselines" / chapter
+
+
+def compare_tables(current: pd.DataFrame, baseline: pd.DataFrame, rtol: float,
+                   atol: float) -> list[str]:
+    """Differences between two figure tables, as readable messages (empty: they agree)."""
+    problems = []
+    if list(current.columns) != list(baseline.columns):
+        return [f"columns differ: {list(current.columns)} vs baseline {list(baseline.columns)}"]
+    if len(current) != len(baseline):
+        return [f"{len(current)} rows vs baseline {len(baseline)}"]
+    for column in current.columns:
+        a, b = current[column], baseline[column]
+        if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
+            a_values, b_values = a.to_numpy(float), b.to_numpy(float)
+            close = np.isclose(a_values, b_values, rtol=rtol, atol=atol, equal_nan=True)
+            if not close.all():
+                worst = int(np.argmax(np.where(close, 0, np.abs(a_values - b_values))))
+                problems.append(f"column {column!r}: {int((~close).sum())} values differ, e.g. "
+                                f"row {worst}: {a_values[worst]!r} vs baseline "
+                                f"{b_values[worst]!r} (rtol {rtol}, atol {atol})")
+        elif not a.astype(str).equals(b.astype(str)):
+            problems.append(f"column {column!r}: text values differ")
+    return problems
+
+
+def compare_figure(chapter: str, fig_id: str, profile: str = "smoke",
+                   baseline: Path | None = None, images: bool = True) -> list[str]:
+    """Compare one figure's data (and PNG) with its baseline; returns the problems found."""
+    current_dir = figures_dir(profile, chapter)
+    base_dir = baseline or baseline_dir(chapter)
+    meta_path = base_dir / f"{fig_id}.json"
+    if not (current_dir / f"{fig_id}.json").exists():
+        return [f"{chapter}/{fig_id}: the chapter no longer produces this figure"]
+    meta = json.loads(meta_path.read_text())
+    problems = []
+    current_meta = json.loads((current_dir / f"{fig_id}.json").read_text())
+    if current_meta["tables"] != meta["tables"]:
+        problems.append(f"tables differ: {current_meta['tables']} vs {meta['tables']}")
+    for table in meta["tables"]:
+        if not (current_dir / table).exists():
+            problems.append(f"{table}: missing")
+            continue
+        diffs = compare_tables(pd.read_csv(current_dir / table), pd.read_csv(base_dir / table),
+                               meta["rtol"], meta["atol"])
+        problems += [f"{table}: {d}" for d in diffs]
+    if images and (base_dir / f"{fig_id}.png").exists():
+        from matplotlib.testing.compare import compare_images
+
+        result = compare_images(str(base_dir / f"{fig_id}.png"),
+                                str(current_dir / f"{fig_id}.png"),
+                                tol=PNG_RMS_TOLERANCE, in_decorator=True)
+        if result is not None:
+            problems.append(f"{fig_id}.png differs from the baseline image: RMS "
+                            f"{result['rms']:.2f} > {PNG_RMS_TOLERANCE}")
+    return [f"{chapter}/{fig_id}: {p}" for p in problems]
+
+
+def baseline_figures(chapter: str) -> list[str]:
+    folder = baseline_dir(chapter)
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
+
+
+def write_baselines(chapter: str, profile: str = "smoke") -> list[str]:
+    """Copy the current figures of `chapter` into `tests/baselines/<chapter>/` (on purpose)."""
+    source = figures_dir(profile, chapter)
+    if not source.exists():
+        raise FileNotFoundError(f"no figures for {chapter} at {source}: run the chapter first")
+    target = baseline_dir(chapter)
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    written = []
+    for path in sorted(source.iterdir()):
+        if path.suffix in (".csv", ".json", ".png"):
+            shutil.copy2(path, target / path.name)
+            written.append(path.name)
+    return written

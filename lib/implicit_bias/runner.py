@@ -1,0 +1,185 @@
+"""Execute chapters with papermill, and gather the claims dashboard.
+
+Chapters are jupytext MyST notebooks (`notebooks/<chapter>.md`); papermill runs them with the
+parameters `profile`, `device` and `refresh` into `book/chapters/<chapter>.ipynb`, which the
+book then renders without executing anything again.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from . import claims as claims_module
+from .chapter import PROFILES, chapters, check_chapter, check_profile
+from .device import VALID_DEVICES, resolve_device
+from .paths import chapter_results, claims_results, project_root
+
+PARAMETERS = ("profile", "device", "refresh")
+
+
+def notebook_source(chapter: str) -> Path:
+    return project_root() / "notebooks" / f"{chapter}.md"
+
+
+def executed_notebook(chapter: str) -> Path:
+    return project_root() / "book" / "chapters" / f"{chapter}.ipynb"
+
+
+chapters_in_book = chapters
+
+
+def validate(chapters, profile: str, device: str) -> list[str]:
+    """Check every argument before running anything; raise ValueError listing valid values."""
+    check_profile(profile)
+    try:
+        resolve_device(device)
+    except ValueError as err:
+        raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
+    selected = list(chapters) or chapters_in_book()
+    for chapter in selected:
+        check_chapter(chapter)
+    for chapter in selected:
+        if not notebook_source(chapter).exists():
+            raise ValueError(f"chapter {chapter!r} has no notebook at {notebook_source(chapter)}")
+    return selected
+
+
+def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+
+
+def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
+                refresh: bool = False, log_output: bool = False) -> dict:
+    """Execute one chapter; returns a summary (seconds, ok, error, claims counts)."""
+    import papermill as pm
+
+    validate([chapter], profile, device)
+    nb = jupytext.read(notebook_source(chapter))
+    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3",
+                                          "language": "python"})
+    out = executed_notebook(chapter)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    error = None
+    try:
+        executed = pm.execute_notebook(
+            nb, str(out), parameters={"profile": profile, "device": device,
+                                      "refresh": bool(refresh)},
+            kernel_name="python3", cwd=str(project_root()), progress_bar=False,
+            log_output=log_output, coalesce_streams=True)
+    except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
+        error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
+        executed = nbformat.read(out, as_version=4)
+    _tag_injected_cell(executed)
+    nbformat.write(executed, out)
+    seconds = time.perf_counter() - start
+    report = claims_module.load_report(chapter, profile)
+    summary = {
+        "chapter": chapter, "profile": profile, "device": str(resolve_device(device)),
+        "seconds": round(seconds, 1), "ok": error is None, "error": error,
+        "claims": report["counts"] if report else None,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+    }
+    folder = chapter_results(profile, chapter)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def dashboard_rows(profiles=PROFILES) -> list[dict]:
+    """One row per claim per profile from the claims reports on disk."""
+    rows = []
+    for profile in profiles:
+        for chapter in chapters_in_book():
+            path = claims_results(profile) / f"{chapter}.json"
+            if not path.exists():
+                continue
+            report = json.loads(path.read_text())
+            for claim in report["claims"]:
+                rows.append({"chapter": chapter, "profile": profile, **claim})
+    return rows
+
+
+def format_status(profiles=PROFILES) -> str:
+    """The claims dashboard as terminal text."""
+    rows = dashboard_rows(profiles)
+    if not rows:
+        return "no claims results yet: run `python -m implicit_bias run` first"
+    lines = []
+    for profile in profiles:
+        prof_rows = [r for r in rows if r["profile"] == profile]
+        if not prof_rows:
+            lines.append(f"== {profile}: no results")
+            continue
+        lines.append(f"== {profile} profile")
+        for chapter in chapters_in_book():
+            ch_rows = [r for r in prof_rows if r["chapter"] == chapter]
+            if not ch_rows:
+                continue
+            lines.append(f"  {chapter}")
+            for r in ch_rows:
+                value = r["value"]
+                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+                lines.append(f"    {r['status']:<16} {r['id']:<44} ours={shown:<12} "
+                             f"expect {r['expect']}")
+        counts: dict[str, int] = {}
+        for r in prof_rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        lines.append("  total: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def _md_cell(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+STATUS_BADGES = {"pass": "✅ pass", "fail": "❌ fail", "known deviation": "⚠️ known deviation",
+                 "unexpected pass": "❗ unexpected pass", "missing metric": "❌ missing metric"}
+
+
+def write_status_page(path: Path | None = None) -> Path:
+    """Write `book/status.md`: every claim of every chapter, per profile."""
+    path = path or project_root() / "book" / "status.md"
+    rows = dashboard_rows()
+    out = ["# Status of every claim", "",
+           "Each row is one quantitative claim of a paper, written down in "
+           "`data/claims/<chapter>.yaml` before the experiment was run, and checked "
+           "automatically when the chapter executes. *smoke* is the small profile that CI runs "
+           "on every change; *paper* is the papers' full protocol, whose results are committed "
+           "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
+           "chapter explains why, and CI fails if it ever starts passing unnoticed.", ""]
+    for profile in PROFILES:
+        prof_rows = [r for r in rows if r["profile"] == profile]
+        out += [f"## Profile `{profile}`", ""]
+        if not prof_rows:
+            out += ["No results for this profile yet.", ""]
+            continue
+        counts: dict[str, int] = {}
+        for r in prof_rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        out += ["Summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), ""]
+        out += ["| chapter | claim | where | paper | ours | expected | status |",
+                "|---|---|---|---|---|---|---|"]
+        for r in prof_rows:
+            out.append(f"| {r['chapter']} | {r['id']} | {_md_cell(r['where'])} | "
+                       f"{_md_cell(r['paper_value'])} | {_md_cell(r['value'])} | "
+                       f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])} |")
+        out.append("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out))
+    return path
