@@ -51,6 +51,21 @@ def _jsonable(value):
     return value
 
 
+def function_name(fn: Callable) -> str:
+    """`module:qualname`, so a cached result can be recomputed later (see tests)."""
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def load_function(name: str) -> Callable:
+    import importlib
+
+    module, _, qualname = name.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
     """Run one task, turning an exception into an error result; times it."""
     start = time.perf_counter()
@@ -88,9 +103,10 @@ class ResultCache:
         except (ValueError, KeyError, TypeError):
             return None  # corrupted: recompute
 
-    def put(self, task: dict, result: dict) -> None:
+    def put(self, task: dict, result: dict, fn: Callable | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        entry = {"task": json.loads(canonical_json(task)), "result": result}
+        entry = {"task": json.loads(canonical_json(task)), "result": result,
+                 "fn": function_name(fn) if fn is not None else None}
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         with os.fdopen(fd, "w") as handle:
             json.dump(entry, handle)
@@ -117,7 +133,7 @@ def sweep(fn: Callable[[dict], dict], tasks: Sequence[dict], cache_dir: Path | s
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=desc,
                disable=not progress, mininterval=1.0)
     for i, result in _execute(fn, tasks, todo, backend, n_jobs, scheduler):
-        cache.put(tasks[i], result)
+        cache.put(tasks[i], result, fn)
         results[i] = result
         bar.update(1)
     bar.close()

@@ -1,0 +1,79 @@
+import json
+
+import pytest
+import yaml
+
+from implicit_bias import claims
+from implicit_bias.claims import ClaimsError, evaluate, load_claims, parse_expect
+
+
+@pytest.mark.parametrize("expect,value,holds", [
+    ("< 1", 0.5, True), ("< 1", 1.0, False), ("<= 1", 1.0, True), ("> -2e-3", 0.0, True),
+    (">= 3", 2.9, False), ("== 2", 2, True), ("in [0.1, 0.2]", 0.15, True),
+    ("in [0.1, 0.2]", 0.25, False), ("true", True, True), ("false", True, False),
+])
+def test_parse_expect(expect, value, holds):
+    assert parse_expect(expect)(value) is holds
+
+
+@pytest.mark.parametrize("bad", ["about 1", "<", "in [1, ]", "~= 3"])
+def test_parse_expect_rejects(bad):
+    with pytest.raises(ClaimsError):
+        parse_expect(bad)
+
+
+CLAIM = {"id": "c", "where": "Fig. 1", "quote": "q", "metric": "m", "expect": "< 1",
+         "profiles": ["smoke", "paper"]}
+
+
+def test_statuses():
+    assert evaluate(CLAIM, {"m": 0.5}, "smoke")["status"] == "pass"
+    assert evaluate(CLAIM, {"m": 2.0}, "smoke")["status"] == "fail"
+    assert evaluate(CLAIM, {}, "smoke")["status"] == "missing metric"
+    assert evaluate(CLAIM, {"m": float("nan")}, "smoke")["status"] == "missing metric"
+    deviating = {**CLAIM, "known_deviation": {"profiles": ["smoke"], "evidence": "e"}}
+    assert evaluate(deviating, {"m": 2.0}, "smoke")["status"] == "known deviation"
+    assert evaluate(deviating, {"m": 0.5}, "smoke")["status"] == "unexpected pass"
+    assert evaluate(deviating, {"m": 0.5}, "paper")["status"] == "pass"
+
+
+def write_claims(root, entries):
+    folder = root / "data" / "claims"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "demo.yaml").write_text(yaml.safe_dump(entries))
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"expect": "roughly 1"}, "cannot read"), ({"profiles": ["gpu"]}, "unknown profiles"),
+    ({"colour": "red"}, "unknown keys"), ({"known_deviation": {"profiles": ["smoke"]}},
+                                          "evidence"),
+])
+def test_schema_errors(demo_project, change, message):
+    write_claims(demo_project, [{**CLAIM, **change}])
+    with pytest.raises(ClaimsError, match=message):
+        load_claims("demo")
+
+
+def test_missing_key_and_duplicate(demo_project):
+    write_claims(demo_project, [{k: v for k, v in CLAIM.items() if k != "quote"}])
+    with pytest.raises(ClaimsError, match="missing keys"):
+        load_claims("demo")
+    write_claims(demo_project, [CLAIM, CLAIM])
+    with pytest.raises(ClaimsError, match="duplicate"):
+        load_claims("demo")
+
+
+def test_check_writes_report_and_renders(demo_project):
+    report = claims.check("demo", {"abs_mean": 0.1, "variance": 1.0}, "smoke")
+    assert report.ok and report.counts() == {"pass": 1, "known deviation": 1}
+    saved = json.loads((demo_project / "results/smoke/claims/demo.json").read_text())
+    assert saved["ok"] and len(saved["claims"]) == 2
+    html = report._repr_html_()
+    assert "known deviation" in html and "mean_is_small" in html
+    strict = claims.check("demo", {"abs_mean": 0.1, "variance": 2.0}, "smoke")
+    assert not strict.ok and strict.counts()["unexpected pass"] == 1
+
+
+def test_check_rejects_unknown_profile(demo_project):
+    with pytest.raises(ValueError, match="valid: smoke, paper"):
+        claims.check("demo", {}, "quick")

@@ -1,0 +1,64 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from implicit_bias.plotting import PALETTE, figure, save_figure
+from implicit_bias.regression import compare_figure, compare_tables, write_baselines
+
+
+def make_figure(values):
+    fig, ax = figure()
+    ax.plot(values, marker="o")
+    ax.set_xlabel("x")
+    return fig
+
+
+def test_style_is_pinned():
+    import matplotlib as mpl
+
+    figure()
+    assert mpl.rcParams["font.family"] == ["DejaVu Sans"]
+    assert mpl.rcParams["savefig.dpi"] == 100
+    cycle = [c.lower().lstrip("#") for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]]
+    assert cycle == [c.lower().lstrip("#") for c in PALETTE]
+
+
+def test_save_figure_writes_png_data_and_tolerances(demo_project):
+    data = pd.DataFrame({"x": [0, 1, 2], "y": [0.0, 1.0, 4.0]})
+    png = save_figure(make_figure(data["y"]), "demo", "fig1", data, "smoke", rtol=1e-3)
+    folder = png.parent
+    assert png.exists() and (folder / "fig1.csv").exists()
+    meta = json.loads((folder / "fig1.json").read_text())
+    assert meta["rtol"] == 1e-3 and meta["tables"] == ["fig1.csv"]
+    save_figure(make_figure([1]), "demo", "fig2", {"a": data, "b": data}, "smoke")
+    assert (folder / "fig2__a.csv").exists() and (folder / "fig2__b.csv").exists()
+    with pytest.raises(TypeError):
+        save_figure(make_figure([1]), "demo", "fig3", [1, 2], "smoke")
+    with pytest.raises(ValueError):
+        save_figure(make_figure([1]), "demo", "bad id!", data, "smoke")
+
+
+def test_compare_tables_tolerances():
+    a = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
+    assert compare_tables(a, a.copy(), 1e-6, 0) == []
+    b = a.assign(x=[1.0, 2.0 + 1e-4])
+    assert compare_tables(b, a, 1e-3, 0) == []
+    assert "1 values differ" in compare_tables(b, a, 1e-6, 0)[0]
+    assert "text values differ" in compare_tables(a.assign(label=["a", "c"]), a, 1, 1)[0]
+    assert "rows" in compare_tables(a.iloc[:1], a, 1, 1)[0]
+    assert "columns" in compare_tables(a[["x"]], a, 1, 1)[0]
+
+
+def test_figure_regression_roundtrip(demo_project):
+    data = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2.0})
+    save_figure(make_figure(data["y"]), "demo", "fig", data, "smoke", rtol=1e-6)
+    write_baselines("demo")
+    assert compare_figure("demo", "fig") == []
+    # a changed number fails the data comparison, a changed curve the image comparison
+    changed = data.assign(y=data["y"] * 1.5)
+    save_figure(make_figure(changed["y"]), "demo", "fig", changed, "smoke", rtol=1e-6)
+    problems = compare_figure("demo", "fig")
+    assert any("values differ" in p for p in problems)
+    assert any("baseline image" in p for p in problems)

@@ -1,0 +1,116 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from implicit_bias.sweep import ResultCache, sweep, task_hash
+from sweep_tasks import square
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_results_in_task_order_and_cached(tmp_path):
+    tasks = [{"x": x} for x in range(5)]
+    first = sweep(square, tasks, tmp_path, progress=False)
+    assert [r["y"] for r in first] == [0, 1, 4, 9, 16]
+    assert all(r["status"] == "ok" for r in first)
+    assert len(list(tmp_path.glob("*.json"))) == 5
+    log = tmp_path / "log"
+    log.mkdir()
+    again = sweep(square, [{**t, "log": str(log)} for t in tasks[:2]] + tasks, tmp_path,
+                  progress=False)
+    assert len(list(log.iterdir())) == 2  # only the two new tasks ran
+    assert [r["y"] for r in again[2:]] == [r["y"] for r in first]
+
+
+def test_task_hash_ignores_key_order():
+    assert task_hash({"a": 1, "b": [1, 2]}) == task_hash({"b": [1, 2], "a": 1})
+    assert task_hash({"a": 1}) != task_hash({"a": 2})
+
+
+def test_failure_is_recorded_not_raised(tmp_path):
+    results = sweep(square, [{"x": 2, "fail": True}, {"x": 3}], tmp_path, progress=False)
+    assert results[0]["status"] == "error" and "solver died" in results[0]["error"]
+    assert results[1]["y"] == 9
+
+
+def test_corrupted_entry_is_recomputed(tmp_path):
+    task = {"x": 7}
+    sweep(square, [task], tmp_path, progress=False)
+    path = ResultCache(tmp_path).path(task)
+    path.write_text('{"task": {"x": 7}, "result": {"y": 4')  # truncated write
+    assert ResultCache(tmp_path).get(task) is None
+    assert sweep(square, [task], tmp_path, progress=False)[0]["y"] == 49
+    assert json.loads(path.read_text())["result"]["y"] == 49
+
+
+def test_refresh_recomputes(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    tasks = [{"x": 1, "log": str(log)}]
+    sweep(square, tasks, tmp_path / "c", progress=False)
+    sweep(square, tasks, tmp_path / "c", progress=False, refresh=True)
+    assert len(list(log.iterdir())) == 2
+
+
+def test_non_json_task_is_rejected(tmp_path):
+    with pytest.raises(TypeError):
+        sweep(square, [{"x": object()}], tmp_path, progress=False)
+
+
+def test_unknown_backend(tmp_path):
+    with pytest.raises(ValueError, match="valid: serial, joblib, dask"):
+        sweep(square, [{"x": 1}], tmp_path, backend="slurm", progress=False)
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from implicit_bias.sweep import sweep
+from sweep_tasks import square
+tasks = [{{"x": x, "sleep": 0.3, "log": {log!r}}} for x in range(12)]
+sweep(square, tasks, {cache!r}, progress=False)
+"""
+
+
+def test_interrupted_sweep_resumes_with_only_missing_tasks(tmp_path):
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    script = SCRIPT.format(tests=str(TESTS), log=str(log), cache=str(cache))
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 60
+    while len(list(cache.glob("*.json"))) < 5 and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)  # killed half way, mid-task
+    proc.wait()
+    done_before = {json.loads(p.read_text())["task"]["x"] for p in cache.glob("*.json")}
+    assert 5 <= len(done_before) < 12
+    started_before = set(log.iterdir())
+    subprocess.run([sys.executable, "-c", script], check=True)
+    ran_again = {int(p.name.split(".")[0]) for p in set(log.iterdir()) - started_before}
+    assert ran_again == set(range(12)) - done_before
+    assert len(list(cache.glob("*.json"))) == 12
+
+
+def test_joblib_matches_serial(tmp_path):
+    tasks = [{"x": x} for x in range(6)]
+    serial = sweep(square, tasks, tmp_path / "a", progress=False)
+    parallel = sweep(square, tasks, tmp_path / "b", backend="joblib", n_jobs=2, progress=False)
+    assert [r["y"] for r in serial] == [r["y"] for r in parallel]
+
+
+def test_dask_local_cluster_matches_local(tmp_path, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get(
+        "PYTHONPATH", "")]))
+    tasks = [{"x": x} for x in range(6)]
+    local = sweep(square, tasks, tmp_path / "a", progress=False)
+    distributed = sweep(square, tasks, tmp_path / "b", backend="dask", scheduler="local",
+                        progress=False)
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in local]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in distributed]

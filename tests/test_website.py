@@ -1,0 +1,147 @@
+"""Website test: build the book, open every page in headless Chromium, check what a reader
+sees: the page loads, every image exists, math is rendered, internal links resolve."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+import pytest
+
+from implicit_bias.paths import project_root
+
+pytestmark = pytest.mark.website
+ROOT = project_root()
+HTML = ROOT / "_build" / "html"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("Chromium is not installed (make test installs it when run as root)")
+
+
+@pytest.fixture(scope="session")
+def built_site(smoke_book):
+    from implicit_bias.runner import write_status_page
+
+    write_status_page()
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "-W", "-n",
+         "--keep-going", "--builder", "html"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return HTML
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.RequestHandlerClass.log_message = lambda *a, **k: None
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+class PageParser(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.links, self.mathjax, self.text = [], [], 0, []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        elif tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        elif tag == "mjx-container":
+            self.mathjax += 1
+        if tag in ("script", "style", "pre", "code"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style", "pre", "code"):
+            self._skip = max(0, self._skip - 1)
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.text.append(data)
+
+
+def rendered_dom(url: str, tmp_path: Path) -> str:
+    result = subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+         "--virtual-time-budget=15000", "--dump-dom", url],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def pages() -> list[str]:
+    return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+                  if not p.name.startswith(("search", "genindex")) and "_static" not in p.parts)
+
+
+def local_target(page_url: str, ref: str, base: str) -> Path | None:
+    """The file a same-site reference points to, or None for external references."""
+    absolute = urljoin(page_url, ref)
+    if not absolute.startswith(base):
+        return None
+    path = unquote(urlparse(absolute).path)[len(urlparse(base).path):]
+    target = HTML / path
+    return target / "index.html" if target.is_dir() else target
+
+
+def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
+    url = server + page
+    dom = rendered_dom(url, tmp_path)
+    if "</html>" not in dom or len(dom) < 1000:
+        return [f"{page}: did not load"]
+    parser = PageParser()
+    parser.feed(dom)
+    problems = []
+    missing_images = [src for src in parser.images
+                      if (t := local_target(url, src, server)) is not None and not t.exists()]
+    if missing_images:
+        problems.append(f"{page}: missing images {missing_images}")
+    math_blocks = (HTML / page).read_text().count("math notranslate")
+    if math_blocks and not parser.mathjax:
+        problems.append(f"{page}: {math_blocks} math blocks but MathJax rendered none")
+    text = "".join(parser.text)
+    if "\\(" in text or "\\[" in text:
+        problems.append(f"{page}: raw LaTeX left in the page")
+    broken = [href for href in parser.links if not href.startswith(("mailto:", "javascript:"))
+              and (t := local_target(url, href.split("#")[0] or page, server)) is not None
+              and not t.exists()]
+    if broken:
+        problems.append(f"{page}: broken internal links {broken}")
+    return problems
+
+
+def test_every_page_in_chromium(server, tmp_path):
+    all_pages = pages()
+    assert "index.html" in all_pages and len(all_pages) >= 3
+    problems = [p for page in all_pages for p in page_problems(server, page, tmp_path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_chapter_pages_show_figures_and_claims(built_site):
+    from implicit_bias.chapter import chapters
+
+    for chapter in chapters():
+        page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
+        assert re.search(r"<img[^>]+src=\"[^\"]+\.png\"", page), f"{chapter}: no figure"
+        assert "claims-table" in page, f"{chapter}: no claims table"
