@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jupytext
@@ -88,7 +88,7 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
         "chapter": chapter, "profile": profile, "device": str(resolve_device(device)),
         "seconds": round(seconds, 1), "ok": error is None, "error": error,
         "claims": report["counts"] if report else None,
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
     }
     folder = chapter_results(profile, chapter)
