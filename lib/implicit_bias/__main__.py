@@ -24,6 +24,14 @@ def main(argv=None) -> int:
     sub.add_parser("status-page", help="write book/status.md")
     base = sub.add_parser("baselines", help="rewrite tests/baselines from smoke figures")
     base.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    compare = sub.add_parser("compare", help="compare a run's figures and claims with a "
+                             "reference results folder (GPU CI)")
+    compare.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    compare.add_argument("--reference", default="results", help="reference results root")
+    compare.add_argument("--candidate", required=True, help="regenerated results root")
+    compare.add_argument("--profile", default="paper", choices=PROFILES)
+    compare.add_argument("--tolerances", default=None, help="YAML: chapter -> figure -> tols")
+    compare.add_argument("--summary", default=None, help="write the JSON summary here")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
     args = parser.parse_args(argv)
@@ -70,6 +78,12 @@ def main(argv=None) -> int:
             check_chapter(chapter)
             print(f"{chapter}: {len(write_baselines(chapter))} baseline files written")
         return 0
+    if args.command == "compare":
+        from .runner import compare_with_reference
+
+        return compare_with_reference(args.chapters or chapters(), args.reference,
+                                      args.candidate, args.profile, args.tolerances,
+                                      args.summary)
     if args.command == "data":
         from .data import DATASETS, DataError, fetch
 

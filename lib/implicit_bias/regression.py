@@ -99,3 +99,48 @@ def write_baselines(chapter: str, profile: str = "smoke") -> list[str]:
             shutil.copy2(path, target / path.name)
             written.append(path.name)
     return written
+
+
+def largest_deviation(current: pd.DataFrame, reference: pd.DataFrame) -> float:
+    """The largest relative difference |a - b| / max(|b|, 1e-12) over shared numeric columns."""
+    worst = 0.0
+    if len(current) != len(reference):
+        return float("inf")
+    for column in set(current.columns) & set(reference.columns):
+        a, b = current[column], reference[column]
+        if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
+            a_values, b_values = a.to_numpy(float), b.to_numpy(float)
+            both_nan = np.isnan(a_values) & np.isnan(b_values)
+            rel = np.abs(a_values - b_values) / np.maximum(np.abs(b_values), 1e-12)
+            rel = np.where(both_nan, 0.0, rel)
+            if rel.size:
+                worst = max(worst, float(np.nanmax(np.where(np.isnan(rel), np.inf, rel))))
+    return worst
+
+
+def compare_runs(chapter: str, reference_figures: Path, candidate_figures: Path,
+                 tolerances: dict | None = None) -> dict:
+    """Compare a chapter's regenerated figure data with a reference run (e.g. a GPU run of
+    the paper profile against the committed `results/paper/`).
+
+    `tolerances` maps figure ids (or "*") to {"rtol", "atol"}; otherwise each figure's own.
+    Returns {"problems": [...], "largest_deviation": float, "figures": int}.
+    """
+    tolerances = tolerances or {}
+    problems, worst, count = [], 0.0, 0
+    for meta_path in sorted(reference_figures.glob("*.json")):
+        meta = json.loads(meta_path.read_text())
+        fig_id = meta_path.stem
+        count += 1
+        tol = {**{"rtol": meta["rtol"], "atol": meta["atol"]}, **tolerances.get("*", {}),
+               **tolerances.get(fig_id, {})}
+        for table in meta["tables"]:
+            candidate = candidate_figures / table
+            if not candidate.exists():
+                problems.append(f"{chapter}/{table}: not regenerated")
+                continue
+            current, reference = pd.read_csv(candidate), pd.read_csv(reference_figures / table)
+            worst = max(worst, largest_deviation(current, reference))
+            problems += [f"{chapter}/{table}: {p}" for p in
+                         compare_tables(current, reference, tol["rtol"], tol["atol"])]
+    return {"problems": problems, "largest_deviation": worst, "figures": count}

@@ -183,3 +183,46 @@ def write_status_page(path: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out))
     return path
+
+
+def compare_with_reference(selected, reference: str, candidate: str, profile: str,
+                           tolerances_file: str | None = None,
+                           summary_path: str | None = None) -> int:
+    """Per chapter: claims of the candidate run, and its figure data against the reference.
+
+    Prints a table and writes a JSON summary; returns 0 only if every claim is ok and every
+    figure agrees within tolerance.
+    """
+    import yaml
+
+    from .regression import compare_runs
+
+    tolerances = yaml.safe_load(Path(tolerances_file).read_text()) if tolerances_file else {}
+    tolerances = tolerances or {}
+    summary, failed = {}, False
+    for chapter in selected:
+        cand_root, ref_root = Path(candidate), Path(reference)
+        run_path = cand_root / profile / chapter / "run.json"
+        run = json.loads(run_path.read_text()) if run_path.exists() else {}
+        claims_path = cand_root / profile / "claims" / f"{chapter}.json"
+        report = json.loads(claims_path.read_text()) if claims_path.exists() else None
+        figures = compare_runs(chapter, ref_root / profile / "figures" / chapter,
+                               cand_root / profile / "figures" / chapter,
+                               tolerances.get(chapter))
+        claims_ok = bool(report and report["ok"])
+        ok = bool(run.get("ok")) and claims_ok and not figures["problems"]
+        failed |= not ok
+        summary[chapter] = {"ok": ok, "seconds": run.get("seconds"), "device": run.get("device"),
+                            "claims": report["counts"] if report else None,
+                            "figures_compared": figures["figures"],
+                            "largest_relative_deviation": figures["largest_deviation"],
+                            "problems": figures["problems"][:20]}
+        print(f"{chapter:<22} {'ok ' if ok else 'FAIL'} {run.get('seconds', '?')!s:>8} s  "
+              f"claims {report['counts'] if report else 'missing'}  figures "
+              f"{figures['figures']} largest rel. deviation {figures['largest_deviation']:.2e}")
+        for problem in figures["problems"][:5]:
+            print(f"    {problem}")
+    if summary_path:
+        Path(summary_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(summary_path).write_text(json.dumps(summary, indent=2))
+    return 1 if failed else 0
