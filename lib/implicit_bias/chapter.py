@@ -43,8 +43,15 @@ class ProfileError(ValueError):
     """A profile name or profiles file is invalid."""
 
 
+def known_chapters() -> list[str]:
+    """Chapters in the book, then any other notebook in `notebooks/` (being written)."""
+    in_book = chapters()
+    drafts = sorted(p.stem for p in (project_root() / "notebooks").glob("*.md"))
+    return in_book + [c for c in drafts if c not in in_book]
+
+
 def check_chapter(chapter: str) -> str:
-    valid = chapters()
+    valid = known_chapters()
     if chapter not in valid:
         raise ValueError(f"unknown chapter {chapter!r}; valid: {', '.join(valid)}")
     return chapter
