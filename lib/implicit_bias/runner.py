@@ -17,7 +17,7 @@ import jupytext
 import nbformat
 
 from . import claims as claims_module
-from .chapter import PROFILES, chapters, check_chapter, check_profile
+from .chapter import PROFILES, chapters, check_chapter, check_profile, known_chapters
 from .device import VALID_DEVICES, resolve_device
 from .paths import chapter_results, claims_results, project_root
 
@@ -101,7 +101,7 @@ def dashboard_rows(profiles=PROFILES) -> list[dict]:
     """One row per claim per profile from the claims reports on disk."""
     rows = []
     for profile in profiles:
-        for chapter in chapters_in_book():
+        for chapter in known_chapters():
             path = claims_results(profile) / f"{chapter}.json"
             if not path.exists():
                 continue
@@ -123,7 +123,7 @@ def format_status(profiles=PROFILES) -> str:
             lines.append(f"== {profile}: no results")
             continue
         lines.append(f"== {profile} profile")
-        for chapter in chapters_in_book():
+        for chapter in known_chapters():
             ch_rows = [r for r in prof_rows if r["chapter"] == chapter]
             if not ch_rows:
                 continue
