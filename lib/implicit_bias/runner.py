@@ -52,9 +52,11 @@ def validate(chapters, profile: str, device: str) -> list[str]:
 
 
 def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
+    """Hide both parameter cells on the website: the defaults would mislead a reader of a
+    paper-profile page, and the chapter displays the profile it actually ran."""
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
-        if "injected-parameters" in tags and "remove-cell" not in tags:
+        if ("injected-parameters" in tags or "parameters" in tags) and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
 
 
