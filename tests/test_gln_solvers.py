@@ -1,0 +1,404 @@
+"""Tests of `implicit_bias.gln_solvers` against independent cvxpy formulations (ECOS, Clarabel).
+
+The references below are written here from the paper's definitions (Eq. 20/52, Eq. 22, the
+C^H predictors of Sec. 4, Eq. 23), not imported from `implicit_bias.gln`, so the suite checks
+the fast solvers against a formulation that shares no code with them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import torch
+
+from implicit_bias import gln_solvers as gs
+
+REL = 1e-6  # issue 9: objective agreement with the cvxpy references
+TIGHT = {
+    "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "max_iters": 200},
+    "CLARABEL": {},  # its defaults (1e-8); tighter settings end "optimal_inaccurate"
+}
+SOLVERS = ("ECOS", "CLARABEL")
+
+
+# ---------------------------------------------------------------------------------------------
+# problems
+
+
+def teacher_problem(seed: int, n: int = 40, d: int = 6, h: int = 3, c: int = 2,
+                    n_test: int = 200) -> dict:
+    """Labels from a random teacher GLN (separable by construction), constant feature last."""
+    rng = np.random.default_rng(seed)
+
+    def inputs(m):
+        return np.c_[rng.normal(size=(m, d - 1)), np.ones(m)]
+
+    X, Xt = inputs(n), inputs(n_test)
+    ctx, ctx_t = rng.integers(0, c, size=(n, h)), rng.integers(0, c, size=(n_test, h))
+    teacher = rng.normal(size=(h, c, d))
+    y = np.sign(np.einsum("nd,nhd->n", X, teacher[np.arange(h)[None], ctx]))
+    return {"X": X, "y": y, "ctx": ctx, "C": c, "Xt": Xt, "ctx_t": ctx_t}
+
+
+def mnist_problem(n: int = 80, h: int = 3, c: int = 2, seed: int = 0) -> dict:
+    """Binary MNIST 0-4 vs 5-9, pixels in [-1, 1] plus the constant feature, median-init
+    hyperplane contexts (the paper's setting at a small N); skipped if MNIST is absent."""
+    from implicit_bias.data import DataError, binary_labels, load_mnist
+
+    try:
+        images, labels = load_mnist("train")
+    except DataError as err:
+        pytest.skip(f"MNIST not available: {err}")
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(images), size=n + 200, replace=False)
+    Xall = np.c_[images[idx].astype(np.float64) * 2 - 1, np.ones(len(idx))]
+    yall = binary_labels(labels[idx])
+    k = int(np.log2(c))
+    planes = rng.normal(0, 36, size=(h, k, Xall.shape[1]))
+    proj = np.einsum("nd,hkd->nhk", Xall, planes)
+    bits = proj - np.median(proj[:n], axis=0) >= 0
+    ctx = (bits * (2 ** np.arange(k))).sum(-1)
+    return {"X": Xall[:n], "y": yall[:n], "ctx": ctx[:n], "C": c, "Xt": Xall[n:],
+            "ctx_t": ctx[n:]}
+
+
+def one_hot(ctx: np.ndarray, c: int) -> np.ndarray:
+    return (ctx[..., None] == np.arange(c)).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# independent cvxpy references
+
+
+def cvx_group_lasso(X, y, gates, solver, bias=False):
+    """min sum_h ||zeta_h||_F s.t. y_n (sum_{h,c} gates[n,h,c] <zeta_hc, x_n> + b) >= 1."""
+    N, H, C = gates.shape
+    z = [cp.Variable((C, X.shape[1])) for _ in range(H)]
+    b = cp.Variable()
+    score = sum(cp.sum(cp.multiply(gates[:, h, :], X @ z[h].T), axis=1) for h in range(H))
+    score = score + b if bias else score
+    prob = cp.Problem(cp.Minimize(sum(cp.norm(zh, "fro") for zh in z)),
+                      [cp.multiply(y, score) >= 1])
+    prob.solve(solver=solver, **TIGHT[solver])
+    assert prob.status == "optimal", prob.status
+    return prob.value, np.stack([zh.value for zh in z]), (b.value if bias else 0.0)
+
+
+def cvx_l2_enumerated(X, y, ctx, C, solver):
+    """min sum_gamma ||beta_gamma||^2 over all C^H predictors beta_gamma = sum_h zeta_{h,
+    gamma_h} (the definition of SVM-L2, enumerated: small H only)."""
+    N, H = ctx.shape
+    z = cp.Variable((H * C, X.shape[1]))
+    beta = {g: sum(z[h * C + g[h]] for h in range(H)) for g in
+            itertools.product(range(C), repeat=H)}
+    score = cp.hstack([beta[tuple(ctx[n])] @ X[n] for n in range(N)])
+    prob = cp.Problem(cp.Minimize(sum(cp.sum_squares(b) for b in beta.values())),
+                      [cp.multiply(y, score) >= 1])
+    prob.solve(solver=solver, **TIGHT[solver])
+    assert prob.status == "optimal", prob.status
+    return prob.value, z.value.reshape(H, C, -1)
+
+
+def cvx_l2_eq23(X, y, ctx, C, solver):
+    """min ||A zeta||^2 with A exactly as printed in Eq. (23) of the paper."""
+    N, H = ctx.shape
+    hh, cc = np.repeat(np.arange(H), C), np.tile(np.arange(C), H)
+    same_h = hh[:, None] == hh[None]
+    A = 1 / (H * C) - same_h + C * (same_h & (cc[:, None] == cc[None]))
+    z = cp.Variable((H * C, X.shape[1]))
+    gates = one_hot(ctx, C).reshape(N, H * C)
+    score = cp.sum(cp.multiply(gates @ z, X), axis=1)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ z)), [cp.multiply(y, score) >= 1])
+    prob.solve(solver=solver, **TIGHT[solver])
+    assert prob.status == "optimal", prob.status
+    return prob.value, z.value.reshape(H, C, -1)
+
+
+def cvx_svm(F, y, solver, bias=False):
+    w, b = cp.Variable(F.shape[1]), cp.Variable()
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(w)),
+                      [cp.multiply(y, F @ w + (b if bias else 0)) >= 1])
+    prob.solve(solver=solver, **TIGHT[solver])
+    return prob
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+def gln_scores(zeta, X, ctx, b=0.0):
+    zeta = torch.as_tensor(np.asarray(zeta, dtype=np.float64))
+    return gs.predict_gln(zeta, torch.as_tensor(X), torch.as_tensor(ctx)).numpy() + b
+
+
+def assert_certified(sol: gs.SVMSolution, gap: float = 1e-8) -> None:
+    assert sol.status == "optimal", sol.summary()
+    assert 0 <= sol.gap_relative <= gap, sol.summary()
+    assert sol.primal_infeasibility <= 1e-8, sol.summary()
+    assert sol.stationarity <= 1e-6, sol.summary()
+    assert sol.complementarity <= 1e-6, sol.summary()
+
+
+def assert_same_predictions(f_ours: np.ndarray, f_ref: np.ndarray) -> None:
+    """Held-out signs identical; scores equal to the references' solver accuracy."""
+    assert np.array_equal(np.sign(f_ours), np.sign(f_ref))
+    assert np.abs(f_ours - f_ref).max() <= 1e-4 * np.abs(f_ref).max()
+
+
+# ---------------------------------------------------------------------------------------------
+# SVM-GLN (Eq. 20 / 52)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("seed,h,c,bias", [(0, 3, 2, False), (1, 2, 4, False), (2, 3, 2, True)])
+def test_svm_gln_matches_cvxpy(solver, seed, h, c, bias):
+    p = teacher_problem(seed, h=h, c=c)
+    sol = gs.svm_gln(p["X"], p["y"], p["ctx"], p["C"], bias=bias)
+    assert_certified(sol)
+    value, zeta, b = cvx_group_lasso(p["X"], p["y"], one_hot(p["ctx"], c), solver, bias)
+    assert rel(sol.objective, value) <= REL
+    assert rel(sol.dual_objective, value) <= REL  # strong duality: the dual's constant is 1
+    assert_same_predictions(gln_scores(sol.zeta, p["Xt"], p["ctx_t"], sol.bias),
+                            gln_scores(zeta, p["Xt"], p["ctx_t"], b))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_svm_gln_matches_cvxpy_on_mnist(solver):
+    p = mnist_problem()
+    sol = gs.svm_gln(p["X"], p["y"], p["ctx"], p["C"])
+    assert_certified(sol)
+    value, zeta, _ = cvx_group_lasso(p["X"], p["y"], one_hot(p["ctx"], p["C"]), solver)
+    assert rel(sol.objective, value) <= REL
+    assert_same_predictions(gln_scores(sol.zeta, p["Xt"], p["ctx_t"]),
+                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+
+
+def test_svm_gln_dual_is_feasible_and_zeta_is_its_kkt_point():
+    """Recovered zeta_h = ||zeta_h|| G_h(lambda) and ||G_h|| <= 1 (Eq. 56-57), recomputed here."""
+    p = teacher_problem(3, h=4, c=2)
+    sol = gs.svm_gln(p["X"], p["y"], p["ctx"], p["C"])
+    lam = sol.dual.numpy()
+    G = np.einsum("nhc,n,nd->hcd", one_hot(p["ctx"], 2), lam * p["y"], p["X"])
+    gnorm = np.linalg.norm(G.reshape(4, -1), axis=1)
+    znorm = np.linalg.norm(sol.primal.reshape(4, -1), axis=1)
+    assert gnorm.max() <= 1 + 1e-9
+    np.testing.assert_allclose(sol.primal, znorm[:, None, None] * G, atol=1e-8 * znorm.max())
+    assert rel(lam.sum(), znorm.sum()) <= 1e-8
+    margins = p["y"] * gln_scores(sol.primal, p["X"], p["ctx"])
+    assert margins.min() >= 1 - 1e-8
+    assert np.abs(lam * (margins - 1)).max() <= 1e-8 * lam.sum()
+
+
+def test_svm_gln_batch_equals_single_solves():
+    probs = [teacher_problem(s, n=30, h=3, c=2) for s in (4, 5, 6)]
+    batch = gs.svm_gln_batch([p["X"] for p in probs], [p["y"] for p in probs],
+                             [p["ctx"] for p in probs], 2)
+    for p, b in zip(probs, batch):
+        single = gs.svm_gln(p["X"], p["y"], p["ctx"], 2)
+        assert b.status == single.status == "optimal"
+        assert rel(b.objective, single.objective) <= 1e-8
+
+
+def test_svm_gln_deterministic():
+    p = teacher_problem(7)
+    a = gs.svm_gln(p["X"], p["y"], p["ctx"], 2)
+    b = gs.svm_gln(p["X"], p["y"], p["ctx"], 2)
+    assert a.objective == b.objective and torch.equal(a.zeta, b.zeta)
+
+
+def test_svm_gln_flags_non_separable_data():
+    p = teacher_problem(8, n=30)
+    # a duplicated input with the opposite label: no predictor can separate them
+    X = np.r_[p["X"], p["X"][:1]]
+    y = np.r_[p["y"], -p["y"][:1]]
+    ctx = np.r_[p["ctx"], p["ctx"][:1]]
+    sol = gs.svm_gln(X, y, ctx, 2, max_iter=60)
+    assert sol.status == "infeasible" and sol.zeta is None
+    summary = sol.summary()
+    json.dumps(summary)  # JSON-safe even for a failed solve
+    assert summary["status"] == "infeasible"
+
+
+def test_max_iter_is_reported_not_hidden():
+    p = teacher_problem(9)
+    sol = gs.svm_gln(p["X"], p["y"], p["ctx"], 2, max_iter=2)
+    assert sol.status == "max_iter" and sol.gap_relative > 1e-8
+
+
+def test_summary_is_json_serializable():
+    p = teacher_problem(10)
+    out = gs.svm_gln(p["X"], p["y"], p["ctx"], 2).summary()
+    assert json.loads(json.dumps(out))["status"] == "optimal"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_svm_gln_on_cuda_matches_cpu():
+    p = teacher_problem(11)
+    cpu = gs.svm_gln(p["X"], p["y"], p["ctx"], 2, device="cpu")
+    gpu = gs.svm_gln(p["X"], p["y"], p["ctx"], 2, device="cuda")
+    assert gpu.zeta.device.type == "cuda"
+    assert rel(gpu.objective, cpu.objective) <= 1e-8
+
+
+# ---------------------------------------------------------------------------------------------
+# FReLU SVMs (Eq. 22)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_svm_frelu_matches_cvxpy(solver, bias):
+    rng = np.random.default_rng(12)
+    p = teacher_problem(12, n=50)
+    gates = rng.random((50, 5)) < 0.6
+    gates[:, 0] |= ~gates.any(1)
+    sol = gs.svm_frelu(p["X"], p["y"], gates, bias=bias)
+    assert_certified(sol)
+    assert sol.zeta.shape == (5, p["X"].shape[1])
+    value, zeta, b = cvx_group_lasso(p["X"], p["y"], gates[..., None].astype(float), solver, bias)
+    assert rel(sol.objective, value) <= REL
+    gates_t = rng.random((200, 5)) < 0.6
+    f_ref = np.einsum("nhd,nd->n", zeta[:, 0][None] * gates_t[..., None], p["Xt"]) + b
+    f = gs.predict_gln(sol.zeta, torch.as_tensor(p["Xt"]), torch.as_tensor(gates_t)).numpy()
+    assert_same_predictions(f + sol.bias, f_ref)
+
+
+def test_svm_frelu_sample_without_open_gate_is_infeasible():
+    p = teacher_problem(13, n=30)
+    gates = np.ones((30, 3), dtype=bool)
+    gates[4] = False  # this sample's output is identically 0: its margin cannot reach 1
+    sol = gs.svm_frelu(p["X"], p["y"], gates)
+    assert sol.status == "infeasible" and sol.zeta is None
+
+
+# ---------------------------------------------------------------------------------------------
+# SVM-L2 (Sec. 4.1, Appendix A)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("h,c", [(3, 2), (2, 3)])
+def test_svm_l2_exact_matches_enumerated_predictors(solver, h, c):
+    p = teacher_problem(14, n=30, d=5, h=h, c=c)
+    sol = gs.svm_l2(p["X"], p["y"], p["ctx"], c, variant="exact")
+    assert_certified(sol)
+    value, zeta = cvx_l2_enumerated(p["X"], p["y"], p["ctx"], c, solver)
+    # reported objective is ||beta||^2 / C^(H-1) (the convention of implicit_bias.gln.svm_l2)
+    assert rel(sol.objective * c ** (h - 1), value) <= REL
+    # and it is the actual sum over the C^H predictors of the recovered zeta
+    z = sol.primal
+    brute = sum(np.sum(sum(z[k, g[k]] for k in range(h)) ** 2)
+                for g in itertools.product(range(c), repeat=h))
+    assert rel(brute, value) <= REL
+    assert_same_predictions(gln_scores(z, p["Xt"], p["ctx_t"]),
+                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_svm_l2_eq23_matches_cvxpy(solver):
+    p = teacher_problem(15, n=40, h=3, c=2)
+    sol = gs.svm_l2(p["X"], p["y"], p["ctx"], 2, variant="eq23")
+    assert_certified(sol)
+    value, zeta = cvx_l2_eq23(p["X"], p["y"], p["ctx"], 2, solver)
+    assert rel(sol.objective * 2**2, value) <= REL  # reported as ||A zeta||^2 / C^2
+    assert_same_predictions(gln_scores(sol.primal, p["Xt"], p["ctx_t"]),
+                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+
+
+def test_svm_l2_on_mnist_matches_cvxpy():
+    p = mnist_problem(n=60, h=3, c=2)
+    sol = gs.svm_l2(p["X"], p["y"], p["ctx"], 2)
+    assert_certified(sol)
+    value, zeta = cvx_l2_enumerated(p["X"], p["y"], p["ctx"], 2, "CLARABEL")
+    assert rel(sol.objective * 2**2, value) <= REL
+    assert_same_predictions(gln_scores(sol.primal, p["Xt"], p["ctx_t"]),
+                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+
+
+def test_eq23_is_not_the_l2_norm():
+    """Eq. (25) claims A^2 = M; the spectra differ (C^2, 1 vs. C, CH), so the two SVM-L2
+    variants are different programs with different solutions."""
+    p = teacher_problem(16, n=40, h=3, c=2)
+    exact = gs.svm_l2(p["X"], p["y"], p["ctx"], 2, variant="exact")
+    eq23 = gs.svm_l2(p["X"], p["y"], p["ctx"], 2, variant="eq23")
+    f1, f2 = (gln_scores(s.primal, p["Xt"], p["ctx_t"]) for s in (exact, eq23))
+    assert np.abs(f1 / np.abs(f1).max() - f2 / np.abs(f2).max()).max() > 1e-3
+
+
+def test_context_kernel_is_the_pseudo_inverse_of_m():
+    """k_ctx(n, m) = e_n^T M^+ e_m with M of Eq. (24), computed here by a dense pinv."""
+    H, C, N = 3, 3, 12
+    ctx = np.random.default_rng(17).integers(0, C, size=(N, H))
+    same_h = np.kron(np.eye(H), np.ones((C, C)))
+    M = C * np.eye(H * C) + (1 - same_h)
+    E = one_hot(ctx, C).reshape(N, H * C)
+    k = gs.context_kernel(torch.as_tensor(ctx), C, "exact").numpy()
+    np.testing.assert_allclose(k, E @ np.linalg.pinv(M) @ E.T, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# shallow per-context SVMs, linear SVM
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_svm_shallow_matches_per_context_cvxpy(solver, bias):
+    rng = np.random.default_rng(18)
+    N, D, C = 70, 5, 8
+    X = np.c_[rng.normal(size=(N, D - 1)), np.ones(N)]
+    y = np.sign(X @ rng.normal(size=D) + 0.1)
+    ctx = rng.integers(0, C - 1, size=N)  # context C-1 stays empty
+    ctx[:2] = 6
+    ctx[np.nonzero(ctx == 6)[0][2:]] = 5
+    y[ctx == 6] = 1.0  # context 6: two samples of a single class
+    sol = gs.svm_shallow(X, y, ctx, C, bias=bias)
+    assert_certified(sol)
+    assert sol.extra["empty_contexts"] == 1 and sol.extra["single_class_contexts"] >= 1
+    value, f_ref = 0.0, np.zeros(N)
+    for c in range(C):
+        idx = ctx == c
+        if not idx.any():
+            continue
+        prob = cvx_svm(X[idx], y[idx], solver, bias)
+        assert prob.status == "optimal"
+        value += prob.value
+        w = prob.variables()[0].value
+        f_ref[idx] = X[idx] @ w + (prob.variables()[1].value if bias else 0)
+    assert rel(sol.objective, value) <= REL
+    f = gs.predict_shallow(sol.weights, X, ctx, sol.extra["biases"] if bias else None).numpy()
+    assert np.array_equal(np.sign(f), np.sign(f_ref))
+    assert np.all(sol.weights[C - 1].numpy() == 0)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_svm_linear_matches_cvxpy(solver, bias):
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(60, 4))
+    F = np.c_[np.maximum(X @ rng.normal(size=(4, 25)), 0), np.ones(60)]
+    y = np.sign(F @ rng.normal(size=26))
+    sol = gs.svm_linear(F, y, bias=bias)
+    assert_certified(sol)
+    prob = cvx_svm(F, y, solver, bias)
+    assert rel(sol.objective, prob.value) <= REL
+
+
+def test_svm_linear_flags_non_separable_data():
+    F = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    sol = gs.svm_linear(F, np.array([1.0, -1.0, 1.0]))
+    assert sol.status == "infeasible" and sol.weights is None
+
+
+def test_labels_must_be_plus_minus_one():
+    with pytest.raises(ValueError, match="labels"):
+        gs.svm_linear(np.eye(3), np.array([0.0, 1.0, 1.0]))
+
+
+def test_status_never_claims_more_than_the_certificate():
+    p = teacher_problem(20)
+    sol = gs.svm_gln(p["X"], p["y"], p["ctx"], 2)
+    assert sol.status == "optimal"
+    sol.gap_relative = 1e-3  # as if round-off had spoiled the recomputed certificate
+    assert gs._check_certificate(sol, 1e-10).status == "numerical_error"
