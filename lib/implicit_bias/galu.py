@@ -1077,8 +1077,10 @@ def lemma1_tasks(cfg: dict, device: str) -> list[dict]:
 def lemma1_frame(tasks: list[dict], results: list[dict]):
     import pandas as pd
 
+    # Wall-clock seconds are dropped: the frame is a regression-tested figure table.
     return pd.DataFrame([{"dist": t["dist"], "d": t["d"], "m": t["m"], "sigma": t["sigma"],
-                          "n_rep": t["n_rep"], **r} for t, r in zip(tasks, results)])
+                          "n_rep": t["n_rep"], **{k: v for k, v in r.items() if k != "seconds"}}
+                         for t, r in zip(tasks, results)])
 
 
 def lemma1_metrics(df) -> dict:
