@@ -32,17 +32,14 @@ def executed_notebook(chapter: str) -> Path:
     return project_root() / "book" / "chapters" / f"{chapter}.ipynb"
 
 
-chapters_in_book = chapters
-
-
-def validate(chapters, profile: str, device: str) -> list[str]:
+def validate(requested, profile: str, device: str) -> list[str]:
     """Check every argument before running anything; raise ValueError listing valid values."""
     check_profile(profile)
     try:
         resolve_device(device)
     except ValueError as err:
         raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
-    selected = list(chapters) or chapters_in_book()
+    selected = list(requested) or chapters()
     for chapter in selected:
         check_chapter(chapter)
     for chapter in selected:
