@@ -71,6 +71,7 @@ lint: setup
 
 bench: setup data
 	$(PY) benchmarks/bench_gln_solvers.py
+	$(PY) benchmarks/bench_gln_training.py
 
 # Rewrite the figure baselines from the current smoke results, on purpose only.
 baselines: setup data

@@ -55,6 +55,16 @@ def test_median_init_halves_the_training_data_and_contexts_in_range():
         gln.sample_hyperplanes(Xp, 5, 3, seed=0)
 
 
+def test_assign_contexts_is_the_bit_code_of_the_hyperplane_sides():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 7))
+    planes = gln.sample_hyperplanes(X, n_units=4, n_contexts=8, seed=5, median_init=False)
+    ctx = gln.assign_contexts(X, planes)
+    for n, h in itertools.product(range(30), range(4)):
+        bits = [X[n] @ planes.weights[h, j] - planes.cutoffs[h, j] >= 0 for j in range(3)]
+        assert ctx[n, h] == sum(2**j for j, b in enumerate(bits) if b)
+
+
 def test_pack_signs_roundtrip_and_rates():
     f = np.array([0.3, -1.0, 2.0, -0.1, 5.0, 1.0, -3.0, 0.2, -0.5])
     np.testing.assert_array_equal(gln.unpack_signs(gln.pack_signs(f), len(f)), np.sign(f))
@@ -281,6 +291,36 @@ def test_batched_training_equals_separate_runs():
     assert not torch.allclose(both["w1"], start["w1"])  # training moved the weights
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
+    """The shallow trainer updates only the rows a batch uses (idle rows in closed form); it must
+    give the iterates of plain SGD over all rows, with a partial last batch and the lr drop."""
+    rng = np.random.default_rng(17)
+    R, N, D, C = 2, 45, 6, 16
+    X = torch.as_tensor(rng.normal(size=(R, N, D)))
+    y = torch.as_tensor(np.sign(rng.normal(size=(R, N))))
+    ctx = torch.as_tensor(rng.integers(0, C, size=(R, N)))
+    start = gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+    sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=momentum)
+    lazy = gln.train_batched("shallow", start, X, y, ctx, sched, [0, 1])["w"]
+    dense = gln._train_dense("shallow", start, X, y, ctx, sched, [0, 1])["w"]
+    torch.testing.assert_close(lazy, dense, rtol=0, atol=1e-12)
+    assert (lazy - start["w"]).abs().max() > 0.1  # training moved the weights
+
+
+def test_idle_step_factors_equal_the_sums_they_replace():
+    sched = gln.Schedule(n_steps=50, lr=0.2, lr_drop_step=20, lr_factor=0.25, momentum=0.9)
+    lrs = [sched.lr * (sched.lr_factor if j >= sched.lr_drop_step else 1.0) for j in range(50)]
+    last = torch.tensor([-1, 0, 5, 18, 19, 20, 33, 49])
+    for t in (19, 20, 35, 49):
+        ok = last <= t
+        factor, decay = gln._idle_steps_factors(last[ok], t, sched)
+        for s, a, d in zip(last[ok].tolist(), factor.tolist(), decay.tolist()):
+            expected = sum(lrs[j] * sched.momentum ** (j - s) for j in range(s + 1, t + 1))
+            assert a == pytest.approx(expected, rel=1e-12, abs=1e-15)
+            assert d == pytest.approx(sched.momentum ** (t - s), rel=1e-12)
+
+
 def test_training_separates_a_small_problem():
     p = gln.toy_problem(30, seed=3)
     X = torch.as_tensor(p["X"])[None]
@@ -349,6 +389,28 @@ def test_reference_tables_load():
     assert row["val_error_mean"].iloc[0] == pytest.approx(0.34833)
     best = gln.reference_best()
     assert set(best["method"]) >= {"GD-shallow-GLN", "SVM-GLN", "SVM-L2"}
+    shallow = ref[ref["depth"] == "shallow"]
+    assert set(shallow["method"]) == {"GD-shallow-GLN", "SVM-shallow"}
+    assert (shallow["H"] == 1).all()  # our convention, so shallow cells compare
+
+
+def test_compare_with_reference_matches_shallow_and_deep_cells():
+    ref = gln.load_reference()
+    cells = ref[((ref["method"] == "GD-shallow-GLN") & (ref["C"] == 16) & (ref["N"] == 500)
+                 & ref["median_init"] & (ref["momentum"] == 0.0))
+                | ((ref["method"] == "SVM-GLN") & (ref["H"] == 10) & (ref["C"] == 2)
+                   & (ref["N"] == 500) & ref["median_init"])]
+    assert len(cells) == 2
+    ours = cells[["method", "depth", "H", "C", "N", "median_init"]].copy()
+    ours["momentum"] = 0.0
+    offset = {"GD-shallow-GLN": 0.01, "SVM-GLN": -0.03}
+    ours["val_error_mean"] = cells["val_error_mean"] + cells["method"].map(offset)
+    ours["val_error_se"], ours["n_seeds"] = 0.0, 3
+    cmp = gln.compare_with_reference(ours, ref).set_index("method")
+    assert cmp.loc["GD-shallow-GLN", "difference"] == pytest.approx(0.01)
+    assert bool(cmp.loc["GD-shallow-GLN", "within_tolerance"])
+    assert cmp.loc["SVM-GLN", "difference"] == pytest.approx(-0.03)
+    assert not bool(cmp.loc["SVM-GLN", "within_tolerance"])
 
 
 def test_figures_draw_from_result_tables():

@@ -62,3 +62,9 @@ def test_figure_regression_roundtrip(demo_project):
     problems = compare_figure("demo", "fig")
     assert any("values differ" in p for p in problems)
     assert any("baseline image" in p for p in problems)
+    # a figure of another size is reported as a problem, not raised
+    fig = make_figure(data["y"])
+    fig.set_size_inches(fig.get_figwidth() * 1.5, fig.get_figheight())
+    save_figure(fig, "demo", "fig", data, "smoke", rtol=1e-6)
+    problems = compare_figure("demo", "fig")
+    assert problems and all("Image sizes do not match" in p for p in problems)

@@ -44,6 +44,20 @@ def test_profiles_are_validated(demo_project):
         Chapter("nope")
 
 
+def test_sweep_workers_come_from_the_profile(demo_project):
+    import os
+
+    assert Chapter("demo", device="cpu").workers == 1  # no `workers` key: serial
+    path = demo_project / "data" / "profiles" / "demo.yaml"
+    path.write_text("smoke: {n: 1, workers: auto}\npaper: {n: 2, workers: 3}\n")
+    assert Chapter("demo", device="cpu").workers == (os.cpu_count() or 1)
+    assert Chapter("demo", "paper", device="cpu").workers == 3
+    path.write_text("smoke: {n: 1, workers: 0}\npaper: {n: 2, workers: many}\n")
+    for profile in ("smoke", "paper"):
+        with pytest.raises(ProfileError, match="workers must be a positive integer"):
+            _ = Chapter("demo", profile, device="cpu").workers
+
+
 def test_demo_chapter_executes_end_to_end(demo_project):
     import os
 

@@ -119,13 +119,27 @@ class Chapter:
             pass
         return None
 
-    def sweep(self, fn, tasks, name: str, desc: str | None = None, n_jobs: int = 1,
+    @property
+    def workers(self) -> int:
+        """Worker processes for this run's sweeps: the profile's `workers` (default 1); "auto"
+        is one per CPU core on the CPU (tasks then use one torch thread each) and 1 on a GPU,
+        which one process keeps busy."""
+        setting = self.config.get("workers", 1)
+        if setting == "auto":
+            return (os.cpu_count() or 1) if self.device.type == "cpu" else 1
+        if not isinstance(setting, int) or setting < 1:
+            raise ProfileError(f"{self.chapter}/{self.profile}: workers must be a positive "
+                               f"integer or 'auto', got {setting!r}")
+        return setting
+
+    def sweep(self, fn, tasks, name: str, desc: str | None = None, n_jobs: int | None = None,
               backend: str | None = None) -> list[dict]:
         """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.sweep`).
 
         The backend is dask when `$IMPLICIT_BIAS_DASK_SCHEDULER` is set, joblib when
-        n_jobs > 1, else serial.
+        n_jobs > 1 (default: `self.workers`), else serial.
         """
+        n_jobs = self.workers if n_jobs is None else n_jobs
         if backend is None:
             backend = "dask" if os.environ.get(DASK_ENV) else (
                 "joblib" if n_jobs != 1 else "serial")

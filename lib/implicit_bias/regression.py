@@ -69,10 +69,15 @@ def compare_figure(chapter: str, fig_id: str, profile: str = "smoke",
         problems += [f"{table}: {d}" for d in diffs]
     if images and (base_dir / f"{fig_id}.png").exists():
         from matplotlib.testing.compare import compare_images
+        from matplotlib.testing.exceptions import ImageComparisonFailure
 
-        result = compare_images(str(base_dir / f"{fig_id}.png"),
-                                str(current_dir / f"{fig_id}.png"),
-                                tol=PNG_RMS_TOLERANCE, in_decorator=True)
+        try:
+            result = compare_images(str(base_dir / f"{fig_id}.png"),
+                                    str(current_dir / f"{fig_id}.png"),
+                                    tol=PNG_RMS_TOLERANCE, in_decorator=True)
+        except ImageComparisonFailure as exc:  # e.g. a different image size
+            problems.append(f"{fig_id}.png differs from the baseline image: {exc}")
+            result = None
         if result is not None:
             problems.append(f"{fig_id}.png differs from the baseline image: RMS "
                             f"{result['rms']:.2f} > {PNG_RMS_TOLERANCE}")

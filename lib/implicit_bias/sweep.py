@@ -148,8 +148,15 @@ def _execute(fn, tasks, todo, backend, n_jobs, scheduler):
         for i in todo:
             yield i, run_task(fn, tasks[i])
     elif backend == "joblib":
+        import warnings
+
         from joblib import Parallel, delayed
 
+        # loky replaces workers that sat idle or grew (e.g. after a large task) and warns on the
+        # next submission; the tasks themselves are unaffected, so keep the message out of
+        # the chapters' output
+        warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given",
+                                category=UserWarning)
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
         yield from zip(todo, parallel(delayed(run_task)(fn, tasks[i]) for i in todo))
     else:
