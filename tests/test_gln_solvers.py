@@ -373,6 +373,57 @@ def test_svm_shallow_matches_per_context_cvxpy(solver, bias):
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
+def test_primal_svm_ipm_matches_cvxpy_with_padding(solver):
+    """The feature-space IPM (the shallow SVM's fallback) on two problems of different sizes in
+    one batch, one with more samples than features, against cvxpy."""
+    rng = np.random.default_rng(23)
+    D, sizes = 6, (40, 11)
+    probs = []
+    for n in sizes:
+        X = np.c_[rng.normal(size=(n, D - 1)), np.ones(n)]
+        probs.append((X, np.sign(X @ rng.normal(size=D) + 0.05)))
+    m = max(sizes)
+    Xb = torch.zeros(2, m, D, dtype=torch.float64)
+    yb = torch.ones(2, m, dtype=torch.float64)
+    mask = torch.zeros(2, m, dtype=torch.bool)
+    for i, (X, y) in enumerate(probs):
+        Xb[i, :len(X)], yb[i, :len(X)], mask[i, :len(X)] = (torch.as_tensor(X),
+                                                            torch.as_tensor(y), True)
+    out = gs._primal_svm_ipm(Xb, yb, mask, 1e-10, 100)
+    assert out["status"] == ["optimal", "optimal"]
+    for i, (X, y) in enumerate(probs):
+        prob = cvx_svm(X, y, solver)
+        w = out["w"][i].numpy()
+        assert rel(float(w @ w), prob.value) <= REL
+        assert np.all(y * (X @ w) >= 1 - 1e-8)
+        assert np.allclose(out["lam"][i, len(X):].numpy(), 0)  # padding carries no multiplier
+        # stationarity: w = sum_n lam_n y_n x_n
+        np.testing.assert_allclose(X.T @ (out["lam"][i, :len(X)].numpy() * y), w, atol=1e-6)
+
+
+def test_svm_shallow_falls_back_to_the_primal_form_when_the_kernel_form_stalls(monkeypatch):
+    rng = np.random.default_rng(24)
+    N, D, C = 90, 5, 3
+    X = np.c_[rng.normal(size=(N, D - 1)), np.ones(N)]
+    y = np.sign(X @ rng.normal(size=D) + 0.1)
+    ctx = rng.integers(0, C, size=N)
+    reference = gs.svm_shallow(X, y, ctx, C)
+    assert_certified(reference)
+    kernel_svm = gs._kernel_svm
+
+    def stalled_at_context_1(*args):
+        out = kernel_svm(*args)
+        out["status"][1] = "max_iter"  # as a barely separable context does in round-off
+        return out
+
+    monkeypatch.setattr(gs, "_kernel_svm", stalled_at_context_1)
+    sol = gs.svm_shallow(X, y, ctx, C)
+    assert_certified(sol)
+    assert rel(sol.objective, reference.objective) <= 1e-8
+    np.testing.assert_allclose(sol.weights.numpy(), reference.weights.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("bias", [False, True])
 def test_svm_linear_matches_cvxpy(solver, bias):
     rng = np.random.default_rng(19)

@@ -625,6 +625,79 @@ def _qp_ipm(K: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, to
     return {"status": status, "iterations": iters, "lam": lam, "s": s, "b": b}
 
 
+def _primal_newton(st: dict, r_c: torch.Tensor):
+    """Newton direction of the primal SVM IPM for the target ``s dlam + lam ds = r_c``."""
+    X, y, mk, lam, s = st["X"], st["y"], st["mk"], st["lam"], st["s"]
+    rhs = -st["r_w"] + torch.einsum("bmd,bm->bd", X, y * (r_c - lam * st["r_p"]) / s * mk)
+    dw = torch.cholesky_solve(rhs.unsqueeze(-1), st["L"])[..., 0]
+    ds = (y * torch.einsum("bmd,bd->bm", X, dw) + st["r_p"]) * mk
+    dlam = (r_c - lam * ds) / s * mk
+    return dw, ds, dlam
+
+
+def _primal_svm_ipm(X: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, tol: float,
+                    max_iter: int) -> dict:
+    """Mehrotra predictor-corrector on the primal ``min 1/2 ||w||^2`` s.t.
+    ``y_n <w, x_n> - 1 = s_n >= 0`` in feature space, batched: X (B, m, D), y (B, m), samples
+    with ``mask`` False are padding. Each Newton step solves the D x D system
+    ``(I + X^T diag(lam / s) X) dw = ...``, positive definite (eigenvalues >= 1) where the kernel
+    form's N x N system turns singular (rank <= D < N: barely separable data stall it in
+    round-off); when lam / s spans ~1e14 at the end, a relative jitter keeps the factorization."""
+    B, m, D = X.shape
+    dev, dt = X.device, X.dtype
+    mk = mask.to(dt)
+    n_cons = mk.sum(1).clamp_min(1)
+    X = X * mk[..., None]
+    w = torch.zeros(B, D, dtype=dt, device=dev)
+    lam, s = mk.clone(), torch.ones_like(mk)
+    eye = torch.eye(D, dtype=dt, device=dev).expand(B, D, D)
+    status, iters = ["max_iter"] * B, [0] * B
+    done = torch.zeros(B, dtype=torch.bool, device=dev)
+    for it in range(max_iter + 1):
+        Xw = torch.einsum("bmd,bd->bm", X, w)
+        g = torch.einsum("bmd,bm->bd", X, lam * y)          # X^T (y lam)
+        dual = lam.sum(1) - (g * g).sum(1) / 2
+        margins = torch.where(mask, y * Xw, torch.full_like(Xw, math.inf))
+        mmin = margins.amin(1)
+        wsq = (w * w).sum(1)
+        primal = torch.where(mmin > 0, wsq / 2 / mmin.clamp(max=1.0) ** 2,
+                             torch.full_like(wsq, math.inf))
+        rel_gap = (primal - dual) / dual.abs().clamp_min(1e-300)
+        _mark(status, done, iters, it, [
+            (~torch.isfinite(w).all(1), "numerical_error"),
+            (rel_gap <= tol, "optimal"),
+            (lam.sum(1) > _INFEASIBLE_DUAL, "infeasible"),
+        ])
+        if bool(done.all()) or it == max_iter:
+            break
+        r_w = w - g
+        r_p = (y * Xw - 1 - s) * mk
+        mu = (s * lam).sum(1) / n_cons
+        d = lam / s * mk
+        M = eye + torch.einsum("bmd,bm,bme->bde", X, d, X)
+        L, info = torch.linalg.cholesky_ex(M)
+        if bool((info > 0).any()):  # near the end D spans 1e14: a relative jitter restores it
+            jitter = 1e-13 * M.diagonal(dim1=1, dim2=2).amax(1)
+            L, info = torch.linalg.cholesky_ex(M + jitter[:, None, None] * eye)
+        _mark(status, done, iters, it, [(info > 0, "numerical_error")])
+
+        state = {"X": X, "y": y, "mk": mk, "lam": lam, "s": s, "r_w": r_w, "r_p": r_p, "L": L}
+        dw, ds, dlam = _primal_newton(state, -s * lam)
+        a = torch.minimum(_max_step(lam, dlam, mask), _max_step(s, ds, mask)).clamp(max=1.0)
+        mu_aff = ((s + a[:, None] * ds) * (lam + a[:, None] * dlam) * mk).sum(1) / n_cons
+        sigma = (mu_aff / mu.clamp_min(1e-300)).clamp(0, 1) ** 3
+        # never aim the products below what the tolerance needs (as `_qp_ipm`)
+        target = torch.maximum(sigma * mu, 0.1 * tol * lam.sum(1) / n_cons)
+        dw, ds, dlam = _primal_newton(state, (target[:, None] - s * lam - ds * dlam) * mk)
+        a_max = torch.minimum(_max_step(lam, dlam, mask), _max_step(s, ds, mask))
+        step = (_STEP_FRACTION * a_max).clamp(max=1.0)
+        step = torch.where(done, torch.zeros_like(step), step)
+        w = w + step[:, None] * dw
+        s = torch.where(mask, s + step[:, None] * ds, torch.ones_like(s))
+        lam = lam + step[:, None] * dlam
+    return {"status": status, "iterations": iters, "w": w, "lam": lam * mk}
+
+
 def _kernel_svm(Kx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, tol: float,
                 max_iter: int) -> dict:
     """Normalize ``Kx`` (B, N, N) (a PSD kernel, without labels) and run `_qp_ipm`; returns the
@@ -827,6 +900,17 @@ def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool 
         out = _kernel_svm(Kx, yb, mask, bias, tol, max_iter)
         lam = out["lam"] * mask
         beta[ids] = torch.einsum("bm,bmd->bd", lam * yb, Xb)
+        stalled = [i for i, st in enumerate(out["status"]) if st == "max_iter"]
+        if stalled and not bias:
+            # barely separable contexts stall the kernel form in round-off; the feature-space
+            # form is well conditioned there (its own certificate decides the status)
+            sel = torch.tensor(stalled, device=dev)
+            redo = _primal_svm_ipm(Xb[sel], yb[sel], mask[sel], tol, max_iter)
+            beta[ids[sel]] = redo["w"]
+            lam[sel] = redo["lam"]
+            for j, i in enumerate(stalled):
+                out["status"][i] = redo["status"][j]
+                out["iterations"][i] += redo["iterations"][j]
         if bias:
             biases[ids] = out["b"]
         lam_all[sample[mask]] = lam[mask]
