@@ -95,6 +95,7 @@ class Chapter:
         self.profile = check_profile(profile)
         self.config = load_profile(chapter, profile)
         self.device = resolve_device(device)
+        self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
         self.refresh = bool(refresh)
         self.results_dir = chapter_results(profile, chapter)
         torch.manual_seed(0)
@@ -119,8 +120,7 @@ class Chapter:
             pass
         return None
 
-    @property
-    def workers(self) -> int:
+    def _workers_from_profile(self) -> int:
         """Worker processes for this run's sweeps: the profile's `workers` (default 1); "auto"
         is one per CPU core on the CPU (tasks then use one torch thread each) and 1 on a GPU,
         which one process keeps busy."""
