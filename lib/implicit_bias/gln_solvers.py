@@ -863,6 +863,9 @@ def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool 
     with `bias`, a context with a single class gets beta_c = 0 and b_c = its label (the
     minimum-norm solution). Returns beta (C, D); the per-context biases are in
     ``extra["biases"]`` and ``bias`` is 0. `objective` is ``sum_c ||beta_c||_2^2``.
+    Without `bias`, contexts whose kernel-form IPM stalls at `max_iter` (barely separable data,
+    round-off) are solved again in feature space (`_primal_svm_ipm`); the certificate below is
+    recomputed from the final beta and multipliers either way.
     """
     dev = _device(device, X)
     X = _tensor(X, dev)
