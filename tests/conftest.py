@@ -1,4 +1,4 @@
-"""Shared fixtures: a copy of the demo project, and the executed smoke book."""
+"""Shared fixtures: a copy of the demo project, and the chapters executed at the smoke profile."""
 
 from __future__ import annotations
 
@@ -27,18 +27,31 @@ def demo_project(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def smoke_book():
-    """Execute every chapter of the book at the smoke profile on the CPU, once per session.
+def _smoke_runs():
+    return {}
 
-    Returns {chapter: run summary}. The results cache makes a second session cheap.
-    """
+
+@pytest.fixture
+def smoke_chapter(_smoke_runs, chapter):
+    """The run summary of `chapter` executed at the smoke profile on the CPU, once per test
+    session and only for the chapters a selection asks for (`pytest -k gln_norm` runs one)."""
+    from implicit_bias.runner import run_chapter
+
+    if chapter not in _smoke_runs:
+        print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
+        _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
+        print(f"[smoke book] {chapter}: ok={_smoke_runs[chapter]['ok']} "
+              f"{_smoke_runs[chapter]['seconds']} s", file=sys.stderr, flush=True)
+    return _smoke_runs[chapter]
+
+
+@pytest.fixture(scope="session")
+def smoke_book(_smoke_runs):
+    """Every chapter of the book executed at the smoke profile (for the website test)."""
     from implicit_bias.chapter import chapters
     from implicit_bias.runner import run_chapter
 
-    summaries = {}
     for chapter in chapters():
-        print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
-        summaries[chapter] = run_chapter(chapter, "smoke", "cpu")
-        print(f"[smoke book] {chapter}: ok={summaries[chapter]['ok']} "
-              f"{summaries[chapter]['seconds']} s", file=sys.stderr, flush=True)
-    return summaries
+        if chapter not in _smoke_runs:
+            _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
+    return _smoke_runs

@@ -14,3 +14,18 @@ def square(task):
     if task.get("sleep"):
         time.sleep(task["sleep"])
     return {"y": task["x"] ** 2, "half": task["x"] / 2}
+
+
+def flaky(task):
+    """Fails while the file `task["gate"]` exists (a missing data file, say)."""
+    if Path(task["gate"]).exists():
+        raise FileNotFoundError(f"missing input {task['gate']}")
+    return {"y": task["x"] + 1}
+
+
+def not_json(task):
+    return {"value": object()}
+
+
+def cube(task):
+    return {"y": task["x"] ** 3}

@@ -77,3 +77,52 @@ def test_check_writes_report_and_renders(demo_project):
 def test_check_rejects_unknown_profile(demo_project):
     with pytest.raises(ValueError, match="valid: smoke, paper"):
         claims.check("demo", {}, "quick")
+
+
+def test_failed_tasks_leave_every_claim_undecided(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMPLICIT_BIAS_RESULTS", str(tmp_path))
+    monkeypatch.setattr(claims, "load_claims", lambda chapter: [CLAIM])
+    failed = [{"sweep": "svm", "task": {"x": 1}, "error": "Traceback...\nMemoryError: oom"}]
+    report = claims.check("demo", {"m": 0.5}, "smoke", failed_tasks=failed)
+    assert not report.ok
+    row = report.rows[0]
+    assert row["status"] == "missing tasks" and "svm" in row["evidence"]
+    assert "MemoryError: oom" in row["evidence"]
+    assert claims.check("demo", {"m": 0.5}, "smoke").ok  # same metrics, nothing failed
+
+
+def test_committed_report_is_decided_again_from_its_stored_values():
+    report = {"profile": "paper", "claims": [
+        {"id": "c", "metric": "m", "value": 0.5, "status": "pass", "expect": "< 1"}]}
+    assert claims.reevaluate(report, [CLAIM]) == []
+    # an expectation edited so that the stored value must fail: caught without rerunning
+    assert "fail" in claims.reevaluate(report, [{**CLAIM, "expect": "> 1"}])[0]
+    # a known deviation declared now: the stored pass becomes an unexpected pass
+    deviating = {**CLAIM, "known_deviation": {"profiles": ["paper"], "evidence": "e"}}
+    assert "unexpected pass" in claims.reevaluate(report, [deviating])[0]
+    # the claim's metric renamed, a claim added: the report must be recomputed
+    assert "metric" in claims.reevaluate(report, [{**CLAIM, "metric": "m2"}])[0]
+    added = claims.reevaluate(report, [CLAIM, {**CLAIM, "id": "d"}])
+    assert added == ["d: in the claims file but not in the stored report (rerun)"]
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from implicit_bias.claims import write_json_atomic
+for i in range(300):
+    write_json_atomic(Path(sys.argv[1]), {"writer": sys.argv[2], "i": i})
+"""
+
+
+def test_concurrent_report_writes_do_not_collide(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "report.json"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(k)],
+                              stderr=subprocess.PIPE) for k in range(3)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errors
+    assert json.loads(target.read_text())["i"] == 299
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left

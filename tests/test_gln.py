@@ -474,3 +474,16 @@ def test_mnist_tasks_end_to_end_tiny():
     assert set(relu_r) >= {"GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL"}
     table, m = gln.kkt_experiment(40, 200, "CLARABEL", H=3)
     assert m["svm_gln_kkt_max"] < 1e-6 and m["svm_gln_fast_vs_ecos_objective_rel"] < 1e-6
+
+
+def test_frames_show_failed_tasks_as_missing_rows():
+    error = {"status": "error", "error": "MemoryError: out of memory"}
+    gd_task = {"depth": "deep", "H": 2, "C": 2, "N": 100, "median_init": False,
+               "momentum": 0.9, "seeds": [0, 1]}
+    svm_task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 100, "median_init": False,
+                "seeds": [0, 1]}
+    frame = gln.gln_frame([gd_task], [error], [svm_task], [error])
+    assert len(frame) == 4 and not (frame["status"] == "ok").any()
+    assert frame["val_error"].isna().all()
+    relu = gln.relu_frame([{"H": 2, "N": 100, "momentum": 0.9, "seeds": [0]}], [error])
+    assert len(relu) == 4 and relu["val_error"].isna().all()

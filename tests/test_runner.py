@@ -82,3 +82,91 @@ def test_failing_chapter_exits_nonzero(demo_project):
     result = cli("run", "demo", "--device", "cpu", env=dict(os.environ))
     assert result.returncode == 1
     assert "ZeroDivisionError" in result.stderr
+
+
+def _claims_file(demo_project):
+    return demo_project / "data" / "claims" / "demo.yaml"
+
+
+@pytest.mark.parametrize("edit,named", [
+    (("expect: \"< 0.5\"", "expect: \"> 0.5\""), "mean_is_small: fail"),
+    (("expect: \"in [1.9, 2.1]\"", "expect: \"in [0.5, 2.1]\""),
+     "variance_is_two: unexpected pass"),
+])
+def test_run_fails_naming_claims_that_are_not_as_expected(demo_project, edit, named):
+    import os
+
+    path = _claims_file(demo_project)
+    path.write_text(path.read_text().replace(*edit))
+    result = cli("run", "demo", "--device", "cpu", env=dict(os.environ))
+    assert result.returncode == 1
+    assert named in result.stderr
+
+
+def test_failed_execution_is_never_published_nor_its_old_claims_shown(demo_project):
+    import os
+
+    env = dict(os.environ)
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    published = demo_project / "book" / "chapters" / "demo.ipynb"
+    good = published.read_text()
+    nb = demo_project / "notebooks" / "demo.md"
+    nb.write_text(nb.read_text().replace("ch.check_claims(metrics)", "1 / 0"))
+    result = cli("run", "demo", "--device", "cpu", env=env)
+    assert result.returncode == 1 and "ZeroDivisionError" in result.stderr
+    assert published.read_text() == good  # the last complete execution stays published
+    assert (demo_project / "results/smoke/demo/.run/failed.ipynb").exists()
+    assert not (demo_project / "results/smoke/claims/demo.json").exists()
+    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    assert run["claims"] is None and not run["ok"]
+
+
+def test_run_record_counts_tasks_and_prunes_what_the_run_no_longer_uses(demo_project):
+    import os
+
+    env = dict(os.environ)
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    assert run["tasks"]["computed"] == 3 and run["tasks"]["devices"] == ["cpu"]
+    folder = demo_project / "results/smoke/demo/moments"
+    orphan = folder / ("0" * 64 + ".json")
+    orphan.write_text("{}")
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    assert run["tasks"]["cached"] == 3 and run["tasks"]["computed"] == 0
+    assert not orphan.exists() and len(list(folder.glob("*.json"))) == 3
+
+
+def test_failed_tasks_make_the_run_fail_and_are_retried(demo_project):
+    import os
+
+    tasks = demo_project / "tests_demo_tasks.py"
+    source = tasks.read_text()
+    tasks.write_text(source.replace('    x = np.random', '    if task["seed"] == 1:\n'
+                                    '        raise MemoryError("out of memory")\n'
+                                    '    x = np.random'))
+    env = dict(os.environ)
+    result = cli("run", "demo", "--device", "cpu", env=env)
+    assert result.returncode == 1
+    assert "MemoryError: out of memory" in result.stderr and "{'n': 50, 'seed': 1}" in result.stderr
+    report = json.loads((demo_project / "results/smoke/claims/demo.json").read_text())
+    assert {row["status"] for row in report["claims"]} == {"missing tasks"}
+    tasks.write_text(source)  # the cause is fixed: the next run computes the task
+    result = cli("run", "demo", "--device", "cpu", env=env)
+    assert result.returncode == 0, result.stderr
+    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    assert run["tasks"]["failed"] == 0 and run["tasks"]["total"] == 3
+
+
+def test_compare_and_baselines_fail_with_a_message(demo_project, tmp_path):
+    result = cli("compare", "demo", "--reference", str(tmp_path / "none"),
+                 "--candidate", str(tmp_path / "none2"))
+    assert result.returncode == 2 and "no paper-profile results" in result.stderr
+    assert "Traceback" not in result.stderr
+    import os
+
+    result = cli("baselines", "demo", env=dict(os.environ))  # nothing executed yet
+    assert result.returncode == 2 and "run the chapter first" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = cli("baselines", "no_such_chapter", env=dict(os.environ))
+    assert result.returncode == 2 and "unknown chapter" in result.stderr

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.sweep import ResultCache, sweep, task_hash
-from sweep_tasks import square
+from implicit_bias.fingerprint import fingerprint
+from implicit_bias.sweep import ResultCache, SweepOutcome, sweep, task_hash
+from sweep_tasks import cube, flaky, not_json, square
 
 TESTS = Path(__file__).resolve().parent
 
@@ -33,10 +34,25 @@ def test_task_hash_ignores_key_order():
     assert task_hash({"a": 1}) != task_hash({"a": 2})
 
 
-def test_failure_is_recorded_not_raised(tmp_path):
-    results = sweep(square, [{"x": 2, "fail": True}, {"x": 3}], tmp_path, progress=False)
+def test_failure_is_returned_not_raised_and_never_cached(tmp_path):
+    outcome = SweepOutcome("demo")
+    results = sweep(square, [{"x": 2, "fail": True}, {"x": 3}], tmp_path, progress=False,
+                    outcome=outcome)
     assert results[0]["status"] == "error" and "solver died" in results[0]["error"]
     assert results[1]["y"] == 9
+    assert len(list(tmp_path.glob("*.json"))) == 1  # only the success is stored
+    assert outcome.computed == 1 and len(outcome.errors) == 1
+    assert outcome.errors[0]["task"] == {"x": 2, "fail": True}
+
+
+def test_failed_task_is_retried_once_its_cause_is_fixed(tmp_path):
+    gate = tmp_path / "gate"
+    gate.touch()
+    task = {"x": 1, "gate": str(gate)}
+    assert sweep(flaky, [task], tmp_path / "c", progress=False)[0]["status"] == "error"
+    gate.unlink()  # the data file arrives
+    again = sweep(flaky, [task], tmp_path / "c", progress=False)[0]
+    assert again["status"] == "ok" and again["y"] == 2
 
 
 def test_corrupted_entry_is_recomputed(tmp_path):
@@ -47,6 +63,62 @@ def test_corrupted_entry_is_recomputed(tmp_path):
     assert ResultCache(tmp_path).get(task) is None
     assert sweep(square, [task], tmp_path, progress=False)[0]["y"] == 49
     assert json.loads(path.read_text())["result"]["y"] == 49
+
+
+@pytest.mark.parametrize("edit", ["wrong shape", "edited value", "other schema", "old format"])
+def test_well_formed_but_wrong_entry_is_recomputed(tmp_path, edit):
+    task = {"x": 7}
+    sweep(square, [task], tmp_path, progress=False)
+    path = ResultCache(tmp_path).path(task)
+    entry = json.loads(path.read_text())
+    if edit == "wrong shape":
+        entry["result"] = [49]
+    elif edit == "edited value":
+        entry["result"]["y"] = 50  # the checksum no longer matches
+    elif edit == "other schema":
+        entry["schema"] = 99
+    else:
+        entry = {"task": entry["task"], "result": entry["result"]}
+    path.write_text(json.dumps(entry))
+    cache = ResultCache(tmp_path, fingerprint(square))
+    assert cache.get(task) is None
+    assert sweep(square, [task], tmp_path, progress=False)[0]["y"] == 49
+    assert cache.get(task)["y"] == 49
+
+
+def test_results_of_other_code_are_not_served(tmp_path):
+    task = {"x": 2}
+    sweep(square, [task], tmp_path, progress=False)
+    # the same cache folder, the same task, another function (a code change): recomputed
+    assert sweep(cube, [task], tmp_path, progress=False)[0]["y"] == 8
+    entry = json.loads(ResultCache(tmp_path).path(task).read_text())
+    assert entry["fingerprint"] == fingerprint(cube) and entry["fn"].endswith(":cube")
+
+
+def test_non_json_result_is_an_error_and_leaves_no_file(tmp_path):
+    result = sweep(not_json, [{"x": 1}], tmp_path, progress=False)[0]
+    assert result["status"] == "error" and "TypeError" in result["error"]
+    assert list(tmp_path.iterdir()) in ([], [tmp_path / ".locks"])
+
+
+LOCKED = """
+import sys
+sys.path.insert(0, {tests!r})
+from implicit_bias.sweep import sweep
+from sweep_tasks import square
+sweep(square, [{{"x": x, "sleep": 0.2, "log": {log!r}}} for x in range(6)], {cache!r},
+      progress=False)
+"""
+
+
+def test_two_processes_never_compute_a_task_twice(tmp_path):
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    script = LOCKED.format(tests=str(TESTS), log=str(log), cache=str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    ran = sorted(int(p.name.split(".")[0]) for p in log.iterdir())
+    assert ran == list(range(6))  # each task once, whichever process got it
 
 
 def test_refresh_recomputes(tmp_path):
@@ -114,3 +186,14 @@ def test_dask_local_cluster_matches_local(tmp_path, monkeypatch):
                         progress=False)
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in local]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in distributed]
+
+
+def test_an_entry_of_moved_code_is_reused_and_relabelled(tmp_path):
+    task = {"x": 4}
+    sweep(square, [task], tmp_path, progress=False)
+    path = ResultCache(tmp_path).path(task)
+    assert json.loads(path.read_text())["fn"] == "sweep_tasks:square"
+    # the same code (same fingerprint) now reached under another name: reused, relabelled
+    cache = ResultCache(tmp_path, fingerprint(square))
+    assert cache.get(task, fn=cube)["y"] == 16
+    assert json.loads(path.read_text())["fn"] == "sweep_tasks:cube"

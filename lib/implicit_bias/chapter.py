@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -11,9 +13,10 @@ import yaml
 
 from . import claims as claims_module
 from .device import describe_device, resolve_device
-from .paths import chapter_results, project_root
+from .paths import chapter_results, project_root, run_log_path
 from .plotting import save_figure
-from .sweep import DASK_ENV, sweep
+from .schema import ProfileError, load_profiles_file
+from .sweep import DASK_ENV, SweepOutcome, sweep
 
 PROFILES = claims_module.PROFILES
 
@@ -37,10 +40,6 @@ def chapters() -> list[str]:
     if toc.exists():
         walk(yaml.safe_load(toc.read_text()))
     return found
-
-
-class ProfileError(ValueError):
-    """A profile name or profiles file is invalid."""
 
 
 def known_chapters() -> list[str]:
@@ -68,22 +67,15 @@ def profiles_file(chapter: str) -> Path:
 
 
 def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
-    """The parameters of `profile` for `chapter`, validated (both profiles, same keys)."""
+    """The parameters of `profile` for `chapter`, validated: the whole file against
+    `data/schemas/profiles.yaml` and the chapter's `data/schemas/profiles/<chapter>.yaml`, and
+    both profiles with the same keys; a `ProfileError` lists every problem of the file."""
     check_profile(profile)
     path = path or profiles_file(chapter)
     if not path.exists():
-        raise ProfileError(f"no profiles file for {chapter!r} at {path}")
-    profiles = yaml.safe_load(path.read_text()) or {}
-    missing = [p for p in PROFILES if p not in profiles]
-    unknown = [p for p in profiles if p not in PROFILES]
-    if missing or unknown:
-        raise ProfileError(f"{path}: needs exactly the profiles {PROFILES} "
-                           f"(missing {missing}, unknown {unknown})")
-    keys = {p: set(profiles[p]) for p in PROFILES}
-    if keys["smoke"] != keys["paper"]:
-        raise ProfileError(f"{path}: smoke and paper must have the same keys; differ in "
-                           f"{sorted(keys['smoke'] ^ keys['paper'])}")
-    return dict(profiles[profile])
+        raise ProfileError(f"no profiles file {path.name} for chapter {chapter!r}: create "
+                           f"data/profiles/{chapter}.yaml with the profiles {PROFILES}")
+    return load_profiles_file(path, chapter)[profile]
 
 
 class Chapter:
@@ -94,10 +86,15 @@ class Chapter:
         self.chapter = check_chapter(chapter)
         self.profile = check_profile(profile)
         self.config = load_profile(chapter, profile)
+        claims_module.load_claims(chapter)  # a malformed claims file fails before computing
         self.device = resolve_device(device)
         self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
         self.refresh = bool(refresh)
         self.results_dir = chapter_results(profile, chapter)
+        self.outcomes: list[SweepOutcome] = []
+        self.commit = source_commit()
+        self.run_log = run_log_path(profile, chapter)
+        self.run_log.unlink(missing_ok=True)
         torch.manual_seed(0)
 
     def __repr__(self) -> str:
@@ -136,19 +133,145 @@ class Chapter:
               backend: str | None = None) -> list[dict]:
         """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.sweep`).
 
-        The backend is dask when `$IMPLICIT_BIAS_DASK_SCHEDULER` is set, joblib when
-        n_jobs > 1 (default: `self.workers`), else serial.
+        Every task receives this run's device as `task["device"]` (part of its cache key: a
+        CPU result is never served to a GPU run, nor the reverse). The backend is dask when
+        `$IMPLICIT_BIAS_DASK_SCHEDULER` is set, joblib when n_jobs > 1 (default:
+        `self.workers`), else serial. Failed tasks come back as `{"status": "error"}`, are
+        reported under the cell and in the run record, and are computed again next run.
         """
         n_jobs = self.workers if n_jobs is None else n_jobs
         if backend is None:
             backend = "dask" if os.environ.get(DASK_ENV) else (
                 "joblib" if n_jobs != 1 else "serial")
-        return sweep(fn, tasks, self.results_dir / name, refresh=self.refresh,
-                     backend=backend, n_jobs=n_jobs, desc=desc or name)
+        tasks = [{**task, "device": str(self.device)} for task in tasks]
+        outcome = SweepOutcome(name)
+        results = sweep(fn, tasks, self.results_dir / name, refresh=self.refresh,
+                        backend=backend, n_jobs=n_jobs, desc=desc or name, outcome=outcome)
+        self.outcomes.append(outcome)
+        self._write_run_log()
+        if outcome.errors:
+            self._report_errors(outcome)
+        return results
 
-    def save_figure(self, fig, fig_id: str, data, rtol: float = 1e-6,
-                    atol: float = 1e-9) -> Path:
-        return save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
+    def _write_run_log(self) -> None:
+        """What this run's sweeps did, for the runner: counts, errors, cache entries used."""
+        self.run_log.parent.mkdir(parents=True, exist_ok=True)
+        log = {"chapter": self.chapter, "profile": self.profile, "device": str(self.device),
+               "sweeps": [o.to_json() for o in self.outcomes]}
+        tmp = self.run_log.with_name(f".{self.run_log.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(log, indent=1))
+        tmp.replace(self.run_log)
+
+    def _report_errors(self, outcome: SweepOutcome) -> None:
+        lines = [f"{len(outcome.errors)} of {outcome.total} tasks of sweep `{outcome.name}` "
+                 "failed; they are missing from what follows, the claims of this run are "
+                 "not checked, and they are computed again on the next run."]
+        for error in outcome.errors[:5]:
+            params = {k: v for k, v in error["task"].items() if k != "device"}
+            lines.append(f"- `{params}`: {error['error'].strip().splitlines()[-1]}")
+        text = "\n".join(lines)  # the runner prints them in the terminal too
+        try:
+            from IPython.display import Markdown, display
+
+            display(Markdown(text))
+        except ImportError:
+            print(text, file=sys.stderr)
+
+    @property
+    def failed_tasks(self) -> list[dict]:
+        return [dict(error, sweep=o.name) for o in self.outcomes for error in o.errors]
+
+    def save_figure(self, fig, fig_id: str, data, rtol: float = 1e-6, atol: float = 1e-9,
+                    sweeps: list[str] | tuple[str, ...] = (),
+                    claims: list[str] | tuple[str, ...] = (),
+                    drawn_by: str | None = None) -> None:
+        """Write the figure and its data (see `implicit_bias.plotting.save_figure`) and show
+        its provenance under it: a download link for the data it plots, what drew it, the
+        sweeps (and task functions) that computed it, the claims it checks (linked to their
+        rows of the claims table) and the profile and commit."""
+        known_sweeps = {o.name: o for o in self.outcomes}
+        unknown = [s for s in sweeps if s not in known_sweeps]
+        if unknown:
+            raise ValueError(f"figure {fig_id!r}: no sweep {unknown} ran before it; this run's "
+                             f"sweeps: {', '.join(known_sweeps) or 'none'}")
+        claim_ids = {c["id"] for c in claims_module.load_claims(self.chapter)}
+        unknown = [c for c in claims if c not in claim_ids]
+        if unknown:
+            raise ValueError(f"figure {fig_id!r}: no claim {unknown} in "
+                             f"data/claims/{self.chapter}.yaml")
+        png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
+        provenance = {"figure": fig_id, "data": sorted(p.name for p in png.parent.glob(
+            f"{fig_id}*.csv") if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")),
+            "drawn_by": drawn_by or f"notebooks/{self.chapter}.md, this cell",
+            "sweeps": {s: known_sweeps[s].fn for s in sweeps}, "claims": list(claims),
+            "profile": self.profile, "commit": self.commit}
+        (png.parent / "provenance").mkdir(exist_ok=True)
+        (png.parent / "provenance" / f"{fig_id}.json").write_text(
+            json.dumps(provenance, indent=1))
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+        except ImportError:
+            return
+        if get_ipython() is None:
+            return
+        import matplotlib.pyplot as plt
+
+        display(fig)  # the figure, then its provenance under it
+        plt.close(fig)
+        display(HTML(provenance_html(provenance, png.parent)))
 
     def check_claims(self, metrics: dict) -> claims_module.ClaimsReport:
-        return claims_module.check(self.chapter, metrics, self.profile)
+        return claims_module.check(self.chapter, metrics, self.profile,
+                                   failed_tasks=self.failed_tasks,
+                                   code={o.fn: o.fingerprint for o in self.outcomes})
+
+
+def source_commit() -> str:
+    """The commit of the checkout (short hash, "+ changes" when files differ from it), or
+    "unknown" outside a git checkout."""
+    import subprocess
+
+    root = project_root()
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                "lib", "notebooks", "data"], cwd=root, capture_output=True,
+                               text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + (" + changes" if dirty else "")
+
+
+SOURCE_URL_ENV = "IMPLICIT_BIAS_SOURCE_URL"  # e.g. https://github.com/<owner>/<repo>
+
+
+def provenance_html(provenance: dict, folder: Path) -> str:
+    """The line under a figure: data download (inlined, so it works in the notebook and on
+    the website alike), drawing code, sweeps, claims, profile and commit."""
+    import base64
+    import html
+
+    esc = html.escape
+    links = []
+    for name in provenance["data"]:
+        payload = base64.b64encode((folder / name).read_bytes()).decode()
+        links.append(f"<a download='{esc(name)}' href='data:text/csv;base64,{payload}'>"
+                     f"{esc(name)}</a>")
+    commit = provenance["commit"]
+    source = esc(provenance["drawn_by"])
+    base = os.environ.get(SOURCE_URL_ENV)
+    if base and commit not in ("unknown",) and "+" not in commit:
+        path = provenance["drawn_by"].split(",")[0]
+        source = f"<a href='{esc(base.rstrip('/'))}/blob/{esc(commit)}/{esc(path)}'>{source}</a>"
+    sweeps = ", ".join(f"<code>{esc(s)}</code> (<code>{esc(fn.split(':')[-1])}</code>)"
+                       for s, fn in provenance["sweeps"].items()) or "none (computed in the cell)"
+    claims = ", ".join(f"<a href='#claim-{esc(c)}'>{esc(c)}</a>"
+                       for c in provenance["claims"]) or "none"
+    return (f"<p class='figure-provenance'><small>Data: {', '.join(links)} · "
+            f"drawn by: {source} · computed by: {sweeps} · checks: {claims} · profile "
+            f"<code>{esc(provenance['profile'])}</code>, commit <code>{esc(commit)}</code>"
+            "</small></p>")

@@ -15,15 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from .paths import claims_results, project_root
 
 PROFILES = ("smoke", "paper")
-REQUIRED_KEYS = ("id", "where", "quote", "metric", "expect", "profiles")
-OPTIONAL_KEYS = ("paper_value", "known_deviation", "note")
-PASS, FAIL, KNOWN, UNEXPECTED, MISSING = (
-    "pass", "fail", "known deviation", "unexpected pass", "missing metric")
+PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS = (
+    "pass", "fail", "known deviation", "unexpected pass", "missing metric", "missing tasks")
 OK_STATUSES = (PASS, KNOWN)
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -50,6 +47,9 @@ def parse_expect(expect: str):
     match = _INTERVAL.match(text)
     if match:
         low, high = float(match.group(1)), float(match.group(2))
+        if low > high:
+            raise ClaimsError(f"cannot read expectation {expect!r}: an interval [a, b] needs "
+                              f"a <= b, got a = {match.group(1)} > b = {match.group(2)}")
         return lambda v: low <= v <= high
     raise ClaimsError(f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
                       "'== x', 'in [a, b]', 'true' or 'false'")
@@ -60,38 +60,25 @@ def claims_file(chapter: str) -> Path:
 
 
 def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
-    """Read and validate a chapter's claims file."""
+    """Read and validate a chapter's claims file (against `data/schemas/claims.yaml`, then ids
+    unique, intervals with a <= b, a known deviation's profiles among the claim's); a
+    `ClaimsError` lists every problem of the file. A known deviation given as a string becomes
+    `{"profiles": <the claim's profiles>, "evidence": <the string>}`; one without `profiles`
+    gets the claim's."""
+    from .schema import load_claims_file
+
     path = path or claims_file(chapter)
     if not path.exists():
-        raise ClaimsError(f"no claims file for chapter {chapter!r} at {path}")
-    claims = yaml.safe_load(path.read_text()) or []
-    if not isinstance(claims, list):
-        raise ClaimsError(f"{path}: expected a list of claims")
-    seen = set()
+        raise ClaimsError(f"no claims file {path.name} for chapter {chapter!r}: create "
+                          f"data/claims/{chapter}.yaml")
+    claims = load_claims_file(path)  # a fresh copy: the caller may change it
     for claim in claims:
-        where = f"{path.name}: claim {claim.get('id', '?')!r}"
-        missing = [k for k in REQUIRED_KEYS if k not in claim]
-        if missing:
-            raise ClaimsError(f"{where}: missing keys {missing}")
-        unknown = set(claim) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS)
-        if unknown:
-            raise ClaimsError(f"{where}: unknown keys {sorted(unknown)}")
-        if claim["id"] in seen:
-            raise ClaimsError(f"{where}: duplicate id")
-        seen.add(claim["id"])
-        bad = set(claim["profiles"]) - set(PROFILES)
-        if bad:
-            raise ClaimsError(f"{where}: unknown profiles {sorted(bad)}; valid: {PROFILES}")
-        parse_expect(claim["expect"])
         deviation = claim.get("known_deviation")
-        if deviation is not None:
-            if isinstance(deviation, str):
-                claim["known_deviation"] = {"profiles": list(claim["profiles"]),
-                                            "evidence": deviation}
-            elif not isinstance(deviation, dict) or "evidence" not in deviation:
-                raise ClaimsError(f"{where}: known_deviation needs 'evidence' (and 'profiles')")
-            else:
-                deviation.setdefault("profiles", list(claim["profiles"]))
+        if isinstance(deviation, str):
+            claim["known_deviation"] = {"profiles": list(claim["profiles"]),
+                                        "evidence": deviation}
+        elif deviation is not None:
+            deviation.setdefault("profiles", list(claim["profiles"]))
     return claims
 
 
@@ -128,6 +115,7 @@ class ClaimsReport:
     chapter: str
     profile: str
     rows: list[dict] = field(default_factory=list)
+    code: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -146,18 +134,19 @@ class ClaimsReport:
 
     def to_json(self) -> dict:
         return {"chapter": self.chapter, "profile": self.profile, "ok": self.ok,
-                "counts": self.counts(), "claims": self.rows}
+                "counts": self.counts(), "claims": self.rows, "code": self.code}
 
     def _repr_html_(self) -> str:
         colors = {PASS: "#1a7f37", FAIL: "#cf222e", KNOWN: "#9a6700", UNEXPECTED: "#cf222e",
-                  MISSING: "#cf222e"}
+                  MISSING: "#cf222e", MISSING_TASKS: "#cf222e"}
         lines = ["<table class='claims-table'><thead><tr><th>claim</th><th>where</th>"
                  "<th>paper</th><th>ours</th><th>expected</th><th>status</th></tr></thead><tbody>"]
         for row in self.rows:
             color = colors.get(row["status"], "black")
             note = f"<br><small>{_escape(row['evidence'])}</small>" if row["evidence"] else ""
             lines.append(
-                f"<tr><td><b>{row['id']}</b><br><small>“{_escape(row['quote'])}”</small></td>"
+                f"<tr id='claim-{_escape(row['id'])}'><td><b>{row['id']}</b><br>"
+                f"<small>“{_escape(row['quote'])}”</small></td>"
                 f"<td>{_escape(row['where'])}</td><td>{_fmt(row['paper_value'])}</td>"
                 f"<td>{_fmt(row['value'])}</td><td>{_escape(row['expect'])}</td>"
                 f"<td style='color:{color}'><b>{row['status']}</b>{note}</td></tr>")
@@ -184,20 +173,47 @@ def _fmt(value) -> str:
     return _escape(value)
 
 
-def check(chapter: str, metrics: dict, profile: str, write: bool = True) -> ClaimsReport:
-    """Check every claim of `chapter` active at `profile`; write the JSON report."""
+def check(chapter: str, metrics: dict, profile: str, write: bool = True,
+          failed_tasks: list[dict] | None = None, code: dict | None = None) -> ClaimsReport:
+    """Check every claim of `chapter` active at `profile`; write the JSON report.
+
+    `failed_tasks` (from `Chapter.failed_tasks`): when any task of the run failed, the
+    metrics rest on part of the data, so no claim is decided: each row says `missing tasks`
+    and names them. `code` maps each task function the metrics rest on to the fingerprint
+    of the code that computed its results (kept in the report: `stale_code` compares it with
+    the current code).
+    """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
     claims = [c for c in load_claims(chapter) if profile in c["profiles"]]
-    report = ClaimsReport(chapter, profile, [evaluate(c, metrics, profile) for c in claims])
+    rows = [evaluate(c, metrics, profile) for c in claims]
+    if failed_tasks:
+        sweeps = sorted({t.get("sweep", "?") for t in failed_tasks})
+        reason = (f"{len(failed_tasks)} task(s) failed in sweep(s) {', '.join(sweeps)}; "
+                  f"first: {failed_tasks[0]['error'].strip().splitlines()[-1]}")
+        for row in rows:
+            row.update(status=MISSING_TASKS, evidence=reason)
+    report = ClaimsReport(chapter, profile, rows, dict(code or {}))
     if write:
         out = claims_results(profile)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / f"{chapter}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(report.to_json(), indent=2, default=_json_default))
-        tmp.replace(path)
+        write_json_atomic(out / f"{chapter}.json", report.to_json())
     return report
+
+
+def write_json_atomic(path: Path, value) -> None:
+    """Write JSON through a temporary file unique to this process, then rename."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(value, handle, indent=2, default=_json_default)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _json_default(value):
@@ -210,3 +226,50 @@ def _json_default(value):
 def load_report(chapter: str, profile: str) -> dict | None:
     path = claims_results(profile) / f"{chapter}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def stale_code(report: dict) -> list[str]:
+    """The task functions whose code has changed since `report`'s results were computed
+    (names as `module:function`); a report without a code record counts as stale."""
+    from .fingerprint import fingerprint
+    from .sweep import load_function
+
+    code = report.get("code")
+    if not code:
+        return ["(no code record: computed before fingerprints)"]
+    stale = []
+    for name, recorded in sorted(code.items()):
+        try:
+            current = fingerprint(load_function(name))
+        except (ImportError, AttributeError):
+            current = None
+        if current != recorded:
+            stale.append(name)
+    return stale
+
+
+def reevaluate(report: dict, claims: list[dict]) -> list[str]:
+    """Problems of a stored claims report under the current claims file: each claim is
+    decided again from the stored metric value (so an edited expectation or a withdrawn known
+    deviation shows at once), and the report must cover exactly the claims of its profile."""
+    profile = report["profile"]
+    current = {c["id"]: c for c in claims if profile in c["profiles"]}
+    stored = {row["id"]: row for row in report["claims"]}
+    problems = [f"{cid}: in the claims file but not in the stored report (rerun)"
+                for cid in sorted(set(current) - set(stored))]
+    problems += [f"{cid}: in the stored report but no longer a {profile} claim (rerun)"
+                 for cid in sorted(set(stored) - set(current))]
+    for cid in sorted(set(current) & set(stored)):
+        claim, row = current[cid], stored[cid]
+        if row["metric"] != claim["metric"]:
+            problems.append(f"{cid}: stored metric {row['metric']!r}, the claim now reads "
+                            f"{claim['metric']!r} (rerun)")
+            continue
+        decided = evaluate(claim, {claim["metric"]: row["value"]}, profile)
+        if decided["status"] not in OK_STATUSES:
+            problems.append(f"{cid}: {decided['status']} (stored value {row['value']}, "
+                            f"expected {claim['expect']})")
+        elif decided["status"] != row["status"]:
+            problems.append(f"{cid}: stored status {row['status']!r}, now {decided['status']!r}"
+                            " (rerun)")
+    return problems

@@ -5,7 +5,7 @@ the random hyperplane contexts, the models (deep two-layer GLN, shallow GLN, ReL
 paper's training schedule batched over many replicas in one tensor program, the reference convex
 programs (through cvxpy) and the theory helpers of Sections 4 and B.2 and Appendix A.
 
-Data convention (shared with `implicit_bias.gln_solvers`, the fast exact solvers of issue 9):
+Data convention (shared with `implicit_bias.gln_solvers`, the fast exact interior-point solvers):
 
 * `X` (N, D) float64, the constant-1 feature already appended when it is used (the paper's
   inputs are pixels scaled to [-1, 1] plus a constant 1, D = 785);
@@ -801,12 +801,12 @@ SVM_METHODS = ("SVM-GLN", "SVM-L2", "SVM-L2-eq23", "SVM-shallow")
 
 def solve_program(method: str, X: np.ndarray, y: np.ndarray, contexts: np.ndarray,
                   n_contexts: int, solver: str = "CLARABEL",
-                  max_iters: int | None = None) -> SVMResult:
+                  max_iters: int | None = None, device: str = "cpu") -> SVMResult:
     """Dispatch one of the chapter's convex programs to a solver: a cvxpy solver name (ECOS, as
     the paper, CLARABEL, OSQP, SCS) or "fast" (the exact torch solvers of
-    `implicit_bias.gln_solvers`, issue 9)."""
+    `implicit_bias.gln_solvers`, on `device`)."""
     if solver == "fast":
-        return _solve_fast(method, X, y, contexts, n_contexts)
+        return _solve_fast(method, X, y, contexts, n_contexts, device)
     if solver not in CVXPY_SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; valid: {CVXPY_SOLVERS + ('fast',)}")
     if method == "SVM-GLN":
@@ -820,10 +820,9 @@ def solve_program(method: str, X: np.ndarray, y: np.ndarray, contexts: np.ndarra
     raise ValueError(f"unknown method {method!r}; valid: {SVM_METHODS}")
 
 
-def _solve_fast(method, X, y, contexts, n_contexts) -> SVMResult:
-    from implicit_bias import gln_solvers  # issue 9: exact dual interior-point solvers in torch
+def _solve_fast(method, X, y, contexts, n_contexts, dev: str) -> SVMResult:
+    from implicit_bias import gln_solvers  # exact dual interior-point solvers in torch
 
-    dev = _fast_device()
     if method == "SVM-GLN":
         out = gln_solvers.svm_gln(X, y, contexts, n_contexts, device=dev)
     elif method in ("SVM-L2", "SVM-L2-eq23"):
@@ -835,11 +834,6 @@ def _solve_fast(method, X, y, contexts, n_contexts) -> SVMResult:
     else:
         raise ValueError(f"unknown method {method!r}; valid: {SVM_METHODS}")
     return _from_fast(out)
-
-
-def _fast_device() -> str:
-    """The fast solvers run on the GPU when there is one (float64 throughout)."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _from_fast(out) -> SVMResult:
@@ -872,8 +866,7 @@ def _task_device(task: dict) -> torch.device:
     more threads oversubscribe the cores: measured 3x slower on the 2-core machine)."""
     from implicit_bias.device import resolve_device
 
-    # tasks carry no device by default, so cached results are shared between CPU and GPU runs
-    device = resolve_device(task.get("device", "auto"))
+    device = resolve_device(task["device"])  # `Chapter.sweep` gives every task its device
     if device.type == "cpu":
         torch.set_num_threads(task.get("cpu_threads", 1))
     return device
@@ -923,11 +916,12 @@ def svm_task(task: dict) -> dict:
     out = {k: [] for k in ("val_error", "train_error", "objective", "solver_status",
                            "solve_seconds", "active_units", "pred_val", "duality_gap")}
     method = task["method"]
+    device = _task_device(task)
     for seed in task["seeds"]:
         H = task["H"] if method != "SVM-shallow" else 1
         p = gln_problem(task["N"], seed, task["n_val"], H, task["C"], task["median_init"])
         res = solve_program(method, p["X"], p["y"], p["ctx"], task["C"], task["solver"],
-                            task.get("max_iters"))
+                            task.get("max_iters"), device=str(device))
         out["solver_status"].append(res.status)
         out["solve_seconds"].append(res.seconds)
         out["objective"].append(res.objective)
@@ -979,31 +973,31 @@ def relu_task(task: dict) -> dict:
             "SVM-LC": (d["X"] @ w1[r].T > 0, d["X_val"] @ w1[r].T > 0),
         }
         for name, (g_tr, g_val) in programs.items():
-            res = _frelu(d["X"], d["y"], g_tr, solver)
+            res = _frelu(d["X"], d["y"], g_tr, solver, str(device))
             f = None if res.primal is None else predict_frelu(res.primal, d["X_val"], g_val)
             _record(out[name], res, f, f_gd[r], d["y_val"])
         feats = np.hstack([np.maximum(d["X"] @ w1[r].T, 0), np.ones((len(d["X"]), 1))])
         feats_val = np.hstack([np.maximum(d["X_val"] @ w1[r].T, 0), np.ones((len(d["X_val"]), 1))])
-        res = _linear(feats, d["y"], solver)
+        res = _linear(feats, d["y"], solver, str(device))
         _record(out["SVM-HL"], res, None if res.primal is None else feats_val @ res.primal,
                 f_gd[r], d["y_val"])
     out["seconds"] = time.perf_counter() - start
     return out
 
 
-def _frelu(X, y, gates, solver) -> SVMResult:
+def _frelu(X, y, gates, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias import gln_solvers
 
-        return _from_fast(gln_solvers.svm_frelu(X, y, gates, device=_fast_device()))
+        return _from_fast(gln_solvers.svm_frelu(X, y, gates, device=device))
     return svm_frelu(X, y, gates, solver)
 
 
-def _linear(F, y, solver) -> SVMResult:
+def _linear(F, y, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias import gln_solvers
 
-        return _from_fast(gln_solvers.linear_svm(F, y, device=_fast_device()))
+        return _from_fast(gln_solvers.linear_svm(F, y, device=device))
     return svm_linear(F, y, solver)
 
 
@@ -1226,9 +1220,13 @@ def gln_frame(gd_tasks_: list[dict], gd_results: list[dict], svm_tasks_: list[di
 
     rows, gd_signs = [], {}
     for t, r in zip(gd_tasks_, gd_results):
-        if r.get("status") == "error":
-            continue
         method = "GD-GLN" if t["depth"] == "deep" else "GD-shallow-GLN"
+        if r.get("status") == "error":  # a failed task: its rows are there, as missing
+            rows += [{"method": method, "depth": t["depth"], "H": t["H"], "C": t["C"],
+                      "N": t["N"], "median_init": t["median_init"], "momentum": t["momentum"],
+                      "seed": seed, "val_error": None, "train_error": None, "status": "error"}
+                     for seed in t["seeds"]]
+            continue
         for i, seed in enumerate(t["seeds"]):
             key = (t["depth"], t["H"], t["C"], t["N"], t["median_init"], seed)
             gd_signs.setdefault(key, {})[t["momentum"]] = (
@@ -1318,7 +1316,10 @@ def relu_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
 
     rows = []
     for t, r in zip(tasks, results):
-        if r.get("status") == "error":
+        if r.get("status") == "error":  # a failed task: its rows are there, as missing
+            rows += [{"method": m, "H": t["H"], "N": t["N"], "momentum": t["momentum"],
+                      "seed": seed, "val_error": None, "status": "error"}
+                     for seed in t["seeds"] for m in ("GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL")]
             continue
         gd = r["GD-ReLU"]["val_error"]
         for i, seed in enumerate(t["seeds"]):

@@ -33,3 +33,9 @@ def figures_dir(profile: str, chapter: str) -> Path:
 
 def claims_results(profile: str) -> Path:
     return results_root() / profile / "claims"
+
+
+def run_log_path(profile: str, chapter: str) -> Path:
+    """What the chapter's sweeps did in the current run (written by `Chapter`, read by the
+    runner): `results/<profile>/<chapter>/.run/sweeps.json`."""
+    return chapter_results(profile, chapter) / ".run" / "sweeps.json"

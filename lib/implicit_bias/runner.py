@@ -19,7 +19,7 @@ import nbformat
 from . import claims as claims_module
 from .chapter import PROFILES, chapters, check_chapter, check_profile, known_chapters
 from .device import VALID_DEVICES, resolve_device
-from .paths import chapter_results, claims_results, project_root
+from .paths import chapter_results, claims_results, project_root, run_log_path
 
 PARAMETERS = ("profile", "device", "refresh")
 
@@ -59,7 +59,14 @@ def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
 
 def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
                 refresh: bool = False, log_output: bool = False) -> dict:
-    """Execute one chapter; returns a summary (seconds, ok, error, claims counts)."""
+    """Execute one chapter; returns a summary (seconds, ok, error, claims counts, tasks).
+
+    The executed notebook is published (`book/chapters/<chapter>.ipynb`) only after a complete
+    execution, atomically; a failed or interrupted execution is kept as
+    `results/<profile>/<chapter>/.run/failed.ipynb` and never rendered. The chapter's claims
+    report is removed before the run, so a failed run never shows the previous run's claims.
+    After a complete run without failed tasks, cache entries the run no longer uses are pruned.
+    """
     import papermill as pm
 
     validate([chapter], profile, device)
@@ -68,35 +75,86 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
                                           "language": "python"})
     out = executed_notebook(chapter)
     out.parent.mkdir(parents=True, exist_ok=True)
+    run_dir = run_log_path(profile, chapter).parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    partial = run_dir / "partial.ipynb"
+    failed_copy = run_dir / "failed.ipynb"
+    (claims_results(profile) / f"{chapter}.json").unlink(missing_ok=True)
     start = time.perf_counter()
     error = None
     try:
         executed = pm.execute_notebook(
-            nb, str(out), parameters={"profile": profile, "device": device,
-                                      "refresh": bool(refresh)},
+            nb, str(partial), parameters={"profile": profile, "device": device,
+                                          "refresh": bool(refresh)},
             kernel_name="python3", cwd=str(project_root()), progress_bar=False,
             log_output=log_output, coalesce_streams=True)
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
-        executed = nbformat.read(out, as_version=4)
-    _tag_injected_cell(executed)
-    nbformat.write(executed, out)
+        executed = nbformat.read(partial, as_version=4) if partial.exists() else None
     seconds = time.perf_counter() - start
+    if executed is not None:
+        _tag_injected_cell(executed)
+        nbformat.write(executed, partial)
+    if error is None:
+        partial.replace(out)
+        failed_copy.unlink(missing_ok=True)
+    elif partial.exists():
+        partial.replace(failed_copy)
     report = claims_module.load_report(chapter, profile)
+    log = _read_run_log(profile, chapter)
+    tasks = _task_summary(log)
     summary = {
         "chapter": chapter, "profile": profile, "device": str(resolve_device(device)),
         "seconds": round(seconds, 1), "ok": error is None, "error": error,
         "claims": report["counts"] if report else None,
+        "claims_ok": bool(report and report["ok"]),
+        "bad_claims": [f"{row['id']}: {row['status']}" for row in (report or {}).get(
+            "claims", []) if row["status"] not in claims_module.OK_STATUSES],
+        "tasks": tasks,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
     }
     folder = chapter_results(profile, chapter)
     folder.mkdir(parents=True, exist_ok=True)
+    if error is None and log is not None and not tasks["failed"]:
+        summary["pruned_entries"] = prune_unused(folder, log)
     # A rerun that reuses the cache is quick; the cached tasks' own times say what the
     # results cost to compute.
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
-    (folder / "run.json").write_text(json.dumps(summary, indent=2))
+    claims_module.write_json_atomic(folder / "run.json", summary)
     return summary
+
+
+def _read_run_log(profile: str, chapter: str) -> dict | None:
+    path = run_log_path(profile, chapter)
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _task_summary(log: dict | None) -> dict:
+    """Tasks of the run: total, read from the cache, computed, failed; devices they ran on."""
+    sweeps = (log or {}).get("sweeps", [])
+    return {"total": sum(s["total"] for s in sweeps),
+            "cached": sum(s["cached"] for s in sweeps),
+            "computed": sum(s["computed"] for s in sweeps),
+            "failed": sum(len(s["errors"]) for s in sweeps),
+            "devices": sorted({(log or {}).get("device", "?")} if sweeps else []),
+            "errors": [{"sweep": s["name"], **e} for s in sweeps for e in s["errors"]][:20],
+            "code": {s["fn"]: s["fingerprint"] for s in sweeps if s.get("fn")}}
+
+
+def prune_unused(folder: Path, log: dict) -> int:
+    """Remove the cache entries of `folder` that the logged run did not use (results of tasks
+    the chapter no longer asks for, or of code that has changed). Returns how many."""
+    used = {(s["name"], entry) for s in log.get("sweeps", []) for entry in s["entries"]}
+    removed = 0
+    for path in folder.glob("*/*.json"):
+        if len(path.stem) == 64 and (path.parent.name, path.name) not in used:
+            path.unlink()
+            removed += 1
+    return removed
 
 
 def cached_task_seconds(folder: Path) -> float:
@@ -119,8 +177,10 @@ def dashboard_rows(profiles=PROFILES) -> list[dict]:
             if not path.exists():
                 continue
             report = json.loads(path.read_text())
+            stale = claims_module.stale_code(report)
             for claim in report["claims"]:
-                rows.append({"chapter": chapter, "profile": profile, **claim})
+                rows.append({"chapter": chapter, "profile": profile, **claim,
+                             "stale": stale})
     return rows
 
 
@@ -144,7 +204,8 @@ def format_status(profiles=PROFILES) -> str:
             for r in ch_rows:
                 value = r["value"]
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-                lines.append(f"    {r['status']:<16} {r['id']:<44} ours={shown:<12} "
+                status = f"{r['status']} (stale)" if r["stale"] else r["status"]
+                lines.append(f"    {status:<16} {r['id']:<44} ours={shown:<12} "
                              f"expect {r['expect']}")
         counts: dict[str, int] = {}
         for r in prof_rows:
@@ -162,7 +223,8 @@ def _md_cell(value) -> str:
 
 
 STATUS_BADGES = {"pass": "✅ pass", "fail": "❌ fail", "known deviation": "⚠️ known deviation",
-                 "unexpected pass": "❗ unexpected pass", "missing metric": "❌ missing metric"}
+                 "unexpected pass": "❗ unexpected pass", "missing metric": "❌ missing metric",
+                 "missing tasks": "❌ missing tasks"}
 
 
 def write_status_page(path: Path | None = None) -> Path:
@@ -186,12 +248,18 @@ def write_status_page(path: Path | None = None) -> Path:
         for r in prof_rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
         out += ["Summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), ""]
+        stale_chapters = sorted({r["chapter"] for r in prof_rows if r["stale"]})
+        if stale_chapters:
+            out += ["**Stale:** the results of " + ", ".join(stale_chapters) + " were computed "
+                    "by code that has changed since (their rows say *stale*); recompute with "
+                    f"`python -m implicit_bias run <chapter> --profile {profile}`.", ""]
         out += ["| chapter | claim | where | paper | ours | expected | status |",
                 "|---|---|---|---|---|---|---|"]
         for r in prof_rows:
             out.append(f"| {r['chapter']} | {r['id']} | {_md_cell(r['where'])} | "
                        f"{_md_cell(r['paper_value'])} | {_md_cell(r['value'])} | "
-                       f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])} |")
+                       f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])}"
+                       f"{' (stale)' if r['stale'] else ''} |")
         out.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out))
@@ -200,15 +268,21 @@ def write_status_page(path: Path | None = None) -> Path:
 
 def compare_with_reference(selected, reference: str, candidate: str, profile: str,
                            tolerances_file: str | None = None,
-                           summary_path: str | None = None) -> int:
-    """Per chapter: claims of the candidate run, and its figure data against the reference.
+                           summary_path: str | None = None,
+                           report_dir: str | None = None) -> int:
+    """Per chapter: claims of the candidate run, and its figures against the reference.
 
-    Prints a table and writes a JSON summary; returns 0 only if every claim is ok and every
-    figure agrees within tolerance.
+    Prints a table, writes a JSON summary and the figure report (default
+    `<candidate>/reports/figures-<profile>/index.html`); returns 0 only if every claim is ok
+    and every figure agrees within tolerance.
     """
     import yaml
 
-    from .regression import compare_runs
+    from .regression import compare_runs, write_report
+
+    report = Path(report_dir) if report_dir else Path(candidate) / "reports" / (
+        f"figures-{profile}")
+    comparisons = []
 
     tolerances = yaml.safe_load(Path(tolerances_file).read_text()) if tolerances_file else {}
     tolerances = tolerances or {}
@@ -221,7 +295,11 @@ def compare_with_reference(selected, reference: str, candidate: str, profile: st
         report = json.loads(claims_path.read_text()) if claims_path.exists() else None
         figures = compare_runs(chapter, ref_root / profile / "figures" / chapter,
                                cand_root / profile / "figures" / chapter,
-                               tolerances.get(chapter))
+                               tolerances.get(chapter), report)
+        comparisons += figures["comparisons"]
+        if figures["figures"] == 0:
+            figures["problems"].insert(0, f"{chapter}: no reference figures in "
+                                          f"{ref_root / profile / 'figures' / chapter}")
         claims_ok = bool(report and report["ok"])
         ok = bool(run.get("ok")) and claims_ok and not figures["problems"]
         failed |= not ok
@@ -238,4 +316,7 @@ def compare_with_reference(selected, reference: str, candidate: str, profile: st
     if summary_path:
         Path(summary_path).parent.mkdir(parents=True, exist_ok=True)
         Path(summary_path).write_text(json.dumps(summary, indent=2))
+    page = write_report(comparisons, report, f"Figures of the {profile} profile: {candidate} "
+                        f"against {reference}")
+    print(f"figure report: {page}")
     return 1 if failed else 0

@@ -1,14 +1,24 @@
-"""Sweeps: map tasks (small dicts) to results through a content-addressed, resumable cache.
+"""Sweeps: map tasks (small dicts) to results through a code-aware, resumable cache.
 
-Each task's result lives in `<cache_dir>/<sha256 of the task's canonical JSON>.json`, written
-atomically (temporary file, then rename), so an interrupted sweep loses nothing and a rerun
-computes only what is missing. An entry that does not parse, or whose stored task differs from
-the task (a hash collision or a hand-edited file), is recomputed. An exception inside the task
-function is recorded as a result with status "error" (as the papers' missing points), not raised.
+Each task's result lives in `<cache_dir>/<sha256 of the task's canonical JSON>.json`, an entry
+that holds the task, the function's name, the fingerprint of the code that computed it
+(`implicit_bias.fingerprint`), the result and a checksum of all four. An entry is used only if
+it is well formed, its checksum matches, it holds this very task and its fingerprint is the
+current code's; anything else is recomputed (and overwritten). So:
+
+- a change to what executes (the task function or any project code it reaches) recomputes;
+  a comment, a docstring, formatting or moving a function between modules does not;
+- an interrupted sweep loses nothing: each result is written (unique temporary file, then
+  rename) as soon as its task finishes;
+- errors are never cached: a task that raised is returned as `{"status": "error", ...}` for
+  the caller to report, and is computed again on the next run. A solver's outcome
+  (infeasible, iteration limit) is a result, and is cached;
+- a per-task file lock stops two processes from computing the same task: the second waits
+  and reads the first one's result.
 
 Backends: "serial", "joblib" (local processes) or "dask" (a `dask.distributed` cluster whose
 address comes from the `scheduler` argument or `$IMPLICIT_BIAS_DASK_SCHEDULER`; "local" starts a
-`LocalCluster`).
+`LocalCluster`). Workers write the cache themselves, so the cache folder must be shared.
 """
 
 from __future__ import annotations
@@ -21,17 +31,23 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
+from .fingerprint import fingerprint
+
 BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
+ENTRY_SCHEMA = 2
+ENTRY_KEYS = {"schema", "fn", "fingerprint", "task", "result", "checksum"}
+LOCKS = ".locks"
 
 
-def canonical_json(task: dict) -> str:
-    """The task as canonical JSON (sorted keys); raises TypeError for non-JSON values."""
-    return json.dumps(task, sort_keys=True, separators=(",", ":"), allow_nan=True)
+def canonical_json(value) -> str:
+    """`value` as canonical JSON (sorted keys); raises TypeError for non-JSON values."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
 def task_hash(task: dict) -> str:
@@ -67,86 +83,203 @@ def load_function(name: str) -> Callable:
 
 
 def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
-    """Run one task, turning an exception into an error result; times it."""
+    """Run one task, turning an exception into an error result; times it. The result must be
+    a dict of JSON values (numpy and torch values are converted)."""
     start = time.perf_counter()
     try:
         result = fn(dict(task))
         if not isinstance(result, dict):
             raise TypeError(f"task function must return a dict, got {type(result).__name__}")
         result = _jsonable(result)
+        canonical_json(result)  # a value JSON cannot hold is the task's error, found here
         result.setdefault("status", "ok")
-    except Exception as err:  # noqa: BLE001 - recorded, as the papers' missing points
+    except Exception as err:  # noqa: BLE001 - reported and retried, never cached
         result = {"status": "error", "error": f"{type(err).__name__}: {err}",
                   "traceback": traceback.format_exc(limit=5)}
     result["seconds"] = time.perf_counter() - start
+    if "device" in task:
+        result.setdefault("device", task["device"])
     return result
 
 
-class ResultCache:
-    """A folder of `<hash>.json` files, one per task, each holding the task and its result."""
+def _checksum(entry: dict) -> str:
+    body = {k: entry[k] for k in ("schema", "fn", "fingerprint", "task", "result")}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
-    def __init__(self, folder: Path):
+
+def entry_problem(entry, task: dict | None = None) -> str | None:
+    """Why a stored entry cannot be used as a result (None: it can)."""
+    if isinstance(entry, dict) and "task" in entry and "schema" not in entry:
+        return "old format: computed before code fingerprints"
+    if not isinstance(entry, dict) or set(entry) != ENTRY_KEYS:
+        return "not a cache entry of this format"
+    if entry["schema"] != ENTRY_SCHEMA:
+        return f"schema {entry['schema']!r}, expected {ENTRY_SCHEMA}"
+    result = entry["result"]
+    if not isinstance(result, dict) or not isinstance(result.get("status"), str):
+        return "result is not a dict with a status"
+    try:
+        if entry["checksum"] != _checksum(entry):
+            return "checksum mismatch"
+    except (TypeError, ValueError):
+        return "checksum mismatch"
+    if task is not None and entry["task"] != json.loads(canonical_json(task)):
+        return "holds another task"
+    if result["status"] == "error":
+        return "an error (never reused)"
+    return None
+
+
+class ResultCache:
+    """A folder of `<hash>.json` entries, one per task, valid for one code fingerprint."""
+
+    def __init__(self, folder: Path, fn_fingerprint: str | None = None):
         self.folder = Path(folder)
+        self.fingerprint = fn_fingerprint
+        self.last_fn: str | None = None
 
     def path(self, task: dict) -> Path:
         return self.folder / f"{task_hash(task)}.json"
 
-    def get(self, task: dict) -> dict | None:
+    def lock(self, task: dict):
+        from filelock import FileLock
+
+        folder = self.folder / LOCKS
+        folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(folder / f"{task_hash(task)}.lock"))
+
+    def read(self, task: dict) -> tuple[dict | None, str]:
+        """(result, "hit") or (None, why not)."""
         path = self.path(task)
         if not path.exists():
-            return None
+            return None, "missing"
         try:
             entry = json.loads(path.read_text())
-            if entry["task"] != json.loads(canonical_json(task)):
-                return None
-            return entry["result"]
-        except (ValueError, KeyError, TypeError):
-            return None  # corrupted: recompute
+        except (OSError, ValueError):
+            return None, "unreadable"
+        problem = entry_problem(entry, task)
+        if problem:
+            return None, problem
+        if self.fingerprint is not None and entry["fingerprint"] != self.fingerprint:
+            return None, "stale (computed by other code)"
+        self.last_fn = entry["fn"]
+        return entry["result"], "hit"
 
-    def put(self, task: dict, result: dict, fn: Callable | None = None) -> None:
+    def get(self, task: dict, fn: Callable | None = None) -> dict | None:
+        """The cached result, or None. With `fn`: an entry of the same code stored under
+        another function name (the function moved or was renamed) is relabelled, so that
+        `stale` and `recompute` find the function again."""
+        result, _ = self.read(task)
+        if result is not None and fn is not None and self.last_fn != function_name(fn):
+            self.put(task, result, fn)
+        return result
+
+    def put(self, task: dict, result: dict, fn: Callable | None = None) -> Path:
+        """Write the entry atomically (unique temporary file, then rename)."""
+        if result.get("status") == "error":
+            raise ValueError("errors are never cached")
+        entry = {"schema": ENTRY_SCHEMA, "fn": function_name(fn) if fn is not None else None,
+                 "fingerprint": self.fingerprint, "task": json.loads(canonical_json(task)),
+                 "result": json.loads(canonical_json(result))}
+        entry["checksum"] = _checksum(entry)
+        text = json.dumps(entry)
         self.folder.mkdir(parents=True, exist_ok=True)
-        entry = {"task": json.loads(canonical_json(task)), "result": result,
-                 "fn": function_name(fn) if fn is not None else None}
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(entry, handle)
-        os.replace(tmp, self.path(task))
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            os.replace(tmp, self.path(task))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return self.path(task)
+
+
+def compute_cached(fn: Callable[[dict], dict], task: dict, folder: str, fn_fingerprint: str,
+                   refresh: bool = False) -> tuple[dict, str]:
+    """Compute one task under its lock and store the result; if another process stored it
+    meanwhile, read that instead. Returns (result, "computed" | "cached" | "error"). Runs in
+    the worker (process or cluster node), so only finished results ever reach the cache."""
+    cache = ResultCache(Path(folder), fn_fingerprint)
+    with cache.lock(task):
+        if not refresh:
+            result = cache.get(task, fn)
+            if result is not None:
+                return result, "cached"
+        result = run_task(fn, task)
+        if result["status"] == "error":
+            return result, "error"
+        cache.put(task, result, fn)
+        return result, "computed"
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: how many tasks it read from the cache, computed, or saw fail."""
+
+    name: str
+    fn: str = ""
+    fingerprint: str = ""
+    total: int = 0
+    cached: int = 0
+    computed: int = 0
+    errors: list[dict] = field(default_factory=list)  # {"task", "error"} per failed task
+    entries: list[str] = field(default_factory=list)  # cache files this sweep used
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "fn": self.fn, "fingerprint": self.fingerprint,
+                "total": self.total, "cached": self.cached,
+                "computed": self.computed, "errors": self.errors, "entries": self.entries}
 
 
 def sweep(fn: Callable[[dict], dict], tasks: Sequence[dict], cache_dir: Path | str,
           *, refresh: bool = False, backend: str = "serial", n_jobs: int = 1,
-          scheduler: str | None = None, desc: str = "tasks", progress: bool = True
-          ) -> list[dict]:
+          scheduler: str | None = None, desc: str = "tasks", progress: bool = True,
+          outcome: SweepOutcome | None = None) -> list[dict]:
     """Results of `fn` on every task, in order, computing only what the cache lacks.
 
     Results are written to the cache as soon as each finishes, so killing the process
-    half-way keeps every finished task.
+    half-way keeps every finished task. Failed tasks come back as `{"status": "error",
+    "error": ...}` (and in `outcome.errors`); they are not cached.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
     tasks = [dict(t) for t in tasks]
     for task in tasks:
         canonical_json(task)  # fail early on non-JSON task values
-    cache = ResultCache(Path(cache_dir))
-    results: list[dict | None] = [None if refresh else cache.get(t) for t in tasks]
+    outcome = outcome if outcome is not None else SweepOutcome(desc)
+    code = fingerprint(fn)
+    outcome.fn, outcome.fingerprint = function_name(fn), code
+    cache = ResultCache(Path(cache_dir), code)
+    results: list[dict | None] = [None if refresh else cache.get(t, fn) for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None]
+    outcome.total = len(tasks)
+    outcome.cached = len(tasks) - len(todo)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=desc,
                disable=not progress, mininterval=1.0)
-    for i, result in _execute(fn, tasks, todo, backend, n_jobs, scheduler):
-        cache.put(tasks[i], result, fn)
+    for i, (result, how) in _execute(fn, tasks, todo, backend, n_jobs, scheduler,
+                                     str(cache.folder), code, refresh):
         results[i] = result
+        if how == "error":
+            outcome.errors.append({"task": tasks[i], "error": result["error"]})
+        elif how == "cached":
+            outcome.cached += 1
+        else:
+            outcome.computed += 1
         bar.update(1)
     bar.close()
+    outcome.entries = [cache.path(t).name for t, r in zip(tasks, results)
+                       if r is not None and r.get("status") != "error"]
     return results  # type: ignore[return-value]
 
 
-def _execute(fn, tasks, todo, backend, n_jobs, scheduler):
-    """Yield (index, result) pairs as tasks finish."""
+def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh):
+    """Yield (index, (result, how)) pairs as tasks finish."""
     if not todo:
         return
     if backend == "serial" or (backend == "joblib" and n_jobs == 1):
         for i in todo:
-            yield i, run_task(fn, tasks[i])
+            yield i, compute_cached(fn, tasks[i], folder, code, refresh)
     elif backend == "joblib":
         import warnings
 
@@ -158,12 +291,13 @@ def _execute(fn, tasks, todo, backend, n_jobs, scheduler):
         warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given",
                                 category=UserWarning)
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-        yield from zip(todo, parallel(delayed(run_task)(fn, tasks[i]) for i in todo))
+        yield from zip(todo, parallel(delayed(compute_cached)(fn, tasks[i], folder, code,
+                                                              refresh) for i in todo))
     else:
-        yield from _execute_dask(fn, tasks, todo, scheduler)
+        yield from _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh)
 
 
-def _execute_dask(fn, tasks, todo, scheduler):
+def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh):
     from dask.distributed import Client, LocalCluster, as_completed
 
     address = scheduler or os.environ.get(DASK_ENV)
@@ -177,7 +311,8 @@ def _execute_dask(fn, tasks, todo, scheduler):
         address = cluster
     client = Client(address)
     try:
-        futures = {client.submit(run_task, fn, tasks[i], pure=False): i for i in todo}
+        futures = {client.submit(compute_cached, fn, tasks[i], folder, code, refresh,
+                                 pure=False): i for i in todo}
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:

@@ -1,0 +1,143 @@
+"""Measure how far committed paper results move on other CPUs, and derive the recompute
+tolerances from it (`data/tolerances/recompute.yaml`).
+
+The cheapest committed task of every task function is recomputed (`python -m implicit_bias
+recompute`) under each configuration below: the BLAS kernels other x86-64 CPUs select for
+numpy/scipy (`OPENBLAS_CORETYPE`) and for torch (`MKL_CBWR`, `ATEN_CPU_CAPABILITY`), with 1
+and 2 threads (`implicit_bias.verify.KERNEL_CONFIGS`). For every output of every task function the
+largest deviation from the committed value over all configurations is the measured spread, and
+
+    rtol = 10 x (largest relative deviation of the outputs with |value| >= 1e-8), at least 1e-10
+    atol = 10 x (largest absolute deviation of the outputs with |value| <  1e-8), at least 1e-15
+
+each rounded up to one significant digit. The factor 10 leaves room for CPUs whose kernels
+were not among those measured (AVX-512), the floors for bit-level noise of float64. Outputs
+that are not numbers (statuses, packed prediction signs) must be identical.
+
+Usage: python benchmarks/recompute_spread.py [--reuse DIR]   (writes the tolerances file and
+benchmarks/results/recompute_spread.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+from implicit_bias.verify import KERNEL_CONFIGS as CONFIGS
+from implicit_bias.verify import kernel_env
+
+ROOT = Path(__file__).resolve().parents[1]
+REL_FLOOR, ABS_FLOOR, FACTOR = 1e-10, 1e-15, 10.0
+
+
+def run_configs(out: Path, parallel: int = 2) -> None:
+    """Each configuration in its own process, `parallel` at a time."""
+    out.mkdir(parents=True, exist_ok=True)
+    empty = out / "no-tolerances.yaml"  # measure, do not judge
+    empty.write_text("default: {rtol: 0.0, atol: 0.0}\nfunctions: {}\n")
+    running = []
+    for name in CONFIGS:
+        if (out / f"{name}.json").exists():
+            continue
+        env = kernel_env(name)
+        log = open(out / f"{name}.log", "w")  # noqa: SIM115 - closed below
+        cmd = [sys.executable, "-m", "implicit_bias", "recompute", "--json",
+               str(out / f"{name}.json"), "--tolerances", str(empty)]
+        running.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log, cwd=ROOT), log))
+        if len(running) >= parallel:
+            proc, handle = running.pop(0)
+            proc.wait()
+            handle.close()
+    for proc, handle in running:
+        proc.wait()
+        handle.close()
+
+
+def round_up(value: float) -> float:
+    if value <= 0:
+        return 0.0
+    exponent = math.floor(math.log10(value))
+    mantissa = math.ceil(value / 10 ** exponent - 1e-12)
+    return mantissa * 10.0 ** exponent
+
+
+def derive(out: Path) -> tuple[dict, list[str]]:
+    spreads: dict[str, dict[str, dict]] = {}
+    seconds: dict[str, float] = {}
+    for name in CONFIGS:
+        report = json.loads((out / f"{name}.json").read_text())
+        for row in report["tasks"]:
+            seconds[row["fn"]] = max(seconds.get(row["fn"], 0.0), row["seconds"])
+            for key, s in row["spread"].items():
+                worst = spreads.setdefault(row["fn"], {}).setdefault(
+                    key, {"rel_of_large": 0.0, "abs_of_small": 0.0, "magnitude": 0.0,
+                          "text": False})
+                if s.get("text"):
+                    worst["text"] = True
+                    continue
+                for field in ("rel_of_large", "abs_of_small", "magnitude"):
+                    worst[field] = max(worst[field], s[field])
+    functions, lines = {}, []
+    for fn in sorted(spreads):
+        section = {}
+        for key, s in sorted(spreads[fn].items()):
+            if s["text"]:
+                lines.append(f"| {fn} | {key} | differs (text) | | |")
+                continue
+            rtol = max(round_up(FACTOR * s["rel_of_large"]), REL_FLOOR)
+            atol = max(round_up(FACTOR * s["abs_of_small"]), ABS_FLOOR)
+            section[key] = {"rtol": rtol, "atol": atol,
+                            "measured": f"rel {s['rel_of_large']:.2g}, "
+                                        f"abs below 1e-8 {s['abs_of_small']:.2g}"}
+            lines.append(f"| {fn} | {key} | {s['rel_of_large']:.2g} | "
+                         f"{s['abs_of_small']:.2g} | {rtol:g} / {atol:g} |")
+        functions[fn] = section
+    return {"functions": functions, "seconds": seconds}, lines
+
+
+def write(derived: dict, lines: list[str]) -> None:
+    header = __doc__.split("Usage:")[0].strip().splitlines()
+    text = ["# Recompute tolerances, derived by benchmarks/recompute_spread.py (do not edit by",
+            "# hand: rerun it). " + " ".join(h.strip() for h in header[:1]), "#"]
+    text += [f"# {h}" if h else "#" for h in header[1:]]
+    text += ["# Configurations: " + ", ".join(CONFIGS) + ".",
+             "# Each entry: output -> rtol, atol, and the measured spread they come from.",
+             f"default: {{rtol: {REL_FLOOR}, atol: {ABS_FLOOR}}}", "functions:"]
+    for fn, section in derived["functions"].items():
+        text.append(f"  \"{fn}\":")
+        for key, tol in section.items():
+            text.append(f"    \"{key}\": {{rtol: {tol['rtol']:g}, atol: {tol['atol']:g}}}"
+                        f"  # measured: {tol['measured']}")
+    path = ROOT / "data" / "tolerances" / "recompute.yaml"
+    path.write_text("\n".join(text) + "\n")
+    md = ["# Spread of recomputed paper results across CPU kernels and threads", "",
+          "Configurations: " + ", ".join(f"`{c}`" for c in CONFIGS) + ". Rule: see "
+          "`data/tolerances/recompute.yaml`.", "",
+          "| task function | output | max rel. deviation (abs >= 1e-8) | max abs. deviation "
+          "(abs < 1e-8) | rtol / atol |", "|---|---|---|---|---|", *lines, "",
+          "Recompute time of the cheapest task per function (largest over configurations):",
+          "", "| task function | seconds |", "|---|---|"]
+    md += [f"| {fn} | {s:.1f} |" for fn, s in sorted(derived["seconds"].items(),
+                                                     key=lambda kv: -kv[1])]
+    (ROOT / "benchmarks" / "results" / "recompute_spread.md").write_text("\n".join(md) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reuse", default="/tmp/recompute-spread",
+                        help="folder for the per-configuration reports (reused if present)")
+    args = parser.parse_args()
+    out = Path(args.reuse)
+    run_configs(out)
+    derived, lines = derive(out)
+    write(derived, lines)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Code fingerprints: a hash of what a task function executes.
+
+The fingerprint of a function covers the normalized source of the function and of every
+function, class and module-level constant of the project that it reaches, followed through the
+names its code uses (calls, attribute chains such as `gln_solvers.svm_gln`, default arguments,
+decorators, closures). Normalization makes it depend on what runs and nothing else:
+
+- the source is parsed and printed back (`ast.unparse`), so comments and formatting vanish;
+- docstrings are dropped;
+- a reference to a project function or class is replaced by its bare name, so moving it to
+  another module (and importing it from there) changes no fingerprint, while any change to its
+  body does, because the body is hashed in its own right.
+
+Like joblib's `Memory` (which hashes a function's source) and redun (which hashes a task's code
+and, transitively, the tasks it calls), the hash is of source, not bytecode, so it does not
+depend on the Python version's compiler. Code outside the project (numpy, torch, cvxpy) is not
+followed: its versions are pinned in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import hashlib
+import inspect
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+PACKAGE = "implicit_bias"
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_CHECKOUT = str(Path(__file__).resolve().parents[2])  # the repository holding lib/
+
+
+def _in_project(obj, roots: tuple[str, ...]) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    return any(module == r or module.startswith(r + ".") for r in roots)
+
+
+def _strip_docstrings(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    """`a.b.c` as ["a", "b", "c"]; None for anything that is not a plain name chain."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+class _Collector:
+    """Walks the project code reachable from one function; `entries` maps a label to the
+    normalized text of each function, class and constant reached."""
+
+    def __init__(self, roots: tuple[str, ...]):
+        self.roots = roots
+        self.entries: dict[str, str] = {}
+        self.seen: set[int] = set()
+
+    # -- objects ------------------------------------------------------------------------------
+    def visit(self, obj) -> None:
+        obj = _unwrapped(obj)
+        if id(obj) in self.seen:
+            return
+        self.seen.add(id(obj))
+        if isinstance(obj, functools.partial):
+            self.visit(obj.func)
+            return
+        if isinstance(obj, (types.FunctionType, type)):
+            self._visit_code(obj)
+
+    def _visit_code(self, obj) -> None:
+        name = obj.__qualname__
+        _check_unchanged_since_import(obj)
+        try:
+            source = textwrap.dedent(inspect.getsource(obj))
+            tree = ast.parse(source)
+        except (OSError, TypeError, SyntaxError):  # no source (built in a REPL): its name only
+            self.entries[f"{name} (no source)"] = name
+            return
+        namespace = dict(vars(sys.modules[obj.__module__])) if obj.__module__ in sys.modules \
+            else {}
+        if isinstance(obj, types.FunctionType):
+            namespace.update(obj.__globals__)
+            if obj.__closure__:
+                namespace.update({var: cell.cell_contents for var, cell in
+                                  zip(obj.__code__.co_freevars, obj.__closure__)
+                                  if _cell_filled(cell)})
+        namespace.update(_local_imports(tree, obj.__module__))
+        _strip_docstrings(tree)
+        tree = _Rewriter(self, namespace).visit(tree)
+        self.entries[f"{type(obj).__name__} {name}"] = ast.unparse(tree)
+
+    # -- values referenced by name --------------------------------------------------------------
+    def describe(self, value, depth: int = 0) -> str:
+        """A stable text for a referenced value; project functions and classes are visited and
+        stand for themselves by name."""
+        if depth > 6:
+            return "..."
+        if isinstance(value, str):  # a path inside the checkout is the same in every clone
+            return repr(value.replace(_CHECKOUT, "<checkout>"))
+        if value is None or isinstance(value, (bool, int, float, complex, bytes)):
+            return repr(value)
+        if isinstance(value, enum.Enum):
+            return f"{type(value).__qualname__}.{value.name}"
+        if isinstance(_unwrapped(value), (types.FunctionType, type, functools.partial)):
+            if _in_project(_unwrapped(value), self.roots):
+                self.visit(value)
+                return getattr(value, "__qualname__", type(value).__qualname__)
+            return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
+        if isinstance(value, types.ModuleType):
+            return value.__name__
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self.describe(v, depth + 1) for v in value)
+            return f"{type(value).__name__}[{inner}]"
+        if isinstance(value, (set, frozenset)):
+            return "set{" + ", ".join(sorted(self.describe(v, depth + 1) for v in value)) + "}"
+        if isinstance(value, dict):
+            items = sorted((self.describe(k, depth + 1), self.describe(v, depth + 1))
+                           for k, v in value.items())
+            return "dict{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+        array = _as_array(value)
+        if array is not None:
+            digest = hashlib.sha256(array.tobytes()).hexdigest()[:16]
+            return f"array{array.shape}{array.dtype}:{digest}"
+        if type(value).__repr__ is object.__repr__:
+            return type(value).__qualname__
+        return _ADDRESS.sub("", repr(value)).replace(_CHECKOUT, "<checkout>")
+
+
+class SourceChangedError(RuntimeError):
+    """A project source file changed after this process imported it."""
+
+
+def _check_unchanged_since_import(obj) -> None:
+    """The fingerprint is read from the source files; if one changed after the package was
+    imported, the code that runs may not be the code on disk, and a result would be labelled
+    with the wrong fingerprint. Refuse, rather than cache such a result."""
+    import os
+
+    from . import IMPORTED_AT
+
+    if not _in_project(obj, (PACKAGE,)):
+        return
+    try:
+        path = inspect.getsourcefile(obj)
+    except TypeError:
+        return
+    if path and os.path.getmtime(path) > IMPORTED_AT:
+        raise SourceChangedError(
+            f"{path.rsplit('/', 1)[-1]} changed after this process imported it: restart the "
+            "kernel (or rerun the command) so that the code that runs is the code on disk")
+
+
+def _local_imports(tree: ast.AST, module: str) -> dict:
+    """Names bound by import statements inside the code (`from implicit_bias.data import
+    load_mnist` in a function body), resolved as Python would."""
+    import importlib
+
+    package = module.rpartition(".")[0]
+    bound = {}
+    for node in ast.walk(tree):
+        try:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.partition(".")[0]
+                    target = alias.name if alias.asname else top
+                    bound[alias.asname or top] = importlib.import_module(target)
+            elif isinstance(node, ast.ImportFrom):
+                base = importlib.import_module(
+                    "." * node.level + (node.module or ""), package) if node.level \
+                    else importlib.import_module(node.module)
+                for alias in node.names:
+                    value = getattr(base, alias.name, None)
+                    if value is None:
+                        value = importlib.import_module(f"{base.__name__}.{alias.name}")
+                    bound[alias.asname or alias.name] = value
+        except ImportError:
+            continue
+    return bound
+
+
+def _unwrapped(obj):
+    """The function under decorators that keep `__wrapped__` (functools.wraps, lru_cache)."""
+    try:
+        return inspect.unwrap(obj) if callable(obj) else obj
+    except ValueError:  # a cycle of __wrapped__
+        return obj
+
+
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises ValueError
+    except ValueError:
+        return False
+    return True
+
+
+def _as_array(value):
+    module = type(value).__module__
+    if module.startswith("numpy") and hasattr(value, "tobytes"):
+        return value
+    if module.startswith("torch") and hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return None
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Replaces references to project functions and classes by their bare names, visiting
+    each; records the module-level constants that the code reads."""
+
+    def __init__(self, collector: _Collector, namespace: dict):
+        self.collector = collector
+        self.namespace = namespace
+
+    def _resolve(self, parts: list[str]):
+        if parts[0] not in self.namespace:
+            return None, 0
+        obj = self.namespace[parts[0]]
+        used = 1
+        for attr in parts[1:]:
+            if not isinstance(obj, types.ModuleType) or not hasattr(obj, attr):
+                break
+            obj = getattr(obj, attr)
+            used += 1
+        return obj, used
+
+    def _reference(self, node: ast.AST):
+        parts = _dotted(node)
+        if parts is None or (parts[0].startswith("__") and parts[0].endswith("__")):
+            return None  # __file__, __name__: where the code lives, not what it computes
+        obj, used = self._resolve(parts)
+        if used == 0 or used < len(parts) and not isinstance(_unwrapped(obj),
+                                                             (type, types.FunctionType)):
+            return None
+        roots = self.collector.roots
+        if isinstance(obj, types.ModuleType):
+            return None
+        target = _unwrapped(obj)
+        if isinstance(target, (types.FunctionType, type, functools.partial)):
+            if not _in_project(target, roots):
+                return None
+            self.collector.visit(obj)
+            name: ast.AST = ast.Name(id=getattr(target, "__qualname__", "partial"),
+                                     ctx=ast.Load())
+            for attr in parts[used:]:  # e.g. a class attribute: Class.method
+                name = ast.Attribute(value=name, attr=attr, ctx=ast.Load())
+            return name
+        # a module-level value of the project: its value is part of what executes
+        holder = self.namespace.get(parts[0])
+        owner = holder if isinstance(holder, types.ModuleType) else None
+        owner_name = owner.__name__ if owner is not None else None
+        if used == len(parts) and (owner_name is None or owner_name.startswith(roots)):
+            label = ".".join(parts)
+            self.collector.entries.setdefault(f"value {label}", self.collector.describe(obj))
+        return None
+
+    def visit_Name(self, node: ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            replaced = self._reference(node)
+            if replaced is not None:
+                return ast.copy_location(replaced, node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute):
+        if isinstance(node.ctx, ast.Load) and _dotted(node) is not None:
+            replaced = self._reference(node)
+            if replaced is not None:
+                return ast.copy_location(replaced, node)
+            root = _dotted(node)[0]
+            holder = self.namespace.get(root)
+            if isinstance(holder, types.ModuleType) and not holder.__name__.startswith(
+                    self.collector.roots):
+                return node  # numpy.linalg.norm and the like: leave as written
+        return self.generic_visit(node)
+
+
+@functools.cache
+def _fingerprint_cached(module: str, qualname: str) -> str:
+    fn = sys.modules[module]
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    return _compute(fn)
+
+
+def _roots(fn: Callable) -> tuple[str, ...]:
+    """The project's packages: this one, and the top-level package of a task function
+    defined elsewhere (a test's or a user's module)."""
+    top = fn.__module__.partition(".")[0]
+    return (PACKAGE,) if top == PACKAGE else (PACKAGE, top)
+
+
+def _compute(fn: Callable) -> str:
+    collector = _Collector(_roots(fn))
+    collector.visit(fn)
+    text = "\n\n".join(f"# {label}\n{body}" for label, body in sorted(collector.entries.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fingerprint(fn: Callable) -> str:
+    """The fingerprint (sha256 hex) of `fn` and all project code it reaches; cached per
+    process. `fn` must be a module-level function (as sweep tasks are)."""
+    module, qualname = fn.__module__, fn.__qualname__
+    if "<locals>" in qualname or module not in sys.modules:
+        return _compute(fn)
+    return _fingerprint_cached(module, qualname)
+
+
+def reached(fn: Callable) -> dict[str, str]:
+    """What the fingerprint of `fn` covers: label -> normalized text (for inspection)."""
+    collector = _Collector(_roots(fn))
+    collector.visit(fn)
+    return dict(sorted(collector.entries.items()))
+
+
+def clear_cache() -> None:
+    _fingerprint_cached.cache_clear()

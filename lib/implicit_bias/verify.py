@@ -1,0 +1,230 @@
+"""Checks of committed results against the current code: stale entries and recomputation.
+
+- `stale_entries`: committed cache entries that the current code would not produce (their
+  code fingerprint differs from the task function's current one), or that are not valid
+  entries at all. `python -m implicit_bias stale` lists them with the command that recomputes
+  them; the book tests fail on them.
+- `recompute`: recompute committed tasks here and compare every output with the stored one,
+  within the per-output tolerances of `data/tolerances/recompute.yaml`, each derived from the
+  spread measured across OpenBLAS kernel types and thread counts and written next to it.
+  `python -m implicit_bias recompute` does this for the cheapest task of every task function.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from .fingerprint import fingerprint
+from .paths import project_root, results_root
+from .sweep import entry_problem, load_function, run_task
+
+# What other x86-64 CPUs compute, reproduced on this one: the BLAS kernels that CPUs without
+# AVX (Prescott), with AVX only (Sandybridge) and with AVX2 (Haswell, Zen) select for numpy and
+# scipy (OpenBLAS), other code paths of torch's MKL (`MKL_CBWR`) and ATen's portable kernels
+# (`ATEN_CPU_CAPABILITY=default`), with 1 and 2 threads. Measured on the AMD machine: each of
+# these changes the bits of torch's float32 matmul or float64 SVD (MKL_ENABLE_INSTRUCTIONS does
+# not). "native" is the machine's own choice (OpenBLAS Haswell kernels, MKL and ATen AVX2).
+KERNEL_CONFIGS = {
+    "native-2threads": {"threads": "2"},
+    "Prescott-1thread": {"OPENBLAS_CORETYPE": "Prescott", "MKL_CBWR": "COMPATIBLE",
+                         "ATEN_CPU_CAPABILITY": "default", "threads": "1"},
+    "Sandybridge-2threads": {"OPENBLAS_CORETYPE": "Sandybridge", "MKL_CBWR": "AVX",
+                             "ATEN_CPU_CAPABILITY": "default", "threads": "2"},
+    "Haswell-1thread": {"OPENBLAS_CORETYPE": "Haswell", "MKL_CBWR": "AVX2",
+                        "ATEN_CPU_CAPABILITY": "avx2", "threads": "1"},
+}
+
+
+def kernel_env(config: str, base: dict | None = None) -> dict:
+    """The environment of a process that computes what `KERNEL_CONFIGS[config]` describes."""
+    import os
+
+    settings = KERNEL_CONFIGS[config]
+    env = {k: v for k, v in (base if base is not None else os.environ).items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    threads = settings["threads"]
+    env.update({k: v for k, v in settings.items() if k != "threads"},
+               OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    return env
+
+
+IGNORED_OUTPUTS = ("*seconds*", "*time*")  # wall-clock measurements, not results
+SMALL = 1e-8  # below this magnitude an output's deviations are judged in absolute terms
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def committed_entries(profile: str = "paper", chapters: list[str] | None = None,
+                      root: Path | None = None) -> Iterator[tuple[str, Path, dict | None]]:
+    """(chapter, path, entry or None if unreadable) for every cache entry of `profile`."""
+    base = (root or results_root()) / profile
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.exists() else []:
+        if folder.name in ("claims", "figures") or (chapters and folder.name not in chapters):
+            continue
+        for path in sorted(folder.glob("*/*.json")):
+            if len(path.stem) != 64:
+                continue
+            try:
+                entry = json.loads(path.read_text())
+            except (OSError, ValueError):
+                entry = None
+            yield folder.name, path, entry
+
+
+def _current_fingerprint(name: str, memo: dict) -> str | None:
+    if name not in memo:
+        try:
+            memo[name] = fingerprint(load_function(name))
+        except (ImportError, AttributeError, ValueError):
+            memo[name] = None
+    return memo[name]
+
+
+def stale_entries(profile: str = "paper", chapters: list[str] | None = None,
+                  root: Path | None = None) -> list[dict]:
+    """Committed entries the current code would not produce, each with the reason."""
+    memo: dict = {}
+    stale = []
+    for chapter, path, entry in committed_entries(profile, chapters, root):
+        problem = "unreadable" if entry is None else entry_problem(entry)
+        if problem is None:
+            current = _current_fingerprint(entry["fn"], memo)
+            if current is None:
+                problem = f"task function {entry['fn']} no longer exists"
+            elif current != entry["fingerprint"]:
+                problem = f"code of {entry['fn']} has changed"
+        if problem:
+            stale.append({"chapter": chapter, "sweep": path.parent.name, "file": path.name,
+                          "reason": problem})
+    return stale
+
+
+def recompute_command(chapter: str, profile: str = "paper") -> str:
+    return f"python -m implicit_bias run {chapter} --profile {profile} --device cpu"
+
+
+# ------------------------------------------------------------------------------------------
+# Recomputation within measured tolerances
+
+
+def tolerances_file() -> Path:
+    return project_root() / "data" / "tolerances" / "recompute.yaml"
+
+
+def load_tolerances(path: Path | None = None) -> dict:
+    return yaml.safe_load((path or tolerances_file()).read_text()) or {}
+
+
+def output_key(path: str) -> str:
+    """`GD-ReLU.val_error[2]` -> `GD-ReLU.val_error`: tolerances are per output, not per
+    element."""
+    return _INDEX.sub("", path).lstrip(".")
+
+
+def tolerance(tolerances: dict, fn: str, key: str) -> tuple[float, float]:
+    """(rtol, atol) for output `key` of task function `fn`: the most specific pattern of the
+    function's section that matches, else its "*" entry, else the file's default."""
+    default = tolerances.get("default", {"rtol": 0.0, "atol": 0.0})
+    section = (tolerances.get("functions") or {}).get(fn) or {}
+    best = None
+    for pattern, tol in section.items():
+        if fnmatch.fnmatchcase(key, pattern) and (
+                best is None or len(pattern) > len(best[0])):
+            best = (pattern, tol)
+    tol = best[1] if best else default
+    return float(tol["rtol"]), float(tol["atol"])
+
+
+def deviations(stored, new, path: str = "") -> Iterator[tuple[str, object, object]]:
+    """(path, stored, new) for every leaf of two JSON results, timings skipped."""
+    if isinstance(stored, dict) and isinstance(new, dict):
+        for key in sorted(set(stored) | set(new)):
+            if any(fnmatch.fnmatchcase(key, p) for p in IGNORED_OUTPUTS):
+                continue
+            yield from deviations(stored.get(key), new.get(key), f"{path}.{key}")
+    elif isinstance(stored, list) and isinstance(new, list) and len(stored) == len(new):
+        for i, (a, b) in enumerate(zip(stored, new)):
+            yield from deviations(a, b, f"{path}[{i}]")
+    else:
+        yield path.lstrip("."), stored, new
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple[list[str],
+                                                                                   dict]:
+    """Mismatches (readable lines) and, per output, the largest absolute and relative
+    deviation seen (for deriving tolerances)."""
+    problems, spread = [], {}
+    for path, a, b in deviations(stored, new):
+        key = output_key(path)
+        if _is_number(a) and _is_number(b):
+            if math.isnan(a) and math.isnan(b):
+                continue
+            diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else (
+                0.0 if a == b else math.inf)
+            rel = diff / abs(a) if a else (0.0 if diff == 0 else math.inf)
+            worst = spread.setdefault(key, {"abs": 0.0, "rel": 0.0, "magnitude": 0.0,
+                                            "rel_of_large": 0.0, "abs_of_small": 0.0})
+            worst["abs"], worst["rel"] = max(worst["abs"], diff), max(worst["rel"], rel)
+            worst["magnitude"] = max(worst["magnitude"], abs(a))
+            # round-off-level values (a residual of 1e-15) need an absolute tolerance
+            if abs(a) >= SMALL:
+                worst["rel_of_large"] = max(worst["rel_of_large"], rel)
+            else:
+                worst["abs_of_small"] = max(worst["abs_of_small"], diff)
+            rtol, atol = tolerance(tolerances, fn, key)
+            if not diff <= atol + rtol * abs(a):
+                problems.append(f"{path}: committed {a:.10g}, now {b:.10g} (|diff| {diff:.3g}, "
+                                f"rel {rel:.3g}; rtol {rtol:g}, atol {atol:g})")
+        elif a != b:
+            spread.setdefault(key, {"abs": math.inf, "rel": math.inf, "magnitude": 0.0,
+                                    "text": True})
+            shown_a, shown_b = str(a)[:40], str(b)[:40]
+            problems.append(f"{path}: committed {shown_a!r}, now {shown_b!r}")
+    return problems, spread
+
+
+def cheapest_entries(chapters: list[str] | None = None, profile: str = "paper",
+                     root: Path | None = None) -> list[tuple[str, Path, dict]]:
+    """The cheapest committed entry (by its recorded compute time) of every task function."""
+    best: dict[str, tuple[float, str, Path, dict]] = {}
+    for chapter, path, entry in committed_entries(profile, chapters, root):
+        if entry is None or entry_problem(entry) is not None:
+            continue
+        seconds = float(entry["result"].get("seconds", math.inf))
+        if entry["fn"] not in best or seconds < best[entry["fn"]][0]:
+            best[entry["fn"]] = (seconds, chapter, path, entry)
+    return [(c, p, e) for _, c, p, e in sorted(best.values(), key=lambda v: v[0])]
+
+
+def recompute(entries, tolerances: dict | None = None, progress: bool = True) -> dict:
+    """Recompute each entry's task and compare with its stored result. Returns
+    {"ok": bool, "tasks": [{chapter, fn, file, seconds, problems, spread}]}."""
+    import time
+
+    tolerances = load_tolerances() if tolerances is None else tolerances
+    rows = []
+    for chapter, path, entry in entries:
+        start = time.perf_counter()
+        fn = entry["fn"]
+        if progress:
+            print(f"recomputing {chapter} {fn.split(':')[1]} ({path.parent.name}/"
+                  f"{path.name[:12]})", flush=True)
+        result = run_task(load_function(fn), entry["task"])  # as the sweep computes it
+        if result["status"] == "error":
+            problems, spread = [f"raised {result['error']}"], {}
+        else:
+            problems, spread = compare_results(entry["result"], result, fn, tolerances)
+        rows.append({"chapter": chapter, "fn": fn, "file": f"{path.parent.name}/{path.name}",
+                     "seconds": round(time.perf_counter() - start, 2), "problems": problems,
+                     "spread": spread})
+    return {"ok": all(not r["problems"] for r in rows), "tasks": rows}

@@ -1,0 +1,66 @@
+"""One device rule: every task receives its device; `cpu` is honoured on a GPU host; `auto`
+means CUDA when available, in every chapter."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+from implicit_bias.device import resolve_device
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "implicit_bias"
+
+
+@pytest.fixture
+def gpu_host(monkeypatch):
+    """Pretend CUDA is present: any code that then moves data to CUDA fails here (this torch
+    is a CPU build), so a test passes only if `cpu` is honoured."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+
+def test_auto_means_cuda_when_available(gpu_host):
+    assert resolve_device("auto").type == "cuda"
+    assert resolve_device("cpu").type == "cpu"
+
+
+def test_only_the_device_module_asks_whether_cuda_is_available():
+    callers = []
+    for path in sorted(LIB.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "is_available":
+                callers.append(f"{path.name}:{node.lineno}")
+    assert callers and all(c.startswith("device.py:") for c in callers), callers
+
+
+def test_chapter_gives_every_task_its_device(gpu_host, demo_project, tmp_path):
+    from implicit_bias.chapter import Chapter
+    from sweep_tasks import square
+
+    ch = Chapter("demo", device="cpu")
+    assert ch.device.type == "cpu"
+    results = ch.sweep(square, [{"x": 2}, {"x": 3, "device": "cuda"}], name="t")
+    assert [r["device"] for r in results] == ["cpu", "cpu"]
+    assert ch.outcomes[0].computed == 2
+
+
+def test_gln_fast_solvers_honour_cpu_on_a_gpu_host(gpu_host):
+    from implicit_bias import gln
+
+    rng = torch.Generator().manual_seed(0)
+    X = torch.randn(12, 5, generator=rng, dtype=torch.float64).numpy()
+    y = torch.sign(torch.randn(12, generator=rng, dtype=torch.float64)).numpy()
+    contexts = (X[:, :2] > 0).astype(int)
+    result = gln.solve_program("SVM-GLN", X, y, contexts, 2, solver="fast", device="cpu")
+    assert result.status == "optimal"
+
+
+def test_gln_tasks_run_on_the_device_they_are_given(gpu_host):
+    from implicit_bias import gln
+
+    task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 60, "median_init": False, "seeds": [0],
+            "n_val": 50, "solver": "fast", "device": "cpu"}
+    result = gln.svm_task(task)
+    assert result["solver_status"] == ["optimal"]

@@ -1,0 +1,142 @@
+"""Code fingerprints: any change to what executes changes them; comments, docstrings,
+formatting and moving a function between modules do not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from implicit_bias import fingerprint as fp
+
+HELPERS = '''
+SCALE = 3.0
+
+
+def helper(x):
+    """Triple it."""
+    return SCALE * x  # the scale
+'''
+
+TASK = '''
+from {package}.{helpers} import helper
+
+
+def task(t):
+    # a comment
+    return {{"y": helper(t["x"]) + 1}}
+'''
+
+
+def make_package(root, name, helpers=HELPERS, task=None, helpers_module="helpers"):
+    package = root / name
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / f"{helpers_module}.py").write_text(textwrap.dedent(helpers))
+    (package / "tasks.py").write_text(textwrap.dedent(
+        task or TASK.format(package=name, helpers=helpers_module)))
+    return package
+
+
+def fingerprint_of(root, name):
+    """The task's fingerprint, computed in a fresh interpreter (as a later run would)."""
+    code = (f"import sys; sys.path.insert(0, {str(root)!r}); "
+            f"from implicit_bias.fingerprint import fingerprint; "
+            f"from {name}.tasks import task; print(fingerprint(task))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def base(tmp_path):
+    make_package(tmp_path / "base", "demo")
+    return fingerprint_of(tmp_path / "base", "demo")
+
+
+@pytest.mark.parametrize("name,helpers,task", [
+    ("comment and docstring", HELPERS.replace("# the scale", "# why: x3").replace(
+        "Triple it.", "Multiply by three."), None),
+    ("formatting", HELPERS.replace("return SCALE * x", "return (SCALE *\n            x)"),
+     None),
+    ("task comment", None, TASK.replace("# a comment", "# another comment")),
+])
+def test_changes_that_do_not_execute_keep_the_fingerprint(tmp_path, base, name, helpers,
+                                                           task):
+    root = tmp_path / "edit"
+    make_package(root, "demo", helpers or HELPERS,
+                 (task or TASK).format(package="demo", helpers="helpers"))
+    assert fingerprint_of(root, "demo") == base, name
+
+
+def test_moving_a_function_to_another_module_keeps_the_fingerprint(tmp_path, base):
+    root = tmp_path / "moved"
+    make_package(root, "demo", helpers_module="numerics")
+    assert fingerprint_of(root, "demo") == base
+
+
+@pytest.mark.parametrize("name,helpers,task", [
+    ("helper arithmetic", HELPERS.replace("SCALE * x", "SCALE * x * x"), None),
+    ("module constant", HELPERS.replace("SCALE = 3.0", "SCALE = 3.5"), None),
+    ("task arithmetic", None, TASK.replace("+ 1", "+ 2")),
+])
+def test_changes_to_what_executes_change_the_fingerprint(tmp_path, base, name, helpers, task):
+    root = tmp_path / "edit"
+    make_package(root, "demo", helpers or HELPERS,
+                 (task or TASK).format(package="demo", helpers="helpers"))
+    assert fingerprint_of(root, "demo") != base, name
+
+
+def test_follows_local_imports_and_package_modules():
+    from implicit_bias import gln
+
+    reached = fp.reached(gln.svm_task)
+    # gln_solvers is imported inside a function, load_mnist inside another
+    assert "function svm_gln" in reached and "function load_mnist" in reached
+    assert "value VAL_SEED" in reached
+
+
+def test_a_real_task_function_is_stable_within_and_across_processes():
+    from implicit_bias import tensor_networks
+
+    first = fp.fingerprint(tensor_networks.theorem6_task)
+    fp.clear_cache()
+    assert fp.fingerprint(tensor_networks.theorem6_task) == first
+    code = ("from implicit_bias.fingerprint import fingerprint; "
+            "from implicit_bias import tensor_networks as t; print(fingerprint(t.theorem6_task))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == first
+
+
+def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
+    """A clone elsewhere (CI) must see the committed results as fresh."""
+    import shutil
+    from pathlib import Path
+
+    lib = Path(fp.__file__).resolve().parents[1]
+    copy = tmp_path / "elsewhere" / "lib"
+    shutil.copytree(lib / "implicit_bias", copy / "implicit_bias",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("from implicit_bias.fingerprint import fingerprint; "
+            "from implicit_bias import gln; print(fingerprint(gln.gd_task))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ, "PYTHONPATH": str(copy)})
+    from implicit_bias import gln
+
+    assert out.stdout.strip() == fp.fingerprint(gln.gd_task)
+
+
+def test_a_source_edited_after_import_is_refused(tmp_path, monkeypatch):
+    """The code that runs must be the code that is hashed: an edit after import (an open
+    kernel) would otherwise label old results with the new code's fingerprint."""
+    import implicit_bias
+    from implicit_bias import tensor_networks
+
+    fp.clear_cache()
+    monkeypatch.setattr(implicit_bias, "IMPORTED_AT", 0.0)  # as if imported before any edit
+    with pytest.raises(fp.SourceChangedError, match="restart the kernel"):
+        fp.fingerprint(tensor_networks.theorem6_task)
+    fp.clear_cache()

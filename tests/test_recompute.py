@@ -1,0 +1,47 @@
+"""Committed paper results reproduce on other x86-64 CPUs.
+
+The cheapest committed task of every task function is recomputed under the BLAS kernels that
+other CPUs select (`OPENBLAS_CORETYPE` for numpy and scipy; `MKL_CBWR` and
+`ATEN_CPU_CAPABILITY` for torch; see `implicit_bias.verify.KERNEL_CONFIGS`) and with 1 and 2
+threads, each in its own process, and every
+output is compared with the committed one within the tolerance of
+`data/tolerances/recompute.yaml`, which was derived from the spread measured across exactly
+these configurations.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from implicit_bias.paths import project_root
+from implicit_bias.verify import kernel_env
+
+pytestmark = pytest.mark.book
+
+FOREIGN = ("Prescott-1thread", "Sandybridge-2threads", "Haswell-1thread")
+
+
+def test_committed_results_recompute_under_other_cpu_kernels(tmp_path):
+    if not (project_root() / "results" / "paper").exists():
+        pytest.skip("no committed paper results")
+    procs = {}
+    for name in FOREIGN:  # the three run side by side
+        out = tmp_path / f"{name}.json"
+        procs[name] = (out, subprocess.Popen(
+            [sys.executable, "-m", "implicit_bias", "recompute", "--json", str(out)],
+            env=kernel_env(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    failures = []
+    for name, (out, proc) in procs.items():
+        log = proc.communicate(timeout=900)[0]
+        if proc.returncode != 0:
+            failures.append(f"== {name} (exit {proc.returncode})\n{log[-3000:]}")
+            continue
+        report = json.loads(out.read_text())
+        functions = {row["fn"] for row in report["tasks"]}
+        assert len(functions) == len(report["tasks"]) >= 26, sorted(functions)
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,97 @@
+"""Stale committed results and the comparison of recomputed results: both can fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from implicit_bias import verify
+from implicit_bias.paths import project_root
+
+ROOT = project_root()
+TOLERANCES = {"default": {"rtol": 1e-9, "atol": 0.0}, "functions": {"m:f": {
+    "*": {"rtol": 1e-6, "atol": 1e-12}, "steps": {"rtol": 1e-4, "atol": 0.0},
+    "GD.*": {"rtol": 0.0, "atol": 1e-3}}}}
+
+
+@pytest.mark.parametrize("fn,key,expected", [
+    ("m:f", "loss", (1e-6, 1e-12)), ("m:f", "steps", (1e-4, 0.0)),
+    ("m:f", "GD.val_error", (0.0, 1e-3)), ("other:g", "loss", (1e-9, 0.0)),
+])
+def test_tolerance_lookup(fn, key, expected):
+    assert verify.tolerance(TOLERANCES, fn, key) == expected
+
+
+def test_comparison_catches_what_moves_beyond_its_tolerance():
+    stored = {"loss": 1.0, "steps": [100.0, 200.0], "GD": {"val_error": [0.1]},
+              "status": "ok", "seconds": 3.0}
+    same = json.loads(json.dumps(stored))
+    same["seconds"] = 9.0  # timings are not results
+    same["loss"] *= 1 + 1e-7
+    assert verify.compare_results(stored, same, "m:f", TOLERANCES)[0] == []
+    for path, value in (("loss", 1.0 + 1e-5), ("steps", [100.0, 200.1]),
+                        ("GD", {"val_error": [0.102]}), ("status", "unconverged")):
+        moved = {**json.loads(json.dumps(stored)), path: value}
+        problems, spread = verify.compare_results(stored, moved, "m:f", TOLERANCES)
+        assert len(problems) == 1 and problems[0].startswith(path), problems
+
+
+def test_every_committed_task_function_has_measured_tolerances():
+    tolerances = verify.load_tolerances()
+    functions = {e["fn"] for _, _, e in verify.committed_entries() if e and "fn" in e}
+    missing = sorted(functions - set(tolerances.get("functions", {})))
+    assert not missing, f"no measured tolerances for {missing}"
+
+
+def _copy_package(tmp_path):
+    copy = tmp_path / "lib"
+    shutil.copytree(ROOT / "lib" / "implicit_bias", copy / "implicit_bias",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return copy / "implicit_bias" / "tensor_networks.py"
+
+
+def _stale(lib):
+    env = {**os.environ, "PYTHONPATH": str(lib), "IMPLICIT_BIAS_ROOT": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "implicit_bias", "stale", "tensor_networks"],
+                          capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("edit,stale", [
+    (("previous = abs(r)", "previous = abs(r) * 1.0000001"), True),  # arithmetic
+    (("# train_square's target", "# the target of train_square"), False),  # a comment
+])
+def test_editing_a_task_makes_its_committed_results_stale(tmp_path, edit, stale):
+    if not verify.cheapest_entries(["tensor_networks"]):
+        pytest.skip("no committed tensor_networks results")
+    module = _copy_package(tmp_path)
+    source = module.read_text()
+    assert edit[0] in source
+    module.write_text(source.replace(edit[0], edit[1]))
+    result = _stale(module.parent.parent)
+    if stale:
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "tensor_networks:" in result.stdout and "has changed" in result.stdout
+        assert "python -m implicit_bias run tensor_networks --profile paper" in result.stdout
+    else:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "no stale" in result.stdout
+
+
+def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
+    """`_two_layer_gd` moves from tensor_networks.py to a module of its own."""
+    if not verify.cheapest_entries(["tensor_networks"]):
+        pytest.skip("no committed tensor_networks results")
+    module = _copy_package(tmp_path)
+    source = module.read_text()
+    start = source.index("def _two_layer_gd(")
+    end = source.index("def _two_layer_flow(")
+    (module.parent / "gd_helpers.py").write_text("import math\n\n\n" + source[start:end])
+    module.write_text(source[:start] + source[end:] + "\n\nfrom .gd_helpers import "
+                      "_two_layer_gd  # noqa: E402\n")
+    result = _stale(module.parent.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
