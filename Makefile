@@ -73,10 +73,11 @@ bench: setup data
 	$(PY) benchmarks/bench_gln_solvers.py
 	$(PY) benchmarks/bench_gln_training.py
 
-# Rewrite the figure baselines from the current smoke results, on purpose only.
+# Figure baselines from the current smoke results, on purpose only: writes the report of what
+# would change (results/reports/baselines/), then rewrites FIGURES="a b" (one chapter) or ALL=1.
 baselines: setup data
 	$(PY) -m implicit_bias run $(CHAPTERS) --profile smoke --device cpu
-	$(PY) -m implicit_bias baselines $(CHAPTERS)
+	$(PY) -m implicit_bias baselines $(CHAPTERS) $(if $(FIGURES),--figures $(FIGURES),$(if $(ALL),--all,))
 
 status: setup
 	$(PY) -m implicit_bias status

@@ -151,3 +151,22 @@ def test_chapter_pages_show_figures_and_claims(built_site):
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
         assert re.search(r"<img[^>]+src=\"[^\"]+\.png\"", page), f"{chapter}: no figure"
         assert "claims-table" in page, f"{chapter}: no claims table"
+
+
+def test_every_figure_shows_its_provenance(built_site):
+    """Under each figure: its data to download, what drew it, the sweeps behind it, the
+    claims it checks (each link lands on its row of the claims table), profile and commit."""
+    from implicit_bias.chapter import chapters
+    from implicit_bias.paths import figures_dir
+
+    for chapter in chapters():
+        page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
+        blocks = re.findall(r"<p class=.figure-provenance.>(.*?)</p>", page, re.S)
+        figures = list(figures_dir("smoke", chapter).glob("*.json"))
+        assert len(blocks) == len(figures), f"{chapter}: {len(blocks)} of {len(figures)}"
+        for block in blocks:
+            for part in ("href=\"data:text/csv;base64,", "drawn by:", "computed by:",
+                         "checks:", "commit <code>"):
+                assert part in block.replace("'", "\""), f"{chapter}: {part} missing: {block}"
+            for claim in re.findall(r"href=.#claim-([\w-]+)", block):
+                assert f"id=\"claim-{claim}\"" in page.replace("'", "\""), (chapter, claim)

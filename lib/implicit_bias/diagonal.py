@@ -739,15 +739,24 @@ def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame,
 # ----------------------------------------------------------------------------------------------
 
 
+GF_ERROR_FLOOR = 1e-9  # above the gradient-flow round-off measured on every CPU (<= 1e-10)
+
+
 def plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
     """GD limit's relative distance to argmin Q against the relative step, one line per init
-    (seed 0), with the gradient-flow error as a marker at the left edge."""
+    (seed 0), with the gradient-flow error as a marker at the left edge, drawn at no less than
+    GF_ERROR_FLOOR: below it the error is the integrator's round-off (1e-14 to 1e-10, different
+    on every CPU), which would otherwise set the axis and move the whole picture."""
     cols = [c for c in frame.columns if c.startswith("gd_error_step_")]
     steps = [float(c.removeprefix("gd_error_step_")) for c in cols]
     first = frame[frame["seed"] == frame["seed"].min()]
     for color, (_, row) in zip(palette, first.iterrows()):
         ax.loglog(steps, row[cols].to_numpy(float), "o-", color=color, label=row["init"])
-        ax.loglog([min(steps) / 2], [max(row["gf_error"], 1e-16)], "s", color=color, mfc="none")
+        ax.loglog([min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color,
+                  mfc="none")
+    ax.axhline(GF_ERROR_FLOOR, color="0.6", lw=0.8, ls=":")
+    ax.annotate("gradient flow: at or below this line", (min(steps) / 2, GF_ERROR_FLOOR),
+                textcoords="offset points", xytext=(2, -9), fontsize=6, color="0.4")
     ax.set_xlabel("relative step size (1 = stability edge)")
     ax.set_ylabel(r"$\|\beta_{GD} - \beta_Q\| / \|\beta_Q\|$")
     ax.legend(fontsize=7, ncol=2, title="open squares: gradient flow", title_fontsize=7)
