@@ -197,3 +197,10 @@ def test_an_entry_of_moved_code_is_reused_and_relabelled(tmp_path):
     cache = ResultCache(tmp_path, fingerprint(square))
     assert cache.get(task, fn=cube)["y"] == 16
     assert json.loads(path.read_text())["fn"] == "sweep_tasks:cube"
+
+
+def test_a_fresh_result_is_what_a_cache_hit_returns(tmp_path):
+    tasks = [{"x": 3}]
+    fresh = sweep(square, tasks, tmp_path, progress=False)[0]
+    cached = sweep(square, tasks, tmp_path, progress=False)[0]
+    assert list(fresh) == list(cached) and fresh == cached

@@ -210,7 +210,9 @@ def compute_cached(fn: Callable[[dict], dict], task: dict, folder: str, fn_finge
         if result["status"] == "error":
             return result, "error"
         cache.put(task, result, fn)
-        return result, "computed"
+        # exactly what a later cache hit returns (JSON values, keys in canonical order), so
+        # frames and figures built from a sweep do not depend on whether it was cached
+        return json.loads(canonical_json(result)), "computed"
 
 
 @dataclass

@@ -56,7 +56,9 @@ def kernel_env(config: str, base: dict | None = None) -> dict:
 
 
 IGNORED_OUTPUTS = ("*seconds*", "*time*")  # wall-clock measurements, not results
-SMALL = 1e-8  # below this magnitude an output's deviations are judged in absolute terms
+# Below max(SMALL, SMALL_FRACTION x the output's largest |value|) a value's deviations are
+# judged in absolute terms (round-off-level residuals, a vector's tiny components).
+SMALL, SMALL_FRACTION = 1e-12, 1e-3
 _INDEX = re.compile(r"\[\d+\]")
 
 
@@ -161,10 +163,18 @@ def _is_number(value) -> bool:
 
 def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple[list[str],
                                                                                    dict]:
-    """Mismatches (readable lines) and, per output, the largest absolute and relative
-    deviation seen (for deriving tolerances)."""
+    """Mismatches (readable lines) and, per output, the largest deviations seen (for deriving
+    tolerances): relative for values of the output's own scale, absolute for values below
+    SMALL_FRACTION of its largest |value| (a vector's tiny components, a curve's tail near
+    zero), whose relative change says nothing."""
+    leaves = list(deviations(stored, new))
+    scale: dict[str, float] = {}
+    for path, a, _ in leaves:
+        if _is_number(a) and math.isfinite(a):
+            key = output_key(path)
+            scale[key] = max(scale.get(key, 0.0), abs(a))
     problems, spread = [], {}
-    for path, a, b in deviations(stored, new):
+    for path, a, b in leaves:
         key = output_key(path)
         if _is_number(a) and _is_number(b):
             if math.isnan(a) and math.isnan(b):
@@ -172,12 +182,10 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
             diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else (
                 0.0 if a == b else math.inf)
             rel = diff / abs(a) if a else (0.0 if diff == 0 else math.inf)
-            worst = spread.setdefault(key, {"abs": 0.0, "rel": 0.0, "magnitude": 0.0,
-                                            "rel_of_large": 0.0, "abs_of_small": 0.0})
+            worst = spread.setdefault(key, {"abs": 0.0, "rel": 0.0, "magnitude": scale.get(
+                key, 0.0), "rel_of_large": 0.0, "abs_of_small": 0.0})
             worst["abs"], worst["rel"] = max(worst["abs"], diff), max(worst["rel"], rel)
-            worst["magnitude"] = max(worst["magnitude"], abs(a))
-            # round-off-level values (a residual of 1e-15) need an absolute tolerance
-            if abs(a) >= SMALL:
+            if abs(a) >= max(SMALL, SMALL_FRACTION * scale.get(key, 0.0)):
                 worst["rel_of_large"] = max(worst["rel_of_large"], rel)
             else:
                 worst["abs_of_small"] = max(worst["abs_of_small"], diff)
