@@ -465,7 +465,7 @@ def test_mnist_tasks_end_to_end_tiny():
         pytest.skip("MNIST not available (make data)")
     assert len(gd_r["val_error"]) == 2 and all(0 <= e <= 1 for e in gd_r["val_error"])
     svm_t = {"method": "SVM-GLN", "H": 3, "C": 2, "N": 40, "median_init": True,
-             "seeds": [0, 1], "n_val": 200, "solver": "fast"}
+             "seeds": [0, 1], "n_val": 200, "solver": "fast", "device": "cpu"}
     svm_r = gln.svm_task(svm_t)
     assert svm_r["status"] == "ok" and svm_r["train_error"] == [0.0, 0.0]
     frame = gln.gln_frame([gd_t], [gd_r], [svm_t], [svm_r])
