@@ -194,7 +194,9 @@ class Chapter:
         if unknown:
             raise ValueError(f"figure {fig_id!r}: no sweep {unknown} ran before it; this run's "
                              f"sweeps: {', '.join(known_sweeps) or 'none'}")
-        claim_ids = {c["id"] for c in claims_module.load_claims(self.chapter)}
+        all_claims = claims_module.load_claims(self.chapter)
+        claim_ids = {c["id"] for c in all_claims}
+        active = [c["id"] for c in all_claims if self.profile in c["profiles"]]
         unknown = [c for c in claims if c not in claim_ids]
         if unknown:
             raise ValueError(f"figure {fig_id!r}: no claim {unknown} in "
@@ -204,6 +206,7 @@ class Chapter:
             f"{fig_id}*.csv") if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")),
             "drawn_by": drawn_by or f"notebooks/{self.chapter}.md, this cell",
             "sweeps": {s: known_sweeps[s].fn for s in sweeps}, "claims": list(claims),
+            "claims_in_table": [c for c in claims if c in active],
             "profile": self.profile, "commit": self.commit}
         (png.parent / "provenance").mkdir(exist_ok=True)
         (png.parent / "provenance" / f"{fig_id}.json").write_text(
@@ -269,7 +272,9 @@ def provenance_html(provenance: dict, folder: Path) -> str:
         source = f"<a href='{esc(base.rstrip('/'))}/blob/{esc(commit)}/{esc(path)}'>{source}</a>"
     sweeps = ", ".join(f"<code>{esc(s)}</code> (<code>{esc(fn.split(':')[-1])}</code>)"
                        for s, fn in provenance["sweeps"].items()) or "none (computed in the cell)"
-    claims = ", ".join(f"<a href='#claim-{esc(c)}'>{esc(c)}</a>"
+    in_table = provenance.get("claims_in_table", provenance["claims"])
+    claims = ", ".join(f"<a href='#claim-{esc(c)}'>{esc(c)}</a>" if c in in_table else
+                       f"{esc(c)} (checked at another profile)"
                        for c in provenance["claims"]) or "none"
     return (f"<p class='figure-provenance'><small>Data: {', '.join(links)} · "
             f"drawn by: {source} · computed by: {sweeps} · checks: {claims} · profile "
