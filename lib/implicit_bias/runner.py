@@ -94,6 +94,8 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
     seconds = time.perf_counter() - start
     if executed is not None:
         _tag_injected_cell(executed)
+        # papermill records where it wrote the notebook: a path of this machine
+        executed.metadata.get("papermill", {}).update(input_path=None, output_path=None)
         nbformat.write(executed, partial)
     if error is None:
         partial.replace(out)
