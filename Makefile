@@ -2,6 +2,7 @@
 #   make book   environment + data + execute every chapter + build the website
 #   make test   environment + data + the whole test suite (executes the smoke profile)
 # Variables: PROFILE (smoke|paper), DEVICE (auto|cpu|cuda), CHAPTERS (default: all in _toc.yml).
+# `make help` lists the targets (the `## ` text after each target).
 
 PYTHON_BASE ?= python3
 VENV        ?= .venv
@@ -15,9 +16,9 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium
+.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help
 
-setup: $(STAMP)
+setup: $(STAMP) ## create .venv and install the package (re-runs when pyproject.toml changes)
 
 # Torch first, from its pinned spec: on the CPU machines this is the local CPU build; on a
 # GPU machine set TORCH_SPEC (see .ci/gpu) to a CUDA build before the package's pins apply.
@@ -29,10 +30,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $(STAMP)
 
-data: $(STAMP)
+data: $(STAMP) ## fetch and verify the datasets (MNIST, Fashion-MNIST) into data/raw/
 	$(PY) -m implicit_bias data
 
-mathjax: $(MATHJAX_DIR)/tex-chtml.js
+mathjax: $(MATHJAX_DIR)/tex-chtml.js ## copy MathJax into the book (the website renders math offline)
 
 $(MATHJAX_DIR)/tex-chtml.js:
 	@rm -rf $(MATHJAX_DIR) && mkdir -p $(MATHJAX_DIR) /tmp/implicit-bias-mathjax
@@ -43,44 +44,49 @@ $(MATHJAX_DIR)/tex-chtml.js:
 	cp -r /tmp/implicit-bias-mathjax/package/es5/output/chtml/fonts/woff-v2 $(MATHJAX_DIR)/output/chtml/fonts/
 	@rm -rf /tmp/implicit-bias-mathjax
 
-run: setup data
+run: setup data ## execute chapters: CHAPTERS="a b" PROFILE=smoke|paper DEVICE=auto|cpu|cuda
 	$(PY) -m implicit_bias run $(CHAPTERS) --profile $(PROFILE) --device $(DEVICE)
 
-html: setup mathjax
+html: setup mathjax ## build the website from the executed chapters into _build/html
 	$(PY) -m implicit_bias status-page >/dev/null
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
-book: run html
+book: run html ## run, then html: execute every chapter and build the website
 
-chromium:
+chromium: ## install Debian's chromium for the website test (as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -q chromium; else echo "chromium missing: run 'sudo apt-get install chromium' (the website test is skipped without it)"; fi; }
 
 # The whole suite: unit tests, book tests (execute every chapter at the smoke profile, check
 # claims and figure baselines, check committed paper results) and the website test.
-test: setup data mathjax chromium
+test: setup data mathjax chromium ## the whole test suite, as CI runs it (executes the smoke book)
 	$(PY) -m pytest -q
 
-unit: setup
+unit: setup ## unit tests only (no chapter execution, no website)
 	$(PY) -m pytest -q -m "not book and not website"
 
-lint: setup
+lint: setup ## ruff check of lib, tests and benchmarks
 	$(VENV)/bin/ruff check lib tests benchmarks
 
-bench: setup data
+bench: setup data ## the GLN solver and training benchmarks
 	$(PY) benchmarks/bench_gln_solvers.py
 	$(PY) benchmarks/bench_gln_training.py
 
 # Figure baselines from the current smoke results, on purpose only: writes the report of what
 # would change (results/reports/baselines/), then rewrites FIGURES="a b" (one chapter) or ALL=1.
-baselines: setup data
+baselines: setup data ## report what would change in tests/baselines; FIGURES="a b" or ALL=1 rewrites
 	$(PY) -m implicit_bias run $(CHAPTERS) --profile smoke --device cpu
 	$(PY) -m implicit_bias baselines $(CHAPTERS) $(if $(FIGURES),--figures $(FIGURES),$(if $(ALL),--all,))
 
-status: setup
+status: setup ## print the claims dashboard
 	$(PY) -m implicit_bias status
 
-clean:
+clean: ## remove the built website, executed chapters and smoke results
 	rm -rf _build book/chapters results/smoke
+
+help: ## list the targets, one line each
+	@echo "make TARGET [PROFILE=smoke|paper] [DEVICE=auto|cpu|cuda] [CHAPTERS=\"a b\"]"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z_-]*:[^=]*## / {printf "  %-10s %s\n", $$1, $$2}' \
+	  $(MAKEFILE_LIST)

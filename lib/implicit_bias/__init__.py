@@ -1,8 +1,27 @@
 """implicit_bias: the shared library behind the implicit-bias-book chapters."""
 
-__version__ = "0.1.0"
-
 import time as _time
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml is its one source); from pyproject.toml
+    itself in a source tree that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("implicit-bias-book")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "0+unknown"
+
+
+__version__ = _version()
 
 # When this process imported the package: a source file changed after this moment may no longer
 # be the code that runs, so code fingerprints refuse it (see `implicit_bias.fingerprint`).

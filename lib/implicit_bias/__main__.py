@@ -1,22 +1,74 @@
 """Command line: `python -m implicit_bias {run,status,stale,recompute,data,status-page,
-baselines,compare}`."""
+baselines,compare}`.
+
+Only what builds the parser is imported at start-up (so `--help` answers at once); each command
+imports what it needs (torch, pandas, papermill, the chapter modules) when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from .chapter import PROFILES, chapters
+from . import __version__
+from .paths import project_root
+
+PROFILES = ("smoke", "paper")  # implicit_bias.claims.PROFILES, not imported here (pandas)
+
+EXAMPLES = """examples:
+  python -m implicit_bias run gln_norm                      # one chapter, smoke profile
+  python -m implicit_bias run --profile paper --device cuda # every chapter, the papers' protocol
+  python -m implicit_bias run gln_norm --profile paper --set seeds=[0,1] --set n_steps=400
+  python -m implicit_bias run gln_norm --profile my_profile.yaml
+  python -m implicit_bias status --profile paper            # the claims dashboard
+  python -m implicit_bias stale                             # committed results the code changed
+  python -m implicit_bias run --help                        # the options of a command
+"""
+
+RUN_EXAMPLES = """A custom profile (--set, or a profile file) is validated by the chapter's schemas
+(data/schemas/) before anything runs; its results, claims, figures and executed notebook go to
+results/custom/<name>/ (the file's name, or <profile>-<hash of the overrides>), never to
+results/smoke, results/paper or the book. A profile file holds one profile, under the name of
+the profile it changes (like one half of data/profiles/<chapter>.yaml); keys it leaves out are
+that profile's.
+
+examples:
+  python -m implicit_bias run gln_norm --profile smoke --device cpu
+  python -m implicit_bias run untied_diagonal --profile paper --device cuda --refresh
+  python -m implicit_bias run gln_norm --profile paper --set seeds=[0,1] --set n_steps=400
+  python -m implicit_bias run untied_diagonal --set theorem1.seeds=[0,1]   # a nested key
+  python -m implicit_bias run gln_norm --profile two_seeds.yaml
+"""
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m implicit_bias",
-                                     description="The implicit-bias-book runner.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="execute chapters with papermill into book/chapters/")
+def _chapter_ids() -> str:
+    """The chapters that can be run (their notebooks), cheaply: no import of the library."""
+    found = sorted(p.stem for p in (project_root() / "notebooks").glob("*.md"))
+    return ", ".join(found) or "none found"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="python -m implicit_bias", formatter_class=raw,
+                                     description="The implicit-bias-book runner: execute "
+                                     "chapters, check claims, compare results.",
+                                     epilog=EXAMPLES)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="execute chapters with papermill into book/chapters/",
+                         description="Execute chapters (default: all of the book) with "
+                         "papermill into book/chapters/<chapter>.ipynb,\ncheck their claims, "
+                         "and exit non-zero naming what failed.",
+                         epilog=RUN_EXAMPLES, formatter_class=raw)
     run.add_argument("chapters", nargs="*", metavar="CHAPTER",
-                     help=f"chapters to run (default: all): {', '.join(chapters())}")
-    run.add_argument("--profile", default="smoke", help=f"one of: {', '.join(PROFILES)}")
+                     help=f"chapters to run (default: all in the book): {_chapter_ids()}")
+    run.add_argument("--profile", default="smoke", metavar="PROFILE",
+                     help=f"one of: {', '.join(PROFILES)}; or a profile file (.yaml) of one "
+                     "chapter (default: smoke)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a parameter of the profile (VALUE read as YAML, KEY may be "
+                     "dotted: theorem1.n=10); repeatable")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     run.add_argument("--refresh", action="store_true", help="ignore cached results")
     run.add_argument("--log-output", action="store_true", help="stream cell output")
@@ -55,22 +107,58 @@ def main(argv=None) -> int:
                            "data/tolerances/recompute.yaml)")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
+    return parser
+
+
+def custom_profiles(args) -> tuple[list[str], dict]:
+    """The chapters `run` selected and, per chapter, its custom profile (None for a standard
+    profile), every one validated before anything runs; raises ValueError (the schema's
+    message for a bad key or value)."""
+    from .overrides import custom_profile
+    from .runner import validate
+
+    from_file = args.profile not in PROFILES
+    if from_file and not Path(args.profile).is_file():
+        raise ValueError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}, or "
+                         "a profile file (path/to/file.yaml)")
+    selected = validate(args.chapters, PROFILES[0] if from_file else args.profile, args.device)
+    if from_file and len(selected) != 1:
+        raise ValueError("a profile file holds the profile of one chapter: name it "
+                         f"(python -m implicit_bias run CHAPTER --profile {args.profile})")
+    customs, problems = {}, []
+    for chapter in selected:
+        try:
+            customs[chapter] = custom_profile(chapter, args.profile, args.set)
+        except ValueError as err:
+            problems.append(str(err))
+    if problems:
+        raise ValueError("\n".join(problems))
+    return selected, customs
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        from .runner import run_chapter, validate
+        from .overrides import shown
+        from .runner import run_chapter
 
         try:
-            selected = validate(args.chapters, args.profile, args.device)
+            selected, customs = custom_profiles(args)
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         failed, bad_claims = [], []
         for chapter in selected:
-            print(f"running {chapter} (profile {args.profile}, device {args.device}) ...",
+            custom = customs[chapter]
+            profile = custom.base if custom else args.profile
+            changed = f" with {custom.source}" if custom else ""
+            print(f"running {chapter} (profile {profile}{changed}, device {args.device}) ...",
                   flush=True)
-            summary = run_chapter(chapter, args.profile, args.device, args.refresh,
-                                  args.log_output)
+            summary = run_chapter(chapter, profile, args.device, args.refresh,
+                                  args.log_output, custom)
+            results = f"{shown(custom.root)}/{profile}" if custom else f"results/{profile}"
             claims = summary["claims"] or {}
             print(f"  {chapter}: {'ok' if summary['ok'] else 'FAILED'} in "
                   f"{summary['seconds']:.0f} s; claims: "
@@ -85,13 +173,16 @@ def main(argv=None) -> int:
                       f"{error['error'].strip().splitlines()[-1]}", file=sys.stderr)
             if not summary["ok"]:
                 print(f"  error: {summary['error']}\n  the failed execution is kept at "
-                      f"results/{args.profile}/{chapter}/.run/failed.ipynb", file=sys.stderr)
+                      f"{results}/{chapter}/.run/failed.ipynb", file=sys.stderr)
                 failed.append(chapter)
             elif not summary["claims_ok"]:
                 bad = summary["bad_claims"] or ["no claims report written"]
                 print(f"  claims not as expected in {chapter}: " + "; ".join(bad),
                       file=sys.stderr)
                 bad_claims.append(chapter)
+            if custom:
+                print(f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
+                      flush=True)
         if failed or bad_claims:
             print(f"error: {len(failed)} chapter(s) failed to execute {failed}, "
                   f"{len(bad_claims)} with claims not as expected {bad_claims}",
@@ -109,7 +200,7 @@ def main(argv=None) -> int:
         print(write_status_page())
         return 0
     if args.command == "baselines":
-        from .chapter import check_chapter
+        from .chapter import chapters, check_chapter
         from .regression import baseline_changes, report_folder, write_baselines, write_report
 
         selected = args.chapters or chapters()
@@ -144,8 +235,7 @@ def main(argv=None) -> int:
             return 2
         return 0
     if args.command == "compare":
-        from pathlib import Path
-
+        from .chapter import chapters
         from .runner import compare_with_reference
 
         for label, folder in (("reference", args.reference), ("candidate", args.candidate)):
@@ -174,7 +264,6 @@ def main(argv=None) -> int:
         return 1
     if args.command == "recompute":
         import json
-        from pathlib import Path
 
         from .verify import cheapest_entries, load_tolerances, recompute
 

@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from . import claims as claims_module
+from . import overrides
 from .device import describe_device, resolve_device
 from .paths import chapter_results, project_root, run_log_path
 from .plotting import save_figure
@@ -69,8 +70,14 @@ def profiles_file(chapter: str) -> Path:
 def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
     """The parameters of `profile` for `chapter`, validated: the whole file against
     `data/schemas/profiles.yaml` and the chapter's `data/schemas/profiles/<chapter>.yaml`, and
-    both profiles with the same keys; a `ProfileError` lists every problem of the file."""
+    both profiles with the same keys; a `ProfileError` lists every problem of the file.
+
+    In a run with a custom profile (`--set`, or a profile file: `implicit_bias.overrides`) the
+    runner's copy of that profile, validated by the same schemas."""
     check_profile(profile)
+    custom = None if path else overrides.active_profile_file(chapter)
+    if custom is not None:
+        return overrides.load_active_profile(custom, chapter, profile)[0]
     path = path or profiles_file(chapter)
     if not path.exists():
         raise ProfileError(f"no profiles file {path.name} for chapter {chapter!r}: create "
@@ -85,7 +92,12 @@ class Chapter:
                  refresh: bool = False):
         self.chapter = check_chapter(chapter)
         self.profile = check_profile(profile)
-        self.config = load_profile(chapter, profile)
+        custom = overrides.active_profile_file(chapter)  # a run with --set or a profile file
+        self.custom = custom is not None
+        # profile_changes: the parameters a custom run changed (dotted key -> value)
+        self.config, self.profile_changes = (
+            overrides.load_active_profile(custom, chapter, profile) if custom
+            else (load_profile(chapter, profile), {}))
         claims_module.load_claims(chapter)  # a malformed claims file fails before computing
         self.device = resolve_device(device)
         self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
@@ -111,7 +123,13 @@ class Chapter:
         try:
             from IPython.display import Markdown, display
 
-            display(Markdown(f"**Profile `{self.profile}`** on {describe_device(self.device)}"))
+            title = f"**Profile `{self.profile}`**"
+            if self.profile_changes:  # a custom run: say what it changed
+                title += " with overrides " + ", ".join(
+                    f"`{key} = {json.dumps(value)}`" for key, value in self.profile_changes.items())
+            elif self.custom:
+                title += " (custom run: no parameter differs from it)"
+            display(Markdown(f"{title} on {describe_device(self.device)}"))
             display(table)
         except ImportError:
             pass

@@ -19,6 +19,7 @@ import nbformat
 from . import claims as claims_module
 from .chapter import PROFILES, chapters, check_chapter, check_profile, known_chapters
 from .device import VALID_DEVICES, resolve_device
+from .overrides import CustomProfile
 from .paths import chapter_results, claims_results, project_root, run_log_path
 
 PARAMETERS = ("profile", "device", "refresh")
@@ -58,7 +59,8 @@ def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
 
 
 def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
-                refresh: bool = False, log_output: bool = False) -> dict:
+                refresh: bool = False, log_output: bool = False,
+                custom: CustomProfile | None = None) -> dict:
     """Execute one chapter; returns a summary (seconds, ok, error, claims counts, tasks).
 
     The executed notebook is published (`book/chapters/<chapter>.ipynb`) only after a complete
@@ -66,14 +68,27 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
     `results/<profile>/<chapter>/.run/failed.ipynb` and never rendered. The chapter's claims
     report is removed before the run, so a failed run never shows the previous run's claims.
     After a complete run without failed tasks, cache entries the run no longer uses are pruned.
+
+    With `custom` (a profile changed by `--set` or read from a file, validated:
+    `implicit_bias.overrides.custom_profile`) the chapter runs its base profile with those
+    parameters, and everything it writes, the executed notebook included, goes under
+    `results/custom/<name>/` (`profile` is then ignored); the run record says what changed.
     """
+    if custom is not None:
+        with custom.active():
+            return _execute(chapter, custom.base, device, refresh, log_output, custom.notebook,
+                            {"custom": custom.record()})
+    return _execute(chapter, profile, device, refresh, log_output, executed_notebook(chapter))
+
+
+def _execute(chapter: str, profile: str, device: str, refresh: bool, log_output: bool,
+             out: Path, record: dict | None = None) -> dict:
     import papermill as pm
 
     validate([chapter], profile, device)
     nb = jupytext.read(notebook_source(chapter))
     nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3",
                                           "language": "python"})
-    out = executed_notebook(chapter)
     out.parent.mkdir(parents=True, exist_ok=True)
     run_dir = run_log_path(profile, chapter).parent
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -115,6 +130,7 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
         "tasks": tasks,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        **(record or {}),
     }
     folder = chapter_results(profile, chapter)
     folder.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,9 @@ The schemas are YAML documents (JSON Schema, draft 2020-12) under `data/schemas/
   `paper`, and the keys reserved in every chapter: `description`, `workers`);
 - `profiles/<chapter>.yaml`: the parameters of one chapter, applied to each of its profiles.
 
+A custom profile (a profile changed by `--set`, or read from a profile file; see
+`implicit_bias.overrides`) is checked by `validate_profile` against the same two schemas.
+
 A file that does not validate raises `ProfileError` / `ClaimsError` listing every problem of
 the file at once, sorted by where it is, one line each: the file's name, the key path (e.g.
 `paper.seeds[2]`, `claim 'svm_gln_matches_gd_gln': expect`), what was found and what is
@@ -81,8 +84,11 @@ def parameter_schema(chapter: str) -> Path:
 def _validator(path: str, mtime_ns: int, variant: str = "") -> Any:
     """A validator for the schema file at `path`, its local `$ref`s inlined (resolving them
     through `referencing` at every use took a third of the time); `variant="parameters"`: a
-    chapter's parameter schema, accepting the reserved keys (the file schema checks them)."""
+    chapter's parameter schema, accepting the reserved keys (the file schema checks them);
+    `variant="profile"`: one profile's part of the profiles-file schema."""
     schema = read_yaml(Path(path))
+    if variant == "profile":
+        schema = {"$ref": "#/$defs/profile", "$defs": schema.get("$defs", {})}
     if variant == "parameters":
         props = schema.get("properties", {})
         clash = [k for k in RESERVED_PROFILE_KEYS if k in props]
@@ -178,6 +184,21 @@ def validate_profiles(data: Any, path: Path, chapter: str) -> None:
     _raise(ProfileError, path, problems, lambda where: _dotted(where) or "top level")
 
 
+def validate_profile(config: Any, chapter: str, profile: str, source: str) -> None:
+    """Check one profile's parameters (a custom profile: changed by `--set` or read from a profile
+    file) against the profile part of the file schema and the chapter's parameter schema; raise
+    `ProfileError` listing every problem, each line starting with `source` (what was asked for)
+    and the key path (`paper.seeds`)."""
+    problems = _schema_problems(_validator_for(schemas_dir() / "profiles.yaml", "profile"), config)
+    params = parameter_schema(chapter)
+    if params.exists():
+        problems += _schema_problems(_validator_for(params, "parameters"), config)
+    elif (project_root() / "data" / "schemas").is_dir():
+        raise ProfileError(f"{source}: no parameter schema for chapter {chapter!r}: create "
+                           f"data/schemas/profiles/{chapter}.yaml")
+    _raise(ProfileError, source, problems, lambda where: _dotted((profile, *where)))
+
+
 def validate_claims(data: Any, path: Path) -> None:
     """Check a claims file's data against `data/schemas/claims.yaml`, then what the schema
     cannot say (unique ids, intervals with a <= b, known-deviation profiles among the claim's
@@ -222,11 +243,12 @@ def validate_claims(data: Any, path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _raise(error_class, path: Path, problems: list[tuple[tuple, str]], where) -> None:
+def _raise(error_class, path: Path | str, problems: list[tuple[tuple, str]], where) -> None:
     if not problems:
         return
     problems = sorted(problems, key=lambda p: (_sort_key(p[0]), p[1]))
-    lines = [f"{path.name}: {where(at)}: {text}" for at, text in problems]
+    name = path.name if isinstance(path, Path) else path
+    lines = [f"{name}: {where(at)}: {text}" for at, text in problems]
     error = error_class("\n".join(lines))
     error.messages = lines
     raise error
