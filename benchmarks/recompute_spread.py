@@ -2,21 +2,24 @@
 tolerances from it (`data/tolerances/recompute.yaml`).
 
 The cheapest committed task of every task function is recomputed (`python -m implicit_bias
-recompute`) under each configuration below: the BLAS kernels other x86-64 CPUs select for
-numpy/scipy (`OPENBLAS_CORETYPE`) and for torch (`MKL_CBWR`, `ATEN_CPU_CAPABILITY`), with 1
-and 2 threads (`implicit_bias.verify.KERNEL_CONFIGS`). For every output of every task function
+recompute`) under each configuration below: the measuring machine's own kernels and the BLAS
+kernels other x86-64 CPUs select for numpy/scipy (`OPENBLAS_CORETYPE` Prescott, Sandybridge,
+Haswell) and for torch (`MKL_CBWR`, `ATEN_CPU_CAPABILITY`), each with 1 and 2 threads
+(`implicit_bias.verify.KERNEL_CONFIGS`). For every output of every task function
 the largest deviation from the committed value over all configurations is the measured spread, and
 
     rtol = 10 x (largest relative deviation of the values of the output's own scale), >= 1e-10
     atol = 10 x (largest absolute deviation of its small values), at least 1e-15
 
-where a value is small below max(1e-12, 1e-3 x the output's largest |value|) (round-off-level
-residuals, a vector's tiny components: their relative change says nothing), each rounded up
+where a value is small below max(1e-9, 1e-3 x the output's largest |value|) (round-off-level
+residuals and solver-tolerance-level errors, a vector's tiny components: their relative change
+says nothing; `implicit_bias.verify.SMALL`), each rounded up
 to one significant digit. The factor 10 leaves room for CPUs whose kernels were not among those
-measured (AVX-512), the floors for bit-level noise of float64. Outputs that are not numbers
+measured (MKL's own code paths on Intel CPUs, newer ISAs), the floors for bit-level noise of
+float64. Outputs that are not numbers
 (statuses, packed prediction signs) must be identical.
 
-Usage: python benchmarks/recompute_spread.py [CHAPTER ...] [--reuse DIR]
+Usage: python benchmarks/recompute_spread.py [CHAPTER ...] [--reuse DIR] [--derive-only]
 (writes the tolerances file and benchmarks/results/recompute_spread.md)
 """
 
@@ -30,10 +33,12 @@ import sys
 from pathlib import Path
 
 from implicit_bias.verify import KERNEL_CONFIGS as CONFIGS
-from implicit_bias.verify import kernel_env
+from implicit_bias.verify import compare_results, kernel_env
 
 ROOT = Path(__file__).resolve().parents[1]
 REL_FLOOR, ABS_FLOOR, FACTOR = 1e-10, 1e-15, 10.0
+AMPLIFIED = 1e-3  # a relative spread above this is round-off amplified into the result
+NO_TOLERANCE = {"default": {"rtol": 0.0, "atol": 0.0}, "functions": {}}
 
 
 def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
@@ -62,6 +67,18 @@ def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
         handle.close()
 
 
+def machine() -> str:
+    """The measuring CPU, and which kernels `native` means on it."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines()
+                      if line.startswith("flags")), []))
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "pre-AVX2"
+    return (f"{model}, {isa} (`native` = this CPU's own kernels); committed results were "
+            "computed natively on the machines of the sessions that committed them")
+
+
 def round_up(value: float) -> float:
     if value <= 0:
         return 0.0
@@ -73,20 +90,26 @@ def round_up(value: float) -> float:
 def derive(out: Path) -> tuple[dict, list[str]]:
     spreads: dict[str, dict[str, dict]] = {}
     seconds: dict[str, float] = {}
-    rows = [row for name in CONFIGS for path in sorted(out.glob(f"{name}__*.json"))
+    rows = [dict(row, config=name) for name in CONFIGS
+            for path in sorted(out.glob(f"{name}__*.json"))
             for row in json.loads(path.read_text())["tasks"]]
-    for row in rows:
+    for row in rows:  # the spread under today's rule, from the committed and recomputed values
+        committed = json.loads((ROOT / "results" / "paper" / row["chapter"] / row["file"])
+                               .read_text())["result"]
+        row["spread"] = compare_results(committed, row["result"], row["fn"], NO_TOLERANCE)[1]
         seconds[row["fn"]] = max(seconds.get(row["fn"], 0.0), row["seconds"])
         for key, s in row["spread"].items():
             worst = spreads.setdefault(row["fn"], {}).setdefault(
                 key, {"rel_of_large": 0.0, "abs_of_small": 0.0, "magnitude": 0.0,
-                      "text": False})
+                      "text": False, "worst": "-"})
             if s.get("text"):
                 worst["text"] = True
                 continue
+            if s["rel_of_large"] > worst["rel_of_large"]:
+                worst["worst"] = row["config"]
             for field in ("rel_of_large", "abs_of_small", "magnitude"):
                 worst[field] = max(worst[field], s[field])
-    functions, lines = {}, []
+    functions, lines, amplified = {}, [], []
     for fn in sorted(spreads):
         section = {}
         for key, s in sorted(spreads[fn].items()):
@@ -98,10 +121,13 @@ def derive(out: Path) -> tuple[dict, list[str]]:
             section[key] = {"rtol": rtol, "atol": atol,
                             "measured": f"rel {s['rel_of_large']:.2g}, "
                                         f"abs of small values {s['abs_of_small']:.2g}"}
-            lines.append(f"| {fn} | {key} | {s['rel_of_large']:.2g} | "
+            if s["rel_of_large"] > AMPLIFIED:
+                amplified.append(f"- `{fn.split(':')[1]}` `{key}`: {s['rel_of_large']:.2g} "
+                                 f"({s['worst']})")
+            lines.append(f"| {fn} | {key} | {s['rel_of_large']:.2g} ({s['worst']}) | "
                          f"{s['abs_of_small']:.2g} | {rtol:g} / {atol:g} |")
         functions[fn] = section
-    return {"functions": functions, "seconds": seconds}, lines
+    return {"functions": functions, "seconds": seconds, "amplified": amplified}, lines
 
 
 def write(derived: dict, lines: list[str]) -> None:
@@ -121,9 +147,15 @@ def write(derived: dict, lines: list[str]) -> None:
     path.write_text("\n".join(text) + "\n")
     md = ["# Spread of recomputed paper results across CPU kernels and threads", "",
           "Configurations: " + ", ".join(f"`{c}`" for c in CONFIGS) + ". Rule: see "
-          "`data/tolerances/recompute.yaml`.", "",
-          "| task function | output | max rel. deviation | max abs. deviation of small values "
+          "`data/tolerances/recompute.yaml`.", "", f"Measured on: {machine()}.", "",
+          "| task function | output | max rel. deviation (worst configuration) "
+          "| max abs. deviation of small values "
           "| rtol / atol |", "|---|---|---|---|---|", *lines, "",
+          f"Outputs that amplify round-off (relative spread above {AMPLIFIED:g}): their "
+          "recompute tolerance guards only against gross changes, and any result or claim "
+          "resting on them depends on the CPU at this level (which claims it moves: "
+          "`benchmarks/results/claim_sensitivity.md`):", "",
+          *(derived["amplified"] or ["- none"]), "",
           "Recompute time of the cheapest task per function (largest over configurations):",
           "", "| task function | seconds |", "|---|---|"]
     md += [f"| {fn} | {s:.1f} |" for fn, s in sorted(derived["seconds"].items(),
@@ -136,9 +168,12 @@ def main() -> int:
     parser.add_argument("chapters", nargs="*", help="measure these chapters (default: all)")
     parser.add_argument("--reuse", default="/tmp/recompute-spread",
                         help="folder for the per-configuration reports (reused if present)")
+    parser.add_argument("--derive-only", action="store_true",
+                        help="derive the tolerances from the reports already in --reuse")
     args = parser.parse_args()
     out = Path(args.reuse)
-    run_configs(out, args.chapters)
+    if not args.derive_only:
+        run_configs(out, args.chapters)
     derived, lines = derive(out)
     write(derived, lines)
     print("\n".join(lines))

@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "deviations of every output) here")
     recompute.add_argument("--tolerances", default=None, help="tolerances file (default: "
                            "data/tolerances/recompute.yaml)")
+    recompute.add_argument("--functions", nargs="+", default=None, metavar="FN",
+                           help="only these task functions (module:name or name)")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
     return parser
@@ -268,6 +270,9 @@ def main(argv=None) -> int:
         from .verify import cheapest_entries, load_tolerances, recompute
 
         entries = cheapest_entries(args.chapters or None, args.profile)
+        if args.functions:
+            wanted = set(args.functions)
+            entries = [e for e in entries if {e[2]["fn"], e[2]["fn"].split(":")[-1]} & wanted]
         if not entries:
             print(f"error: no committed {args.profile}-profile results to recompute",
                   file=sys.stderr)
