@@ -58,6 +58,20 @@ def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
             cell.metadata["tags"] = [*tags, "remove-cell"]
 
 
+def _ipc_kernel_manager():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: the
+    kernel is local anyway, and over TCP without keys it warns at every start."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self):
+            return "ipc"
+
+    return IPCKernelManager
+
+
 def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
                 refresh: bool = False, log_output: bool = False,
                 custom: CustomProfile | None = None) -> dict:
@@ -102,7 +116,8 @@ def _execute(chapter: str, profile: str, device: str, refresh: bool, log_output:
             nb, str(partial), parameters={"profile": profile, "device": device,
                                           "refresh": bool(refresh)},
             kernel_name="python3", cwd=str(project_root()), progress_bar=False,
-            log_output=log_output, coalesce_streams=True)
+            log_output=log_output, coalesce_streams=True,
+            kernel_manager_class=_ipc_kernel_manager())
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
