@@ -1,5 +1,6 @@
 """Website test: build the book, open every page in headless Chromium, check what a reader
-sees: the page loads, every image exists, math is rendered, internal links resolve."""
+sees: the page loads, every image exists, math is rendered, internal links resolve, and every
+chapter cites its paper and ends with its bibliography."""
 
 from __future__ import annotations
 
@@ -170,3 +171,90 @@ def test_every_figure_shows_its_provenance(built_site):
                 assert part in block.replace("'", "\""), f"{chapter}: {part} missing: {block}"
             for claim in re.findall(r"href=.#claim-([\w-]+)", block):
                 assert f"id=\"claim-{claim}\"" in page.replace("'", "\""), (chapter, claim)
+
+
+class BibliographyParser(HTMLParser):
+    """The citations of a page (sphinxcontrib-bibtex's `span.bibtex-citation` links) and the
+    entries of its bibliography (`div[role=doc-biblioentry]`: id, text, links, and whether it
+    sits in the "References" section)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cited: list[str] = []
+        self.entries: dict[str, dict] = {}
+        self._sections: list[str | None] = []
+        self._entry: dict | None = None
+        self._entry_depth = 0
+        self._in_citation = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section":
+            self._sections.append(attrs.get("id"))
+        if self._entry is not None:
+            self._entry_depth += tag == "div"
+            if tag == "a" and attrs.get("href"):
+                self._entry["hrefs"].add(attrs["href"])
+        elif tag == "div" and attrs.get("role") == "doc-biblioentry":
+            self._entry = {"text": "", "hrefs": set(),
+                           "in_references": "references" in self._sections}
+            self.entries[attrs.get("id", "")] = self._entry
+            self._entry_depth = 1
+        if tag == "span" and "bibtex-citation" in (attrs.get("class") or "").split():
+            self._in_citation += 1
+        elif tag == "span" and self._in_citation:
+            self._in_citation += 1
+        if tag == "a" and self._in_citation and (attrs.get("href") or "").startswith("#"):
+            self.cited.append(attrs["href"][1:])
+
+    def handle_endtag(self, tag):
+        if tag == "section" and self._sections:
+            self._sections.pop()
+        if self._entry is not None and tag == "div":
+            self._entry_depth -= 1
+            if self._entry_depth == 0:
+                self._entry = None
+        if tag == "span" and self._in_citation:
+            self._in_citation -= 1
+
+    def handle_data(self, data):
+        if self._entry is not None:
+            self._entry["text"] += data
+
+
+def citation_problems(chapter: str, page: str) -> list[str]:
+    """What is wrong with a chapter page's citations: no bibliography, a bibliography outside
+    the "References" section, a citation without its entry or an entry nobody cites, or the
+    chapter's own paper (found by its title and its DOI, arXiv or URL link) not cited."""
+    from citations import CHAPTER_PAPERS, bib_entries, entry_links, plain
+
+    parser = BibliographyParser()
+    parser.feed(page)
+    entries, cited = parser.entries, set(parser.cited)
+    if not entries:
+        return [f"{chapter}: no bibliography"]
+    problems = [f"{chapter}: bibliography entry {e!r} is not in the References section"
+                for e, v in entries.items() if not v["in_references"]]
+    if cited - set(entries):
+        problems.append(f"{chapter}: citations without an entry: {sorted(cited - set(entries))}")
+    if set(entries) - cited:
+        problems.append(f"{chapter}: entries nobody cites: {sorted(set(entries) - cited)}")
+    key = CHAPTER_PAPERS.get(chapter)
+    if key is None:
+        return problems + [f"{chapter}: name its paper in tests/citations.py CHAPTER_PAPERS"]
+    paper = bib_entries()[key]
+    title, links = plain(paper.fields["title"]), entry_links(paper)
+    own = [e for e, v in entries.items() if title in plain(v["text"]) and links & v["hrefs"]]
+    if not own:
+        problems.append(f"{chapter}: its paper ({key}) is not in its bibliography")
+    elif not set(own) & cited:
+        problems.append(f"{chapter}: its paper ({key}) is listed but never cited")
+    return problems
+
+
+def test_every_chapter_cites_its_paper_and_ends_with_its_bibliography(built_site):
+    from implicit_bias.chapter import chapters
+
+    problems = [p for chapter in chapters() for p in citation_problems(
+        chapter, (built_site / "book" / "chapters" / f"{chapter}.html").read_text())]
+    assert not problems, "\n".join(problems)
