@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -68,8 +69,8 @@ def test_every_committed_task_function_has_measured_tolerances():
             missing.add(entry["fn"])
             continue
         for path, value, _ in verify.deviations(entry["result"], entry["result"]):
-            key = verify.output_key(path)  # numbers need a tolerance; text must be identical
-            if verify._is_number(value) and not any(
+            key = verify.output_key(path)  # numbers need a tolerance; text and NaN must be
+            if verify._is_number(value) and not math.isnan(value) and not any(  # identical
                     fnmatch.fnmatchcase(key, pattern) for pattern in section):
                 missing.add(f"{entry['fn']}: {key}")
     assert not committed, f"no readable committed entry of {sorted(committed)}"
