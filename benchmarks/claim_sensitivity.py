@@ -14,7 +14,9 @@ the committed ones. Nothing is written into the repository except the report (`-
         --out benchmarks/results/claim_sensitivity.md
 
 Options: `--work DIR` (default /tmp/claim_sensitivity). Every run is niced (nice -n 15) and runs
-one process at a time. On the 2-core machine one configuration of both chapters took about 25 min.
+one process at a time; on the 2-core machine one configuration took 2-3 min (tensor_networks)
+and 5-11 min (gln_norm). `report` writes the tables only; the conclusion in
+benchmarks/results/claim_sensitivity.md is written from them by hand.
 """
 
 from __future__ import annotations
