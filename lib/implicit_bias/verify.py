@@ -30,7 +30,8 @@ from .sweep import entry_problem, load_function, run_task
 # scipy (OpenBLAS), other code paths of torch's MKL (`MKL_CBWR`) and ATen's portable kernels
 # (`ATEN_CPU_CAPABILITY=default`), with 1 and 2 threads. Measured on the AMD machine: each of
 # these changes the bits of torch's float32 matmul or float64 SVD (MKL_ENABLE_INSTRUCTIONS does
-# not). "native" is the machine's own choice (OpenBLAS Haswell kernels, MKL and ATen AVX2).
+# not). "native" is the running machine's own choice (on AVX-512 CPUs OpenBLAS SkylakeX kernels,
+# on AVX2 ones Haswell), so what it means depends on where the spread is measured.
 _TORCH_KERNELS = {  # what torch computes on a CPU of that generation (MKL code path, ATen ISA)
     "Prescott": {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"},
     "Sandybridge": {"MKL_CBWR": "AVX", "ATEN_CPU_CAPABILITY": "default"},
