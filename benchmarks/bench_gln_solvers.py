@@ -1,7 +1,7 @@
-"""Benchmark the fast exact GLN solvers (`implicit_bias.gln_solvers`, issue 9) against cvxpy.
+"""Benchmark the fast exact GLN solvers (`implicit_bias.models.gln_solvers`, issue 9) against cvxpy.
 
 Side by side in one run, on the paper's problems (binary MNIST 0-4 vs 5-9, pixels in [-1, 1]
-plus a constant feature, median-init hyperplane contexts, built by `implicit_bias.gln`):
+plus a constant feature, median-init hyperplane contexts, built by `implicit_bias.models.gln`):
 
 * SVM-GLN (Eq. 20/52): cvxpy + ECOS (the paper's solver, at most 200 iterations) vs cvxpy +
   Clarabel vs ours, at several (N, H, C), each reference solve capped at `--cap` seconds (a
@@ -40,8 +40,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from implicit_bias import gln  # noqa: E402
-from implicit_bias import gln_solvers as gs  # noqa: E402
+from implicit_bias.models import gln  # noqa: E402
+from implicit_bias.models import gln_solvers as gs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -260,7 +260,7 @@ def markdown(res: dict) -> str:
              f"{res['cap_s']:.0f} CPU-s and {MEMORY_LIMIT // 2**30} GB. Real binary MNIST "
              "(0-4 vs 5-9, pixels in [-1, 1] + constant), median-init contexts, seed 0. "
              "CPU-seconds include cvxpy's problem compilation (what a user pays). References use "
-             "the chapter's cvxpy path (`implicit_bias.gln`, solved in the row space of X).", ""]
+             "the chapter's cvxpy path (`implicit_bias.models.gln`, solved in the row space of X).", ""]
     for key, title in (("svm_gln", "SVM-GLN (Eq. 20/52)"), ("svm_l2", "SVM-L2 (Appendix A)")):
         solvers = [s for s in ("ECOS", "CLARABEL", "OSQP") if any(s in r for r in res[key])]
         lines += [f"## {title}", "",

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from implicit_bias import gln  # noqa: E402
+from implicit_bias.models import gln  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N, SEEDS, KS = 2000, [0, 1, 2], (4, 8, 11, 13, 15)

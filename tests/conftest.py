@@ -35,7 +35,7 @@ def _smoke_runs():
 def smoke_chapter(_smoke_runs, chapter):
     """The run summary of `chapter` executed at the smoke profile on the CPU, once per test
     session and only for the chapters a selection asks for (`pytest -k gln_norm` runs one)."""
-    from implicit_bias.runner import run_chapter
+    from implicit_bias.core.runner import run_chapter
 
     if chapter not in _smoke_runs:
         print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
@@ -48,8 +48,8 @@ def smoke_chapter(_smoke_runs, chapter):
 @pytest.fixture(scope="session")
 def smoke_book(_smoke_runs):
     """Every chapter of the book executed at the smoke profile (for the website test)."""
-    from implicit_bias.chapter import chapters
-    from implicit_bias.runner import run_chapter
+    from implicit_bias.core.chapter import chapters
+    from implicit_bias.core.runner import run_chapter
 
     for chapter in chapters():
         if chapter not in _smoke_runs:

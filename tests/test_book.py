@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from implicit_bias.chapter import chapters
-from implicit_bias.claims import OK_STATUSES, load_claims, load_report, reevaluate, stale_code
-from implicit_bias.paths import figures_dir, project_root
-from implicit_bias.regression import (
+from implicit_bias.core.chapter import chapters
+from implicit_bias.core.claims import OK_STATUSES, load_claims, load_report, reevaluate, stale_code
+from implicit_bias.core.paths import figures_dir, project_root
+from implicit_bias.core.regression import (
     baseline_figures,
     compare_figure_report,
     report_folder,
     write_report,
 )
-from implicit_bias.verify import recompute_command, stale_entries
+from implicit_bias.core.verify import recompute_command, stale_entries
 
 pytestmark = pytest.mark.book
 CHAPTERS = chapters()

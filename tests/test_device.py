@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from implicit_bias.device import resolve_device
+from implicit_bias.core.device import resolve_device
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "implicit_bias"
 
@@ -36,7 +36,7 @@ def test_only_the_device_module_asks_whether_cuda_is_available():
 
 
 def test_chapter_gives_every_task_its_device(gpu_host, demo_project, tmp_path):
-    from implicit_bias.chapter import Chapter
+    from implicit_bias.core.chapter import Chapter
     from sweep_tasks import square
 
     ch = Chapter("demo", device="cpu")
@@ -47,7 +47,7 @@ def test_chapter_gives_every_task_its_device(gpu_host, demo_project, tmp_path):
 
 
 def test_gln_fast_solvers_honour_cpu_on_a_gpu_host(gpu_host):
-    from implicit_bias import gln
+    from implicit_bias.models import gln
 
     rng = torch.Generator().manual_seed(0)
     X = torch.randn(12, 5, generator=rng, dtype=torch.float64).numpy()
@@ -58,7 +58,7 @@ def test_gln_fast_solvers_honour_cpu_on_a_gpu_host(gpu_host):
 
 
 def test_gln_tasks_run_on_the_device_they_are_given(gpu_host):
-    from implicit_bias import gln
+    from implicit_bias.models import gln
 
     task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 60, "median_init": False, "seeds": [0],
             "n_val": 50, "solver": "fast", "device": "cpu"}

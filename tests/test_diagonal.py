@@ -1,4 +1,4 @@
-"""Unit tests for implicit_bias.diagonal (Azulay et al. 2021, Theorem 1 and Sec. 7.1)."""
+"""Unit tests for implicit_bias.models.diagonal (Azulay et al. 2021, Theorem 1 and Sec. 7.1)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias import diagonal as dg
-from implicit_bias.convex import min_l1_interpolator, min_l2_interpolator
+from implicit_bias.models import diagonal as dg
+from implicit_bias.models.convex import min_l1_interpolator, min_l2_interpolator
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from implicit_bias.chapter import chapters
-from implicit_bias.regression import baseline_dir, baseline_figures, compare_figure
+from implicit_bias.core.chapter import chapters
+from implicit_bias.core.regression import baseline_dir, baseline_figures, compare_figure
 
 FIGURES = [(chapter, fig) for chapter in chapters() for fig in baseline_figures(chapter)]
 PERTURBATION = 10.0  # the change: 10 x (atol + rtol * |value|), beyond np.isclose's bound

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from implicit_bias import fingerprint as fp
+from implicit_bias.core import fingerprint as fp
 
 HELPERS = '''
 SCALE = 3.0
@@ -43,7 +43,7 @@ def make_package(root, name, helpers=HELPERS, task=None, helpers_module="helpers
 def fingerprint_of(root, name):
     """The task's fingerprint, computed in a fresh interpreter (as a later run would)."""
     code = (f"import sys; sys.path.insert(0, {str(root)!r}); "
-            f"from implicit_bias.fingerprint import fingerprint; "
+            f"from implicit_bias.core.fingerprint import fingerprint; "
             f"from {name}.tasks import task; print(fingerprint(task))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -90,7 +90,7 @@ def test_changes_to_what_executes_change_the_fingerprint(tmp_path, base, name, h
 
 
 def test_follows_local_imports_and_package_modules():
-    from implicit_bias import gln
+    from implicit_bias.models import gln
 
     reached = fp.reached(gln.svm_task)
     # gln_solvers is imported inside a function, load_mnist inside another
@@ -99,13 +99,13 @@ def test_follows_local_imports_and_package_modules():
 
 
 def test_a_real_task_function_is_stable_within_and_across_processes():
-    from implicit_bias import tensor_networks
+    from implicit_bias.models import tensor_networks
 
     first = fp.fingerprint(tensor_networks.theorem6_task)
     fp.clear_cache()
     assert fp.fingerprint(tensor_networks.theorem6_task) == first
-    code = ("from implicit_bias.fingerprint import fingerprint; "
-            "from implicit_bias import tensor_networks as t; print(fingerprint(t.theorem6_task))")
+    code = ("from implicit_bias.core.fingerprint import fingerprint; "
+            "from implicit_bias.models import tensor_networks as t; print(fingerprint(t.theorem6_task))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == first
@@ -116,15 +116,15 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     import shutil
     from pathlib import Path
 
-    lib = Path(fp.__file__).resolve().parents[1]
+    lib = Path(fp.__file__).resolve().parents[2]
     copy = tmp_path / "elsewhere" / "lib"
     shutil.copytree(lib / "implicit_bias", copy / "implicit_bias",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("from implicit_bias.fingerprint import fingerprint; "
-            "from implicit_bias import gln; print(fingerprint(gln.gd_task))")
+    code = ("from implicit_bias.core.fingerprint import fingerprint; "
+            "from implicit_bias.models import gln; print(fingerprint(gln.gd_task))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "PYTHONPATH": str(copy)})
-    from implicit_bias import gln
+    from implicit_bias.models import gln
 
     assert out.stdout.strip() == fp.fingerprint(gln.gd_task)
 
@@ -133,10 +133,38 @@ def test_a_source_edited_after_import_is_refused(tmp_path, monkeypatch):
     """The code that runs must be the code that is hashed: an edit after import (an open
     kernel) would otherwise label old results with the new code's fingerprint."""
     import implicit_bias
-    from implicit_bias import tensor_networks
+    from implicit_bias.models import tensor_networks
 
     fp.clear_cache()
     monkeypatch.setattr(implicit_bias, "IMPORTED_AT", 0.0)  # as if imported before any edit
     with pytest.raises(fp.SourceChangedError, match="restart the kernel"):
         fp.fingerprint(tensor_networks.theorem6_task)
     fp.clear_cache()
+
+
+def test_a_local_import_from_another_module_keeps_the_fingerprint(tmp_path, base):
+    """Where a helper is imported from is not what executes: a function-level import of
+    project code may name another module after a move."""
+    local = '''
+def task(t):
+    from {package}.{helpers} import helper
+    return {{"y": helper(t["x"]) + 1}}
+'''
+    root_a, root_b = tmp_path / "a", tmp_path / "b"
+    make_package(root_a, "demo", task=local.format(package="demo", helpers="helpers"))
+    make_package(root_b, "demo", helpers_module="numerics",
+                 task=local.format(package="demo", helpers="numerics"))
+    assert fingerprint_of(root_a, "demo") == fingerprint_of(root_b, "demo") == base
+
+
+def test_the_task_declaration_is_transparent_but_other_decorators_count(tmp_path, base):
+    declared = TASK.replace("def task(t):", "@task_decl(threads=1)\ndef task(t):").replace(
+        "import helper", "import helper\nfrom implicit_bias.core.tasks import task as task_decl")
+    root = tmp_path / "declared"
+    make_package(root, "demo", task=declared.format(package="demo", helpers="helpers"))
+    assert fingerprint_of(root, "demo") == base
+    wrapped = TASK.replace("def task(t):", "@functools.lru_cache\ndef task(t):").replace(
+        "import helper", "import helper\nimport functools")
+    root = tmp_path / "wrapped"
+    make_package(root, "demo", task=wrapped.format(package="demo", helpers="helpers"))
+    assert fingerprint_of(root, "demo") != base

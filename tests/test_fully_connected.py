@@ -1,4 +1,4 @@
-"""Unit tests for implicit_bias.fully_connected (Azulay et al. 2021, chapter warped_imd).
+"""Unit tests for implicit_bias.models.fully_connected (Azulay et al. 2021, chapter warped_imd).
 
 Every closed form is checked against an independent computation: derivatives against finite
 differences, minimizers against their KKT conditions and generic solvers (scipy, cvxpy), and
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from implicit_bias import fully_connected as fc
+from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)
 DELTAS = [-2.0, 0.0, 1.5]
@@ -246,7 +246,7 @@ def test_regime_sweep_and_metrics_on_a_small_grid():
 def test_summaries_and_plots_run():
     import matplotlib
     matplotlib.use("Agg")
-    from implicit_bias.plotting import PALETTE, figure
+    from implicit_bias.core.plotting import PALETTE, figure
     hm = fc.task_hessian_map({"dim": 3, "deltas": [0.0], "n_points": 2, "seed": 0})
     m = fc.hessian_map_metrics(hm["rows"])
     assert m["hessian_warped_max_asymmetry"] < 1e-12 < m["hessian_plain_min_asymmetry"]

@@ -1,4 +1,4 @@
-"""Unit tests for implicit_bias.galu (Fiat, Malach & Shalev-Shwartz, GaLU networks)."""
+"""Unit tests for implicit_bias.models.galu (Fiat, Malach & Shalev-Shwartz, GaLU networks)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias import galu
+from implicit_bias.models import galu
 
 torch.set_num_threads(1)
 F64 = torch.float64

@@ -1,4 +1,4 @@
-"""Unit tests for `implicit_bias.gln` (Lippl, Abbott & Chung 2022): models, convex programs
+"""Unit tests for `implicit_bias.models.gln` (Lippl, Abbott & Chung 2022): models, convex programs
 against independent formulations, and the theory checks of the gln_norm chapter."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from implicit_bias import gln
+from implicit_bias.models import gln
 
 
 @pytest.fixture(autouse=True)
@@ -172,7 +172,7 @@ def test_linear_svm_margins():
 
 
 def test_fast_solver_dispatch_agrees_with_cvxpy():
-    pytest.importorskip("implicit_bias.gln_solvers")
+    pytest.importorskip("implicit_bias.models.gln_solvers")
     X, y, ctx = _problem(N=30, D=6, H=3, C=2, seed=10)
     for method in ("SVM-GLN", "SVM-L2", "SVM-L2-eq23"):
         fast = gln.solve_program(method, X, y, ctx, 2, solver="fast")
@@ -452,8 +452,8 @@ def test_chapter_theory_sections_small():
 
 
 def test_mnist_tasks_end_to_end_tiny():
-    pytest.importorskip("implicit_bias.gln_solvers")
-    from implicit_bias.data import DataError
+    pytest.importorskip("implicit_bias.models.gln_solvers")
+    from implicit_bias.core.data import DataError
 
     common = {"seeds": [0, 1], "n_val": 200, "n_steps": 20, "lr_drop_step": 10,
               "dtype": "float64", "device": "cpu"}

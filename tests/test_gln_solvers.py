@@ -1,7 +1,7 @@
-"""Tests of `implicit_bias.gln_solvers` against independent cvxpy formulations (ECOS, Clarabel).
+"""Tests of `implicit_bias.models.gln_solvers` against independent cvxpy formulations (ECOS, Clarabel).
 
 The references below are written here from the paper's definitions (Eq. 20/52, Eq. 22, the
-C^H predictors of Sec. 4, Eq. 23), not imported from `implicit_bias.gln`, so the suite checks
+C^H predictors of Sec. 4, Eq. 23), not imported from `implicit_bias.models.gln`, so the suite checks
 the fast solvers against a formulation that shares no code with them.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias import gln_solvers as gs
+from implicit_bias.models import gln_solvers as gs
 
 REL = 1e-6  # issue 9: objective agreement with the cvxpy references
 TIGHT = {
@@ -47,7 +47,7 @@ def teacher_problem(seed: int, n: int = 40, d: int = 6, h: int = 3, c: int = 2,
 def mnist_problem(n: int = 80, h: int = 3, c: int = 2, seed: int = 0) -> dict:
     """Binary MNIST 0-4 vs 5-9, pixels in [-1, 1] plus the constant feature, median-init
     hyperplane contexts (the paper's setting at a small N); skipped if MNIST is absent."""
-    from implicit_bias.data import DataError, binary_labels, load_mnist
+    from implicit_bias.core.data import DataError, binary_labels, load_mnist
 
     try:
         images, labels = load_mnist("train")
@@ -285,7 +285,7 @@ def test_svm_l2_exact_matches_enumerated_predictors(solver, h, c):
     sol = gs.svm_l2(p["X"], p["y"], p["ctx"], c, variant="exact")
     assert_certified(sol)
     value, zeta = cvx_l2_enumerated(p["X"], p["y"], p["ctx"], c, solver)
-    # reported objective is ||beta||^2 / C^(H-1) (the convention of implicit_bias.gln.svm_l2)
+    # reported objective is ||beta||^2 / C^(H-1) (the convention of implicit_bias.models.gln.svm_l2)
     assert rel(sol.objective * c ** (h - 1), value) <= REL
     # and it is the actual sum over the C^H predictors of the recovered zeta
     z = sol.primal

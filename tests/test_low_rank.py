@@ -1,4 +1,4 @@
-"""Tests for implicit_bias.low_rank (Le & Jegelka, 2022): networks, Lemma 1's decomposition,
+"""Tests for implicit_bias.models.low_rank (Le & Jegelka, 2022): networks, Lemma 1's decomposition,
 the invariants of Lemma 2 / Lemma 3 / Theorem 1 / Lemma 4, and the Theorem 2 quantities.
 
 The invariant tests use that every Q = A A^T - B^T B is quadratic in the weights: its derivative
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from implicit_bias import low_rank as lr
+from implicit_bias.models import low_rank as lr
 
 torch.set_num_threads(1)
 
@@ -321,7 +321,7 @@ def test_theorem2_tasks_and_figures_run():
     import matplotlib
 
     matplotlib.use("Agg")
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     cfg = {
         "lr_seeds": [0],

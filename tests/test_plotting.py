@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from implicit_bias.plotting import PALETTE, figure, save_figure
-from implicit_bias.regression import compare_figure, compare_tables, write_baselines
+from implicit_bias.core.plotting import PALETTE, figure, save_figure
+from implicit_bias.core.regression import compare_figure, compare_tables, write_baselines
 
 
 def make_figure(values):

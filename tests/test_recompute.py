@@ -2,7 +2,7 @@
 
 The cheapest committed task of every task function is recomputed under the BLAS kernels that
 other CPUs select (`OPENBLAS_CORETYPE` for numpy and scipy; `MKL_CBWR` and
-`ATEN_CPU_CAPABILITY` for torch; see `implicit_bias.verify.KERNEL_CONFIGS`), each configuration
+`ATEN_CPU_CAPABILITY` for torch; see `implicit_bias.core.verify.KERNEL_CONFIGS`), each configuration
 in its own process, and every output is compared with the committed one within the tolerance of
 `data/tolerances/recompute.yaml`, which was derived from the spread measured across all of
 `KERNEL_CONFIGS` (the three kernel generations with 1 and 2 threads, and the measuring
@@ -25,8 +25,8 @@ import sys
 
 import pytest
 
-from implicit_bias.paths import project_root
-from implicit_bias.verify import KERNEL_CONFIGS, cheapest_entries, committed_entries, kernel_env
+from implicit_bias.core.paths import project_root
+from implicit_bias.core.verify import KERNEL_CONFIGS, cheapest_entries, committed_entries, kernel_env
 
 pytestmark = pytest.mark.book
 

@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from implicit_bias.chapter import Chapter, ProfileError, load_profile
-from implicit_bias.device import resolve_device
-from implicit_bias.runner import format_status, write_status_page
+from implicit_bias.core.chapter import Chapter, ProfileError, load_profile
+from implicit_bias.core.device import resolve_device
+from implicit_bias.core.runner import format_status, write_status_page
 
 
 def cli(*args, env=None):

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from implicit_bias import schema
-from implicit_bias.chapter import ProfileError, chapters, load_profile
-from implicit_bias.claims import ClaimsError, load_claims, parse_expect
-from implicit_bias.paths import project_root
+from implicit_bias.core import schema
+from implicit_bias.core.chapter import ProfileError, chapters, load_profile
+from implicit_bias.core.claims import ClaimsError, load_claims, parse_expect
+from implicit_bias.core.paths import project_root
 
 ROOT = project_root()
 SCHEMAS = ROOT / "data" / "schemas"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.fingerprint import fingerprint
-from implicit_bias.sweep import ResultCache, SweepOutcome, sweep, task_hash
+from implicit_bias.core.fingerprint import fingerprint
+from implicit_bias.core.sweep import ResultCache, SweepOutcome, sweep, task_hash
 from sweep_tasks import cube, flaky, not_json, square
 
 TESTS = Path(__file__).resolve().parent
@@ -104,7 +104,7 @@ def test_non_json_result_is_an_error_and_leaves_no_file(tmp_path):
 LOCKED = """
 import sys
 sys.path.insert(0, {tests!r})
-from implicit_bias.sweep import sweep
+from implicit_bias.core.sweep import sweep
 from sweep_tasks import square
 sweep(square, [{{"x": x, "sleep": 0.2, "log": {log!r}}} for x in range(6)], {cache!r},
       progress=False)
@@ -143,7 +143,7 @@ def test_unknown_backend(tmp_path):
 SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
-from implicit_bias.sweep import sweep
+from implicit_bias.core.sweep import sweep
 from sweep_tasks import square
 tasks = [{{"x": x, "sleep": 0.3, "log": {log!r}}} for x in range(12)]
 sweep(square, tasks, {cache!r}, progress=False)

@@ -1,4 +1,4 @@
-"""Unit tests for implicit_bias.tensor_networks (Yun, Krishnan & Mobahi 2021)."""
+"""Unit tests for implicit_bias.models.tensor_networks (Yun, Krishnan & Mobahi 2021)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.integrate import solve_ivp
 
-from implicit_bias import tensor_networks as tn
+from implicit_bias.models import tensor_networks as tn
 
 torch.set_num_threads(1)
 

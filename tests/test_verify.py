@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from implicit_bias import verify
-from implicit_bias.paths import project_root
+from implicit_bias.core import verify
+from implicit_bias.core.paths import project_root
 
 ROOT = project_root()
 TOLERANCES = {"default": {"rtol": 1e-9, "atol": 0.0}, "functions": {"m:f": {
@@ -81,7 +81,7 @@ def _copy_package(tmp_path):
     copy = tmp_path / "lib"
     shutil.copytree(ROOT / "lib" / "implicit_bias", copy / "implicit_bias",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    return copy / "implicit_bias" / "tensor_networks.py"
+    return copy / "implicit_bias" / "models" / "tensor_networks.py"
 
 
 def _stale(lib):
@@ -101,7 +101,7 @@ def test_editing_a_task_makes_its_committed_results_stale(tmp_path, edit, stale)
     source = module.read_text()
     assert edit[0] in source
     module.write_text(source.replace(edit[0], edit[1]))
-    result = _stale(module.parent.parent)
+    result = _stale(tmp_path / "lib")
     if stale:
         assert result.returncode == 1, result.stdout + result.stderr
         assert "tensor_networks:" in result.stdout and "has changed" in result.stdout
@@ -122,5 +122,5 @@ def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
     (module.parent / "gd_helpers.py").write_text("import math\n\n\n" + source[start:end])
     module.write_text(source[:start] + source[end:] + "\n\nfrom .gd_helpers import "
                       "_two_layer_gd  # noqa: E402\n")
-    result = _stale(module.parent.parent)
+    result = _stale(tmp_path / "lib")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from implicit_bias.paths import project_root
+from implicit_bias.core.paths import project_root
 
 pytestmark = pytest.mark.website
 ROOT = project_root()
@@ -36,7 +36,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def built_site(smoke_book):
-    from implicit_bias.runner import write_status_page
+    from implicit_bias.core.runner import write_status_page
 
     write_status_page()
     shutil.rmtree(HTML, ignore_errors=True)  # no stale pages from earlier builds
@@ -146,7 +146,7 @@ def test_every_page_in_chromium(server, tmp_path):
 
 
 def test_chapter_pages_show_figures_and_claims(built_site):
-    from implicit_bias.chapter import chapters
+    from implicit_bias.core.chapter import chapters
 
     for chapter in chapters():
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
@@ -157,8 +157,8 @@ def test_chapter_pages_show_figures_and_claims(built_site):
 def test_every_figure_shows_its_provenance(built_site):
     """Under each figure: its data to download, what drew it, the sweeps behind it, the
     claims it checks (each link lands on its row of the claims table), profile and commit."""
-    from implicit_bias.chapter import chapters
-    from implicit_bias.paths import figures_dir
+    from implicit_bias.core.chapter import chapters
+    from implicit_bias.core.paths import figures_dir
 
     for chapter in chapters():
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
@@ -253,7 +253,7 @@ def citation_problems(chapter: str, page: str) -> list[str]:
 
 
 def test_every_chapter_cites_its_paper_and_ends_with_its_bibliography(built_site):
-    from implicit_bias.chapter import chapters
+    from implicit_bias.core.chapter import chapters
 
     problems = [p for chapter in chapters() for p in citation_problems(
         chapter, (built_site / "book" / "chapters" / f"{chapter}.html").read_text())]

@@ -24,5 +24,5 @@ def _version() -> str:
 __version__ = _version()
 
 # When this process imported the package: a source file changed after this moment may no longer
-# be the code that runs, so code fingerprints refuse it (see `implicit_bias.fingerprint`).
+# be the code that runs, so code fingerprints refuse it (see `implicit_bias.core.fingerprint`).
 IMPORTED_AT = _time.time()

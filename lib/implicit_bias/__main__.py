@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .paths import project_root
+from .core.paths import project_root
 
-PROFILES = ("smoke", "paper")  # implicit_bias.claims.PROFILES, not imported here (pandas)
+PROFILES = ("smoke", "paper")  # implicit_bias.core.claims.PROFILES, not imported here (pandas)
 
 EXAMPLES = """examples:
   python -m implicit_bias run gln_norm                      # one chapter, smoke profile
@@ -116,8 +116,8 @@ def custom_profiles(args) -> tuple[list[str], dict]:
     """The chapters `run` selected and, per chapter, its custom profile (None for a standard
     profile), every one validated before anything runs; raises ValueError (the schema's
     message for a bad key or value)."""
-    from .overrides import custom_profile
-    from .runner import validate
+    from .core.overrides import custom_profile
+    from .core.runner import validate
 
     from_file = args.profile not in PROFILES
     if from_file and not Path(args.profile).is_file():
@@ -143,8 +143,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        from .overrides import shown
-        from .runner import run_chapter
+        from .core.overrides import shown
+        from .core.runner import run_chapter
 
         try:
             selected, customs = custom_profiles(args)
@@ -192,18 +192,18 @@ def main(argv=None) -> int:
             return 1
         return 0
     if args.command == "status":
-        from .runner import format_status
+        from .core.runner import format_status
 
         print(format_status((args.profile,) if args.profile else PROFILES))
         return 0
     if args.command == "status-page":
-        from .runner import write_status_page
+        from .core.runner import write_status_page
 
         print(write_status_page())
         return 0
     if args.command == "baselines":
-        from .chapter import chapters, check_chapter
-        from .regression import baseline_changes, report_folder, write_baselines, write_report
+        from .core.chapter import chapters, check_chapter
+        from .core.regression import baseline_changes, report_folder, write_baselines, write_report
 
         selected = args.chapters or chapters()
         if args.figures and len(selected) != 1:
@@ -237,8 +237,8 @@ def main(argv=None) -> int:
             return 2
         return 0
     if args.command == "compare":
-        from .chapter import chapters
-        from .runner import compare_with_reference
+        from .core.chapter import chapters
+        from .core.runner import compare_with_reference
 
         for label, folder in (("reference", args.reference), ("candidate", args.candidate)):
             if not (Path(folder) / args.profile).is_dir():
@@ -249,7 +249,7 @@ def main(argv=None) -> int:
                                       args.candidate, args.profile, args.tolerances,
                                       args.summary, args.report)
     if args.command == "stale":
-        from .verify import recompute_command, stale_entries
+        from .core.verify import recompute_command, stale_entries
 
         stale_list = stale_entries(args.profile, args.chapters or None)
         if not stale_list:
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     if args.command == "recompute":
         import json
 
-        from .verify import cheapest_entries, load_tolerances, recompute
+        from .core.verify import cheapest_entries, load_tolerances, recompute
 
         entries = cheapest_entries(args.chapters or None, args.profile)
         if args.functions:
@@ -289,7 +289,7 @@ def main(argv=None) -> int:
                 json.dump(report, handle, indent=1)
         return 0 if report["ok"] else 1
     if args.command == "data":
-        from .data import DATASETS, DataError, fetch
+        from .core.data import DATASETS, DataError, fetch
 
         try:
             for name in args.datasets or DATASETS:

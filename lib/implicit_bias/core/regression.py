@@ -4,7 +4,7 @@ Baselines live in `tests/baselines/<chapter>/` (the smoke profile's CSV, JSON an
 copied by `make baselines`). Each figure's JSON holds its tolerances (`rtol`, `atol`) for the
 numeric columns; non-numeric columns must match exactly; PNGs are compared with matplotlib's
 image comparison (RMS tolerance). Every comparison can write a figure report
-(`implicit_bias.figure_report`): baseline, new and difference images side by side, and the
+(`implicit_bias.core.figure_report`): baseline, new and difference images side by side, and the
 values that moved.
 """
 

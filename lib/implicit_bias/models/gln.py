@@ -5,7 +5,7 @@ the random hyperplane contexts, the models (deep two-layer GLN, shallow GLN, ReL
 paper's training schedule batched over many replicas in one tensor program, the reference convex
 programs (through cvxpy) and the theory helpers of Sections 4 and B.2 and Appendix A.
 
-Data convention (shared with `implicit_bias.gln_solvers`, the fast exact interior-point solvers):
+Data convention (shared with `implicit_bias.models.gln_solvers`, the fast exact interior-point solvers):
 
 * `X` (N, D) float64, the constant-1 feature already appended when it is used (the paper's
   inputs are pixels scaled to [-1, 1] plus a constant 1, D = 785);
@@ -49,7 +49,7 @@ def preprocess_images(images: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _mnist_train() -> tuple[np.ndarray, np.ndarray]:
-    from implicit_bias.data import binary_labels, load_mnist
+    from implicit_bias.core.data import binary_labels, load_mnist
 
     images, labels = load_mnist("train")
     return preprocess_images(images), binary_labels(labels)
@@ -62,7 +62,7 @@ def binary_mnist(n_train: int, seed: int, n_val: int) -> dict[str, np.ndarray]:
     """The paper's binary MNIST task (Sec. 4.1): a seeded training subset of size `n_train` and a
     fixed validation split of `n_val` images (12,000 in the paper), disjoint, from MNIST train.
     """
-    from implicit_bias.data import seeded_subset
+    from implicit_bias.core.data import seeded_subset
 
     X, y = _mnist_train()
     val = seeded_subset(len(X), n_val, VAL_SEED)
@@ -804,7 +804,7 @@ def solve_program(method: str, X: np.ndarray, y: np.ndarray, contexts: np.ndarra
                   max_iters: int | None = None, device: str = "cpu") -> SVMResult:
     """Dispatch one of the chapter's convex programs to a solver: a cvxpy solver name (ECOS, as
     the paper, CLARABEL, OSQP, SCS) or "fast" (the exact torch solvers of
-    `implicit_bias.gln_solvers`, on `device`)."""
+    `implicit_bias.models.gln_solvers`, on `device`)."""
     if solver == "fast":
         return _solve_fast(method, X, y, contexts, n_contexts, device)
     if solver not in CVXPY_SOLVERS:
@@ -821,7 +821,7 @@ def solve_program(method: str, X: np.ndarray, y: np.ndarray, contexts: np.ndarra
 
 
 def _solve_fast(method, X, y, contexts, n_contexts, dev: str) -> SVMResult:
-    from implicit_bias import gln_solvers  # exact dual interior-point solvers in torch
+    from implicit_bias.models import gln_solvers  # exact dual interior-point solvers in torch
 
     if method == "SVM-GLN":
         out = gln_solvers.svm_gln(X, y, contexts, n_contexts, device=dev)
@@ -864,7 +864,7 @@ def _torch(a, dtype, device):
 def _task_device(task: dict) -> torch.device:
     """The task's device; on a CPU, one torch thread per process (on a shared or small CPU,
     more threads oversubscribe the cores: measured 3x slower on the 2-core machine)."""
-    from implicit_bias.device import resolve_device
+    from implicit_bias.core.device import resolve_device
 
     device = resolve_device(task["device"])  # `Chapter.sweep` gives every task its device
     if device.type == "cpu":
@@ -987,7 +987,7 @@ def relu_task(task: dict) -> dict:
 
 def _frelu(X, y, gates, solver, device: str) -> SVMResult:
     if solver == "fast":
-        from implicit_bias import gln_solvers
+        from implicit_bias.models import gln_solvers
 
         return _from_fast(gln_solvers.svm_frelu(X, y, gates, device=device))
     return svm_frelu(X, y, gates, solver)
@@ -995,7 +995,7 @@ def _frelu(X, y, gates, solver, device: str) -> SVMResult:
 
 def _linear(F, y, solver, device: str) -> SVMResult:
     if solver == "fast":
-        from implicit_bias import gln_solvers
+        from implicit_bias.models import gln_solvers
 
         return _from_fast(gln_solvers.linear_svm(F, y, device=device))
     return svm_linear(F, y, solver)
@@ -1271,7 +1271,7 @@ def load_reference(root=None) -> pd.DataFrame:
     column names (H, C, N, median_init, momentum; NaN momentum for the SVMs)."""
     import pandas as pd
 
-    from implicit_bias.paths import project_root
+    from implicit_bias.core.paths import project_root
 
     root = root or project_root() / "data" / "reference" / "lippl2022"
     ref = pd.read_csv(root / "gln.csv")
@@ -1451,7 +1451,7 @@ METHOD_COLORS = {"GD-GLN": 7, "SVM-GLN": 0, "SVM-L2": 1, "SVM-L2-eq23": 4, "GD-R
 
 
 def _color(method: str) -> str:
-    from implicit_bias.plotting import PALETTE
+    from implicit_bias.core.plotting import PALETTE
 
     return PALETTE[METHOD_COLORS.get(method, 6)]
 
@@ -1459,7 +1459,7 @@ def _color(method: str) -> str:
 def plot_toy(problem: dict, snap: dict, svm: SVMResult):
     """Fig. 1: the toy GLN (H = C = 2): data and the two units' contexts; the GD-GLN's output
     and its four per-region predictors; the SVM-GLN's output."""
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     fig, axes = figure(1, 3)
     axes = np.ravel(axes)
@@ -1496,14 +1496,14 @@ def plot_toy(problem: dict, snap: dict, svm: SVMResult):
 
 
 def _palette(i: int) -> str:
-    from implicit_bias.plotting import PALETTE
+    from implicit_bias.core.plotting import PALETTE
 
     return PALETTE[i]
 
 
 def plot_theorem(traj: pd.DataFrame):
     """Theorem 3.1 numerically: GD's normalized predictor approaches the SVM-GLN solution."""
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     fig, axes = figure(1, 2)
     axes = np.ravel(axes)
@@ -1550,7 +1550,7 @@ def plot_fig2ab(frame: pd.DataFrame, ref: pd.DataFrame | None, x_method: str = "
     """Fig. 2a/3a (error of the network vs. the SVMs') and 2b/3b (inconsistency vs. the
     network's error, with the grey line 2p(1-p)); config means ± 1 s.e. over seeds. The
     authors' numbers (hollow markers) where they exist."""
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     keys = list(keys)
     fig, axes = figure(1, 2, width=7.6)
@@ -1590,7 +1590,7 @@ def plot_vs_h(summary: pd.DataFrame, ref: pd.DataFrame | None, methods, C: int =
               title: str = "Fig. 2d", x_method: str = "GD-GLN"):
     """Fig. 2d/3d/4c: validation error vs. number of hidden units, one panel per N; ours solid
     (± 1 s.e.), the authors' dashed."""
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     Ns = sorted(summary["N"].unique())
     fig, axes = figure(1, len(Ns), width=max(3.4 * len(Ns), 3.8))
@@ -1624,7 +1624,7 @@ def plot_vs_h(summary: pd.DataFrame, ref: pd.DataFrame | None, methods, C: int =
 def plot_best(best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str = "Fig. 2c"):
     """Fig. 2c/3c: the best model of each kind per training size (min over hyperparameters per
     seed, mean ± 1 s.e. over seeds); the authors' numbers dashed."""
-    from implicit_bias.plotting import figure
+    from implicit_bias.core.plotting import figure
 
     fig, ax = figure(1, 1, width=6.4)
     for m, s in best.groupby("label", sort=False):
@@ -1645,7 +1645,7 @@ def plot_best(best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str = "F
 
 def reference_best(ref_root=None) -> pd.DataFrame:
     """The authors' Fig. 2c numbers (best.csv) labelled like `best_table`."""
-    from implicit_bias.paths import project_root
+    from implicit_bias.core.paths import project_root
 
     root = ref_root or project_root() / "data" / "reference" / "lippl2022"
     b = pd.read_csv(root / "best.csv")
@@ -1676,7 +1676,7 @@ def reference_frame(root=None) -> pd.DataFrame:
     """The authors' per-seed results (gln_per_seed.csv) as `gln_frame` rows, so the chapter's
     statistics can be computed on their numbers exactly as on ours (SVM rows are paired, as in
     their tables, with the GD-GLN at momentum 0)."""
-    from implicit_bias.paths import project_root
+    from implicit_bias.core.paths import project_root
 
     root = root or project_root() / "data" / "reference" / "lippl2022"
     r = pd.read_csv(root / "gln_per_seed.csv")
@@ -1860,7 +1860,7 @@ def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
 
     import pandas as pd
 
-    from .paths import project_root
+    from ..core.paths import project_root
 
     results = project_root() / "results" / "paper"
     table = results / "gln_norm" / COMPARISON_FILE

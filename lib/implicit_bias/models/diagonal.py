@@ -264,7 +264,7 @@ def q_minimizer_cvxpy(X: np.ndarray, y: np.ndarray, m: np.ndarray, solver: str =
     m q(beta/m) = min { A log(2A/m) + B log(2B/m) - A - B + m : A - B = beta, A B >= m^2/4 }
     (at the optimum A, B = (sqrt(beta^2 + m^2) +- beta) / 2), which is DCP: entropies and a
     geometric mean. `solver_options` go to the solver (e.g. tighter tolerances). Returns
-    `implicit_bias.convex.ConvexSolution`.
+    `implicit_bias.models.convex.ConvexSolution`.
     """
     import cvxpy as cp
 
@@ -735,7 +735,7 @@ def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame,
 
 
 # ----------------------------------------------------------------------------------------------
-# Plots (axes in, nothing returned; the notebook makes the figure with implicit_bias.plotting)
+# Plots (axes in, nothing returned; the notebook makes the figure with implicit_bias.core.plotting)
 # ----------------------------------------------------------------------------------------------
 
 

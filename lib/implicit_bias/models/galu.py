@@ -741,7 +741,7 @@ def fig5_task(task: dict) -> dict:
 
 @lru_cache(maxsize=4)
 def _pca_data(dataset: str, n_train: int, n_test: int, seed: int, n_components: int):
-    from . import data  # the foundation's loaders (data/raw, SHA-256 verified)
+    from ..core import data  # the foundation's loaders (data/raw, SHA-256 verified)
 
     load = {"mnist": data.load_mnist, "fashion_mnist": data.load_fashion_mnist}[dataset]
     Xtr, ytr = load("train")
@@ -816,7 +816,7 @@ def fig1_metrics(df) -> dict:
 
 
 def _plotting():
-    from .plotting import PALETTE, figure
+    from ..core.plotting import PALETTE, figure
 
     return figure, PALETTE
 

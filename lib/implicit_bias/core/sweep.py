@@ -2,7 +2,7 @@
 
 Each task's result lives in `<cache_dir>/<sha256 of the task's canonical JSON>.json`, an entry
 that holds the task, the function's name, the fingerprint of the code that computed it
-(`implicit_bias.fingerprint`), the result and a checksum of all four. An entry is used only if
+(`implicit_bias.core.fingerprint`), the result and a checksum of all four. An entry is used only if
 it is well formed, its checksum matches, it holds this very task and its fingerprint is the
 current code's; anything else is recomputed (and overwritten). So:
 
@@ -85,9 +85,13 @@ def load_function(name: str) -> Callable:
 def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
     """Run one task, turning an exception into an error result; times it. The result must be
     a dict of JSON values (numpy and torch values are converted)."""
+    from .tasks import spec_of, torch_threads
+
+    spec = spec_of(fn)
     start = time.perf_counter()
     try:
-        result = fn(dict(task))
+        with torch_threads(spec.threads if spec is not None else None):
+            result = fn(dict(task))
         if not isinstance(result, dict):
             raise TypeError(f"task function must return a dict, got {type(result).__name__}")
         result = _jsonable(result)

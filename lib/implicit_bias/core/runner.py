@@ -84,7 +84,7 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
     After a complete run without failed tasks, cache entries the run no longer uses are pruned.
 
     With `custom` (a profile changed by `--set` or read from a file, validated:
-    `implicit_bias.overrides.custom_profile`) the chapter runs its base profile with those
+    `implicit_bias.core.overrides.custom_profile`) the chapter runs its base profile with those
     parameters, and everything it writes, the executed notebook included, goes under
     `results/custom/<name>/` (`profile` is then ignored); the run record says what changed.
     """

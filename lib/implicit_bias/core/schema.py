@@ -8,7 +8,7 @@ The schemas are YAML documents (JSON Schema, draft 2020-12) under `data/schemas/
 - `profiles/<chapter>.yaml`: the parameters of one chapter, applied to each of its profiles.
 
 A custom profile (a profile changed by `--set`, or read from a profile file; see
-`implicit_bias.overrides`) is checked by `validate_profile` against the same two schemas.
+`implicit_bias.core.overrides`) is checked by `validate_profile` against the same two schemas.
 
 A file that does not validate raises `ProfileError` / `ClaimsError` listing every problem of
 the file at once, sorted by where it is, one line each: the file's name, the key path (e.g.
@@ -33,7 +33,7 @@ from jsonschema import Draft202012Validator, validators
 from .paths import project_root
 
 RESERVED_PROFILE_KEYS = ("description", "workers")
-_REPOSITORY_SCHEMAS = Path(__file__).resolve().parents[2] / "data" / "schemas"
+_REPOSITORY_SCHEMAS = Path(__file__).resolve().parents[3] / "data" / "schemas"
 
 
 class ProfileError(ValueError):

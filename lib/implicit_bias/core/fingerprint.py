@@ -9,7 +9,12 @@ decorators, closures). Normalization makes it depend on what runs and nothing el
 - docstrings are dropped;
 - a reference to a project function or class is replaced by its bare name, so moving it to
   another module (and importing it from there) changes no fingerprint, while any change to its
-  body does, because the body is hashed in its own right.
+  body does, because the body is hashed in its own right;
+- import statements of project code inside a function are dropped: the names they bind are
+  followed to what they name, so where a module lives is not part of what executes;
+- a decorator marked `__fingerprint_transparent__` (the task declaration of
+  `implicit_bias.core.tasks`, which returns the function itself) is dropped: it records how a
+  task is scheduled (threads, device), not what it computes.
 
 Like joblib's `Memory` (which hashes a function's source) and redun (which hashes a task's code
 and, transitively, the tasks it calls), the hash is of source, not bytecode, so it does not
@@ -33,7 +38,7 @@ from pathlib import Path
 
 PACKAGE = "implicit_bias"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_CHECKOUT = str(Path(__file__).resolve().parents[2])  # the repository holding lib/
+_CHECKOUT = str(Path(__file__).resolve().parents[3])  # the repository holding lib/
 
 
 def _in_project(obj, roots: tuple[str, ...]) -> bool:
@@ -48,6 +53,45 @@ def _strip_docstrings(tree: ast.AST) -> None:
             if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                     and isinstance(body[0].value.value, str)):
                 node.body = body[1:] or [ast.Pass()]
+
+
+class _ProjectImportStripper(ast.NodeTransformer):
+    def __init__(self, roots: tuple[str, ...]):
+        self.roots = roots
+
+    def _project(self, module: str) -> bool:
+        return any(module == r or module.startswith(r + ".") for r in self.roots)
+
+    def visit_Import(self, node: ast.Import):
+        return None if all(self._project(a.name) for a in node.names) else node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom):
+        return None if node.level or self._project(node.module or "") else node
+
+
+def _strip_project_imports(tree: ast.AST, roots: tuple[str, ...]) -> None:
+    _ProjectImportStripper(roots).visit(tree)
+    for node in ast.walk(tree):  # a body left empty by the removal
+        if isinstance(getattr(node, "body", None), list) and not node.body:
+            node.body = [ast.Pass()]
+
+
+def _strip_transparent_decorators(tree: ast.AST, namespace: dict) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = [d for d in node.decorator_list
+                                   if not _transparent(d, namespace)]
+
+
+def _transparent(decorator: ast.AST, namespace: dict) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    parts = _dotted(target)
+    if not parts or parts[0] not in namespace:
+        return False
+    obj = namespace[parts[0]]
+    for attr in parts[1:]:
+        obj = getattr(obj, attr, None)
+    return bool(getattr(obj, "__fingerprint_transparent__", False))
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -101,6 +145,8 @@ class _Collector:
                                   if _cell_filled(cell)})
         namespace.update(_local_imports(tree, obj.__module__))
         _strip_docstrings(tree)
+        _strip_project_imports(tree, self.roots)
+        _strip_transparent_decorators(tree, namespace)
         tree = _Rewriter(self, namespace).visit(tree)
         self.entries[f"{type(obj).__name__} {name}"] = ast.unparse(tree)
 
@@ -151,7 +197,7 @@ def _check_unchanged_since_import(obj) -> None:
     with the wrong fingerprint. Refuse, rather than cache such a result."""
     import os
 
-    from . import IMPORTED_AT
+    from .. import IMPORTED_AT
 
     if not _in_project(obj, (PACKAGE,)):
         return
@@ -166,7 +212,7 @@ def _check_unchanged_since_import(obj) -> None:
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict:
-    """Names bound by import statements inside the code (`from implicit_bias.data import
+    """Names bound by import statements inside the code (`from implicit_bias.core.data import
     load_mnist` in a function body), resolved as Python would."""
     import importlib
 

@@ -2,7 +2,7 @@
 
 The chapter `gln_norm` compares gradient-descent-trained networks with support vector machines
 whose norms come from the paper's theory. cvxpy (ECOS, Clarabel, OSQP) solves them in the
-reference path (`implicit_bias.gln`); this module solves the same programs exactly but exploits
+reference path (`implicit_bias.models.gln`); this module solves the same programs exactly but exploits
 their structure, in torch (float64, CPU or CUDA, several problems at once):
 
 * **SVM-GLN** (Eq. 20 / Eq. 52): ``min_zeta sum_h ||zeta_h||_2`` (a group lasso over the
@@ -84,7 +84,7 @@ class SVMSolution:
 
     @property
     def primal(self) -> np.ndarray | None:
-        """`weights` as a NumPy array (the field name of `implicit_bias.gln.SVMResult`)."""
+        """`weights` as a NumPy array (the field name of `implicit_bias.models.gln.SVMResult`)."""
         return None if self.weights is None else self.weights.detach().cpu().numpy()
 
     @property
@@ -786,7 +786,7 @@ def svm_l2_batch(Xs, ys, contexts_list, n_contexts: int | None = None, variant: 
     elapsed, cpu = (time.perf_counter() - t0) / B, (time.process_time() - c0) / B
     # zeta = N^+ Phi lam = a G_hc + (b'/C - a/C) w0 with N^+ = a P_within + b' P_const
     a, bc = (1 / C, 1 / (C * H)) if variant == "exact" else (1 / C**2, 1.0)
-    # reported objective, as in `implicit_bias.gln.svm_l2`: ||beta||^2 / C^(H-1) = zeta^T M zeta
+    # reported objective, as in `implicit_bias.models.gln.svm_l2`: ||beta||^2 / C^(H-1) = zeta^T M zeta
     # / C ("exact"), ||A zeta||^2 / C^2 ("eq23")
     scale = 1 / C if variant == "exact" else 1 / C**2
     sols = []
@@ -819,7 +819,7 @@ def svm_l2(X: Array, y: Array, contexts: Array, n_contexts: int | None = None,
 
     Solved through its dual, a hard-margin kernel SVM with kernel ``<x_n, x_m> k_ctx(n, m)``
     (`context_kernel`); zeta is recovered in closed form as ``N^+ Phi lam`` (the minimum-norm
-    zeta of the optimal beta). `objective` follows `implicit_bias.gln.svm_l2`:
+    zeta of the optimal beta). `objective` follows `implicit_bias.models.gln.svm_l2`:
     ``||beta||^2 / C^(H-1)`` for "exact", ``||A zeta||^2 / C^2`` for "eq23". (`norm` is an
     older name of `variant`, kept for callers written against it.)
     """

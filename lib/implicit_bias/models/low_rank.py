@@ -885,7 +885,7 @@ def separable_data(
     of a random linear teacher) or ``"mnist"`` (a seeded subset of MNIST train, digits 0-4 vs
     5-9; n = 2000 MNIST digits are linearly separable in 784 dimensions)."""
     if kind == "mnist":
-        from .data import binary_labels, load_mnist, seeded_subset
+        from ..core.data import binary_labels, load_mnist, seeded_subset
 
         xs, ys = load_mnist("train")
         idx = seeded_subset(len(ys), n, seed)

@@ -3,7 +3,7 @@
 `python -m implicit_bias run gln_norm --profile paper --set seeds=[0,1]` and
 `--profile path/to/file.yaml` run a *custom profile*: the named profile (`smoke` or `paper`,
 whose claims the run checks) with some parameters changed. The changed profile is validated by
-the chapter's schemas (`implicit_bias.schema.validate_profile`) before anything runs, and
+the chapter's schemas (`implicit_bias.core.schema.validate_profile`) before anything runs, and
 everything the run writes goes under `results/custom/<name>/` (the cache, figures, claims, run
 record and the executed notebook), so it never touches `results/smoke`, `results/paper` or the
 book. `<name>` is the profile file's name, or `<profile>-<short hash of the overrides>`: the

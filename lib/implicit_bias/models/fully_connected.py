@@ -29,7 +29,7 @@ import pandas as pd
 import scipy.optimize
 import torch
 
-from implicit_bias.device import resolve_device
+from implicit_bias.core.device import resolve_device
 
 Array = np.ndarray
 DTYPE = torch.float64
@@ -874,7 +874,7 @@ def closed_form_regimes(n: int, d: int, seed: int, points: list[list[float]],
 
 
 # ----------------------------------------------------------------------------------------------
-# Figures (the notebook passes axes from implicit_bias.plotting.figure and saves the data)
+# Figures (the notebook passes axes from implicit_bias.core.plotting.figure and saves the data)
 # ----------------------------------------------------------------------------------------------
 def plot_hessian_map(ax, df: pd.DataFrame, palette: list[str]) -> None:
     """Strip plot of the Hessian-map asymmetry (Eq. 6) per metric variant, log scale."""

@@ -72,7 +72,7 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
     `data/schemas/profiles.yaml` and the chapter's `data/schemas/profiles/<chapter>.yaml`, and
     both profiles with the same keys; a `ProfileError` lists every problem of the file.
 
-    In a run with a custom profile (`--set`, or a profile file: `implicit_bias.overrides`) the
+    In a run with a custom profile (`--set`, or a profile file: `implicit_bias.core.overrides`) the
     runner's copy of that profile, validated by the same schemas."""
     check_profile(profile)
     custom = None if path else overrides.active_profile_file(chapter)
@@ -86,10 +86,14 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
 
 
 class Chapter:
-    """Everything a chapter notebook needs, for one (chapter, profile, device) run."""
+    """Everything a chapter notebook needs, for one (chapter, profile, device) run.
+
+    Creating it is the notebook's one set-up call: it validates the profile and claims,
+    resolves the device, seeds torch, and (with `threads`) pins the notebook's own torch
+    threads; task functions pin theirs through their `@task` declaration."""
 
     def __init__(self, chapter: str, profile: str = "smoke", device: str = "auto",
-                 refresh: bool = False):
+                 refresh: bool = False, threads: int | None = None):
         self.chapter = check_chapter(chapter)
         self.profile = check_profile(profile)
         custom = overrides.active_profile_file(chapter)  # a run with --set or a profile file
@@ -107,6 +111,8 @@ class Chapter:
         self.commit = source_commit()
         self.run_log = run_log_path(profile, chapter)
         self.run_log.unlink(missing_ok=True)
+        if threads is not None:
+            torch.set_num_threads(threads)
         torch.manual_seed(0)
 
     def __repr__(self) -> str:
@@ -149,7 +155,7 @@ class Chapter:
 
     def sweep(self, fn, tasks, name: str, desc: str | None = None, n_jobs: int | None = None,
               backend: str | None = None) -> list[dict]:
-        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.sweep`).
+        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.sweep`).
 
         Every task receives this run's device as `task["device"]` (part of its cache key: a
         CPU result is never served to a GPU run, nor the reverse). The backend is dask when
@@ -203,7 +209,7 @@ class Chapter:
                     sweeps: list[str] | tuple[str, ...] = (),
                     claims: list[str] | tuple[str, ...] = (),
                     drawn_by: str | None = None) -> None:
-        """Write the figure and its data (see `implicit_bias.plotting.save_figure`) and show
+        """Write the figure and its data (see `implicit_bias.core.plotting.save_figure`) and show
         its provenance under it: a download link for the data it plots, what drew it, the
         sweeps (and task functions) that computed it, the claims it checks (linked to their
         rows of the claims table) and the profile and commit."""
