@@ -61,14 +61,17 @@ chromium: ## install Debian's chromium for the website test (as root)
 
 # The whole suite: unit tests, book tests (execute every chapter at the smoke profile, check
 # claims and figure baselines, check committed paper results) and the website test.
-test: setup data mathjax chromium ## the whole test suite, as CI runs it (executes the smoke book)
+test: setup data mathjax chromium lint ## lint, then the whole test suite, as CI runs it (executes the smoke book)
 	$(PY) -m pytest -q
 
 unit: setup ## unit tests only (no chapter execution, no website)
 	$(PY) -m pytest -q -m "not book and not website"
 
-lint: setup ## ruff check of lib, tests and benchmarks
+lint: setup ## ruff (lint, format), mypy on core and models, layering and convention tests
 	$(VENV)/bin/ruff check lib tests benchmarks
+	$(VENV)/bin/ruff format --check lib tests benchmarks
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -q -p no:cacheprovider tests/core/test_layering.py tests/test_conventions.py
 
 bench: setup data ## the GLN solver and training benchmarks
 	$(PY) benchmarks/bench_gln_solvers.py

@@ -1,7 +1,8 @@
 """Do any claims depend on the CPU? Recompute the task functions whose outputs amplify round-off
 (`benchmarks/results/recompute_spread.md`) under other CPUs' kernels and compare the claims.
 
-For each configuration of `implicit_bias.core.verify.KERNEL_CONFIGS` and each chapter of SENSITIVE, in
+For each configuration of `implicit_bias.core.verify.KERNEL_CONFIGS` and each chapter of
+SENSITIVE, in
 a copy of the repository (`<work>/repo`, made once; data/raw is a symlink) and a results folder of
 its own (`<work>/results/<config>`, a copy of results/paper): delete the cache entries of the
 chapter's sensitive task functions, run the chapter's paper profile under the configuration's
@@ -33,8 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
 from implicit_bias.core.verify import KERNEL_CONFIGS, compare_results, kernel_env  # noqa: E402
 
-SENSITIVE = {"tensor_networks": ["implicit_bias.models.tensor_networks:classification_task"],
-             "gln_norm": ["implicit_bias.models.gln:relu_task"]}
+SENSITIVE = {
+    "tensor_networks": ["implicit_bias.chapters.tensor_networks.tasks:classification_task"],
+    "gln_norm": ["implicit_bias.chapters.gln_norm.tasks:relu_task"],
+}
 SKIP = {".venv", "_build", ".git", ".pytest_cache", ".ruff_cache"}
 
 

@@ -5,7 +5,8 @@ code-aware cache, 96eb815) with the ones in the working tree: cache entries matc
 task parameters (the `device` key, added to every task by the new cache, is ignored), and the
 claims reports' metric values and statuses. For each task function and output it gives the
 number of tasks compared and the largest change, relative for values of the output's own scale
-and absolute for its round-off-level values (the rule of `implicit_bias.core.verify.compare_results`).
+and absolute for its round-off-level values (the rule of
+`implicit_bias.core.verify.compare_results`).
 
 Where the task code did not change, a change is the CPU: the earlier results were computed on
 other machines (AVX-512 kernels and others) than the recomputation.

@@ -18,15 +18,25 @@ ROOT = Path(__file__).resolve().parent.parent
 BIB = ROOT / "book" / "references.bib"
 NOTEBOOKS = ROOT / "notebooks"
 
-# The paper each chapter reproduces (its key in book/references.bib). A new chapter adds its own.
-CHAPTER_PAPERS = {
-    "gln_norm": "lippl2022implicit",
-    "untied_diagonal": "azulay2021implicit",
-    "warped_imd": "azulay2021implicit",
-    "tensor_networks": "yun2021unifying",
-    "low_rank_invariants": "le2022training",
-    "galu_expressivity": "fiat2018decoupling",
-}
+
+
+def chapter_papers() -> dict[str, str]:
+    """The paper each chapter reproduces: `PAPER` (its key in book/references.bib) in the
+    chapter's package, `lib/implicit_bias/chapters/<id>/__init__.py`."""
+    import importlib
+
+    papers = {}
+    for notebook in sorted(NOTEBOOKS.glob("*.md")):
+        try:
+            package = importlib.import_module(f"implicit_bias.chapters.{notebook.stem}")
+        except ImportError:
+            continue
+        if isinstance(getattr(package, "PAPER", None), str):
+            papers[notebook.stem] = package.PAPER
+    return papers
+
+
+CHAPTER_PAPERS = chapter_papers()
 
 # {cite}`a,b`, {cite:p}`a`, {cite:t}`a`, ... (sphinxcontrib-bibtex's roles, MyST syntax)
 CITE_ROLE = re.compile(r"\{(?:cite|footcite)(?::[a-z]+)?\}`([^`]*)`")

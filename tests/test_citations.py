@@ -77,7 +77,8 @@ def test_every_chapter_ends_with_its_own_bibliography(chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_chapter_cites_its_paper_in_its_introduction(chapter):
     assert chapter in CHAPTER_PAPERS, (
-        f"{chapter}: name the paper it reproduces in tests/citations.py CHAPTER_PAPERS")
+        f"{chapter}: set PAPER (its references.bib key) in "
+        f"lib/implicit_bias/chapters/{chapter}/__init__.py")
     paper = CHAPTER_PAPERS[chapter]
     assert paper in bib_entries(), f"{chapter}: its paper {paper!r} is not in references.bib"
     notebook = jupytext.read(NOTEBOOKS / f"{chapter}.md")

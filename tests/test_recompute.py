@@ -26,7 +26,12 @@ import sys
 import pytest
 
 from implicit_bias.core.paths import project_root
-from implicit_bias.core.verify import KERNEL_CONFIGS, cheapest_entries, committed_entries, kernel_env
+from implicit_bias.core.verify import (
+    KERNEL_CONFIGS,
+    cheapest_entries,
+    committed_entries,
+    kernel_env,
+)
 
 pytestmark = pytest.mark.book
 

@@ -77,11 +77,17 @@ def test_every_committed_task_function_has_measured_tolerances():
     assert not missing, f"no measured tolerances for {sorted(missing)[:20]}"
 
 
-def _copy_package(tmp_path):
+THEORY = "models/tensor_networks_theory.py"  # the numerics the tensor_networks tasks reach
+TASKS = "chapters/tensor_networks/tasks.py"  # the task functions themselves
+
+
+def _copy_package(tmp_path, module=THEORY):
+    """A copy of the package under `tmp_path`; returns the path of `module` (relative to the
+    package) in it."""
     copy = tmp_path / "lib"
     shutil.copytree(ROOT / "lib" / "implicit_bias", copy / "implicit_bias",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    return copy / "implicit_bias" / "models" / "tensor_networks.py"
+    return copy / "implicit_bias" / module
 
 
 def _stale(lib):
@@ -90,14 +96,14 @@ def _stale(lib):
                           capture_output=True, text=True, env=env)
 
 
-@pytest.mark.parametrize("edit,stale", [
-    (("previous = abs(r)", "previous = abs(r) * 1.0000001"), True),  # arithmetic
-    (("# train_square's target", "# the target of train_square"), False),  # a comment
+@pytest.mark.parametrize("module,edit,stale", [
+    (THEORY, ("previous = abs(r)", "previous = abs(r) * 1.0000001"), True),  # arithmetic
+    (TASKS, ("# train_square's target", "# the target of train_square"), False),  # a comment
 ])
-def test_editing_a_task_makes_its_committed_results_stale(tmp_path, edit, stale):
+def test_editing_a_task_makes_its_committed_results_stale(tmp_path, module, edit, stale):
     if not verify.cheapest_entries(["tensor_networks"]):
         pytest.skip("no committed tensor_networks results")
-    module = _copy_package(tmp_path)
+    module = _copy_package(tmp_path, module)
     source = module.read_text()
     assert edit[0] in source
     module.write_text(source.replace(edit[0], edit[1]))
@@ -112,10 +118,10 @@ def test_editing_a_task_makes_its_committed_results_stale(tmp_path, edit, stale)
 
 
 def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
-    """`_two_layer_gd` moves from tensor_networks.py to a module of its own."""
+    """`_two_layer_gd` moves from tensor_networks_theory.py to a module of its own."""
     if not verify.cheapest_entries(["tensor_networks"]):
         pytest.skip("no committed tensor_networks results")
-    module = _copy_package(tmp_path)
+    module = _copy_package(tmp_path, THEORY)
     source = module.read_text()
     start = source.index("def _two_layer_gd(")
     end = source.index("def _two_layer_flow(")

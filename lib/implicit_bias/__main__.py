@@ -1,5 +1,5 @@
 """Command line: `python -m implicit_bias {run,status,stale,recompute,data,status-page,
-baselines,compare}`.
+baselines,compare,new-chapter}`.
 
 Only what builds the parser is imported at start-up (so `--help` answers at once); each command
 imports what it needs (torch, pandas, papermill, the chapter modules) when it runs.
@@ -23,6 +23,7 @@ EXAMPLES = """examples:
   python -m implicit_bias run gln_norm --profile my_profile.yaml
   python -m implicit_bias status --profile paper            # the claims dashboard
   python -m implicit_bias stale                             # committed results the code changed
+  python -m implicit_bias new-chapter my_paper --title "..." --paper bibkey  # a new chapter
   python -m implicit_bias run --help                        # the options of a command
 """
 
@@ -109,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="only these task functions (module:name or name)")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
+    new = sub.add_parser("new-chapter", help="create a chapter (notebook, claims, profiles, "
+                         "package, model, tests, table-of-contents entry) from the template")
+    new.add_argument("chapter", help="the chapter id (lowercase, underscores): names its files")
+    new.add_argument("--title", default=None, help="the chapter's title")
+    new.add_argument("--paper", default="zhang2017understanding",
+                     help="the book/references.bib key of the paper it reproduces "
+                          "(default: the template's example)")
     return parser
 
 
@@ -288,6 +296,21 @@ def main(argv=None) -> int:
             with open(args.json, "w") as handle:
                 json.dump(report, handle, indent=1)
         return 0 if report["ok"] else 1
+    if args.command == "new-chapter":
+        from .core.scaffold import ScaffoldError, new_chapter
+
+        try:
+            written = new_chapter(args.chapter, args.title, args.paper)
+        except ScaffoldError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        root = project_root()
+        print(f"created chapter {args.chapter}:")
+        for path in written:
+            print(f"  {path.relative_to(root) if path.is_relative_to(root) else path}")
+        print(f"next: write its claims from the paper, then `python -m implicit_bias run "
+              f"{args.chapter}` (CONTRIBUTING.md, 'Adding a paper')")
+        return 0
     if args.command == "data":
         from .core.data import DATASETS, DataError, fetch
 

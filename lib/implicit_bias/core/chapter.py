@@ -228,7 +228,8 @@ class Chapter:
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
         provenance = {"figure": fig_id, "data": sorted(p.name for p in png.parent.glob(
             f"{fig_id}*.csv") if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")),
-            "drawn_by": drawn_by or f"notebooks/{self.chapter}.md, this cell",
+            "drawn_by": drawn_by or getattr(fig, "drawn_by", None)
+            or f"notebooks/{self.chapter}.md, this cell",
             "sweeps": {s: known_sweeps[s].fn for s in sweeps}, "claims": list(claims),
             "claims_in_table": [c for c in claims if c in active],
             "profile": self.profile, "commit": self.commit}

@@ -60,7 +60,9 @@ def table_changes(current: pd.DataFrame, baseline: pd.DataFrame, rtol: float,
     current = current[list(baseline.columns)]  # the order of columns carries no result
     if len(current) != len(baseline):
         return [f"{len(current)} rows vs baseline {len(baseline)}"], [], float("inf")
-    problems, moved, largest = [], [], 0.0
+    problems: list[str] = []
+    moved: list[dict] = []
+    largest = 0.0
     for column in current.columns:
         a, b = current[column], baseline[column]
         if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
@@ -149,7 +151,7 @@ def _compare_images(result: FigureComparison, baseline: Path, current: Path,
             result.rms = _rms(expected, actual)
         return
     result.rms = float(outcome["rms"])
-    diff = Path(outcome["diff"])
+    diff = Path(str(outcome["diff"]))
     if diff.exists():
         result.images["difference"] = diff.name
     result.problems.append(f"{result.figure}.png differs from the baseline image: RMS "

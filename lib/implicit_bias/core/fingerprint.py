@@ -10,8 +10,11 @@ decorators, closures). Normalization makes it depend on what runs and nothing el
 - a reference to a project function or class is replaced by its bare name, so moving it to
   another module (and importing it from there) changes no fingerprint, while any change to its
   body does, because the body is hashed in its own right;
+- type annotations are dropped (they do not execute);
 - import statements of project code inside a function are dropped: the names they bind are
   followed to what they name, so where a module lives is not part of what executes;
+- a name is resolved in the module only where the function does not bind it itself (a
+  parameter or local variable called like a project function is not that function);
 - a decorator marked `__fingerprint_transparent__` (the task declaration of
   `implicit_bias.core.tasks`, which returns the function itself) is dropped: it records how a
   task is scheduled (threads, device), not what it computes.
@@ -35,6 +38,7 @@ import textwrap
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PACKAGE = "implicit_bias"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -55,6 +59,24 @@ def _strip_docstrings(tree: ast.AST) -> None:
                 node.body = body[1:] or [ast.Pass()]
 
 
+def _strip_annotations(tree: ast.AST) -> None:
+    """Type annotations do not execute: drop those of parameters and return values, and keep
+    of an annotated assignment (a dataclass field) only that it is one, unless it is a
+    ClassVar or InitVar, which decide whether it is a field."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                        args.kwarg):
+                if arg is not None:
+                    arg.annotation = None
+        elif isinstance(node, ast.AnnAssign):
+            text = ast.unparse(node.annotation)
+            if "ClassVar" not in text and "InitVar" not in text:
+                node.annotation = ast.Constant(value="annotation")
+
+
 class _ProjectImportStripper(ast.NodeTransformer):
     def __init__(self, roots: tuple[str, ...]):
         self.roots = roots
@@ -72,8 +94,9 @@ class _ProjectImportStripper(ast.NodeTransformer):
 def _strip_project_imports(tree: ast.AST, roots: tuple[str, ...]) -> None:
     _ProjectImportStripper(roots).visit(tree)
     for node in ast.walk(tree):  # a body left empty by the removal
-        if isinstance(getattr(node, "body", None), list) and not node.body:
-            node.body = [ast.Pass()]
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and not body:
+            node.body = [ast.Pass()]  # type: ignore[attr-defined]
 
 
 def _strip_transparent_decorators(tree: ast.AST, namespace: dict) -> None:
@@ -145,6 +168,7 @@ class _Collector:
                                   if _cell_filled(cell)})
         namespace.update(_local_imports(tree, obj.__module__))
         _strip_docstrings(tree)
+        _strip_annotations(tree)
         _strip_project_imports(tree, self.roots)
         _strip_transparent_decorators(tree, namespace)
         tree = _Rewriter(self, namespace).visit(tree)
@@ -228,7 +252,7 @@ def _local_imports(tree: ast.AST, module: str) -> dict:
             elif isinstance(node, ast.ImportFrom):
                 base = importlib.import_module(
                     "." * node.level + (node.module or ""), package) if node.level \
-                    else importlib.import_module(node.module)
+                    else importlib.import_module(node.module or "")
                 for alias in node.names:
                     value = getattr(base, alias.name, None)
                     if value is None:
@@ -264,6 +288,26 @@ def _as_array(value):
     return None
 
 
+def _local_names(function: ast.AST) -> set[str]:
+    """The parameters of a function (or lambda) and every name bound inside it (assignments,
+    loop and comprehension targets, `with ... as`, nested definitions)."""
+    args = function.args  # type: ignore[attr-defined]
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    body = function.body if isinstance(function.body, list) else [function.body]  # type: ignore[attr-defined]
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+    return names
+
+
 class _Rewriter(ast.NodeTransformer):
     """Replaces references to project functions and classes by their bare names, visiting
     each; records the module-level constants that the code reads."""
@@ -271,6 +315,22 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, collector: _Collector, namespace: dict):
         self.collector = collector
         self.namespace = namespace
+        self.scopes: list[set[str]] = []  # names local to the enclosing functions
+
+    def _local(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
+    def _visit_scope(self, node):
+        """A function's parameters and the names it assigns are its own: `task["n"]` in
+        `def f(task)` is the parameter, not a project function that happens to be called
+        `task`."""
+        self.scopes.append(_local_names(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.scopes.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_scope
 
     def _resolve(self, parts: list[str]):
         if parts[0] not in self.namespace:
@@ -288,6 +348,8 @@ class _Rewriter(ast.NodeTransformer):
         parts = _dotted(node)
         if parts is None or (parts[0].startswith("__") and parts[0].endswith("__")):
             return None  # __file__, __name__: where the code lives, not what it computes
+        if self._local(parts[0]):
+            return None  # a parameter or local variable, whatever the module also names so
         obj, used = self._resolve(parts)
         if used == 0 or used < len(parts) and not isinstance(_unwrapped(obj),
                                                              (type, types.FunctionType)):
@@ -300,7 +362,7 @@ class _Rewriter(ast.NodeTransformer):
             if not _in_project(target, roots):
                 return None
             self.collector.visit(obj)
-            name: ast.AST = ast.Name(id=getattr(target, "__qualname__", "partial"),
+            name: ast.expr = ast.Name(id=getattr(target, "__qualname__", "partial"),
                                      ctx=ast.Load())
             for attr in parts[used:]:  # e.g. a class attribute: Class.method
                 name = ast.Attribute(value=name, attr=attr, ctx=ast.Load())
@@ -326,7 +388,7 @@ class _Rewriter(ast.NodeTransformer):
             replaced = self._reference(node)
             if replaced is not None:
                 return ast.copy_location(replaced, node)
-            root = _dotted(node)[0]
+            root = (_dotted(node) or [""])[0]
             holder = self.namespace.get(root)
             if isinstance(holder, types.ModuleType) and not holder.__name__.startswith(
                     self.collector.roots):
@@ -336,7 +398,7 @@ class _Rewriter(ast.NodeTransformer):
 
 @functools.cache
 def _fingerprint_cached(module: str, qualname: str) -> str:
-    fn = sys.modules[module]
+    fn: Any = sys.modules[module]
     for part in qualname.split("."):
         fn = getattr(fn, part)
     return _compute(fn)

@@ -208,7 +208,8 @@ def custom_profile(chapter: str, profile: str, sets: list[str] | tuple[str, ...]
     if profile in PROFILES:
         if not pairs:
             return None
-        base, params, source = profile, {}, "--set " + " ".join(sets)
+        params: dict = {}
+        base, source = profile, "--set " + " ".join(sets)
         name = f"{profile}-{short_hash([profile, pairs])}"
     else:
         path = Path(profile)

@@ -23,10 +23,28 @@ def use_style() -> None:
 
 def figure(nrows: int = 1, ncols: int = 1, width: float | None = None,
            height: float | None = None, **kwargs):
-    """A new figure in the book's style: `fig, axes = figure(1, 2)`."""
+    """A new figure in the book's style: `fig, axes = figure(1, 2)`.
+
+    The figure remembers the function that asked for it (`drawn_by`, e.g.
+    `lib/implicit_bias/chapters/gln_norm/figures.py, fig2a`), which its provenance line shows."""
     use_style()
     size = (width or PANEL_WIDTH * ncols, height or PANEL_HEIGHT * nrows)
-    return plt.subplots(nrows, ncols, figsize=size, squeeze=ncols * nrows == 1, **kwargs)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=ncols * nrows == 1, **kwargs)
+    fig.drawn_by = _caller()  # type: ignore[attr-defined]
+    return fig, axes
+
+
+def _caller() -> str | None:
+    """`<path in the repository>, <function>` of the code that called `figure`, when that code
+    is the library's (a notebook cell's drawing is described by the notebook)."""
+    import sys
+
+    frame = sys._getframe(2)
+    path = Path(frame.f_code.co_filename).resolve()
+    lib = Path(__file__).resolve().parents[2]  # .../lib
+    if not path.is_relative_to(lib):
+        return None
+    return f"{path.relative_to(lib.parent).as_posix()}, {frame.f_code.co_name}"
 
 
 def _frames(data) -> dict[str, pd.DataFrame]:

@@ -325,24 +325,24 @@ def compare_with_reference(selected, reference: str, candidate: str, profile: st
         run_path = cand_root / profile / chapter / "run.json"
         run = json.loads(run_path.read_text()) if run_path.exists() else {}
         claims_path = cand_root / profile / "claims" / f"{chapter}.json"
-        report = json.loads(claims_path.read_text()) if claims_path.exists() else None
+        claims_report = json.loads(claims_path.read_text()) if claims_path.exists() else None
         figures = compare_runs(chapter, ref_root / profile / "figures" / chapter,
                                cand_root / profile / "figures" / chapter,
-                               tolerances.get(chapter), report)
+                               tolerances.get(chapter), claims_report)
         comparisons += figures["comparisons"]
         if figures["figures"] == 0:
             figures["problems"].insert(0, f"{chapter}: no reference figures in "
                                           f"{ref_root / profile / 'figures' / chapter}")
-        claims_ok = bool(report and report["ok"])
+        claims_ok = bool(claims_report and claims_report["ok"])
         ok = bool(run.get("ok")) and claims_ok and not figures["problems"]
         failed |= not ok
         summary[chapter] = {"ok": ok, "seconds": run.get("seconds"), "device": run.get("device"),
-                            "claims": report["counts"] if report else None,
+                            "claims": claims_report["counts"] if claims_report else None,
                             "figures_compared": figures["figures"],
                             "largest_relative_deviation": figures["largest_deviation"],
                             "problems": figures["problems"][:20]}
         print(f"{chapter:<22} {'ok ' if ok else 'FAIL'} {run.get('seconds', '?')!s:>8} s  "
-              f"claims {report['counts'] if report else 'missing'}  figures "
+              f"claims {claims_report['counts'] if claims_report else 'missing'}  figures "
               f"{figures['figures']} largest rel. deviation {figures['largest_deviation']:.2e}")
         for problem in figures["problems"][:5]:
             print(f"    {problem}")

@@ -309,7 +309,11 @@ def _problem(error, root: dict) -> str:
         found = f"cannot read {value!r}"
     elif kind == "uniqueItems":
         seen: list = []
-        repeated = [x for x in value if x in seen or seen.append(x)]
+        repeated = []
+        for x in value:
+            if x in seen:
+                repeated.append(x)
+            seen.append(x)
         found = f"repeated entries {repeated}"
     elif kind in ("minItems", "maxItems", "items", "prefixItems") and isinstance(value, list):
         found = f"got {_count(value)}"

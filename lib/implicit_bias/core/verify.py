@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -104,6 +105,7 @@ def stale_entries(profile: str = "paper", chapters: list[str] | None = None,
     for chapter, path, entry in committed_entries(profile, chapters, root):
         problem = "unreadable" if entry is None else entry_problem(entry)
         if problem is None:
+            assert entry is not None  # entry_problem reports an unreadable entry
             current = _current_fingerprint(entry["fn"], memo)
             if current is None:
                 problem = f"task function {entry['fn']} no longer exists"
@@ -151,7 +153,7 @@ def tolerance(tolerances: dict, fn: str, key: str) -> tuple[float, float]:
     return float(tol["rtol"]), float(tol["atol"])
 
 
-def deviations(stored, new, path: str = "") -> Iterator[tuple[str, object, object]]:
+def deviations(stored, new, path: str = "") -> Iterator[tuple[str, Any, Any]]:
     """(path, stored, new) for every leaf of two JSON results, timings skipped."""
     if isinstance(stored, dict) and isinstance(new, dict):
         for key in sorted(set(stored) | set(new)):
@@ -181,7 +183,8 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
         if _is_number(a) and math.isfinite(a):
             key = output_key(path)
             scale[key] = max(scale.get(key, 0.0), abs(a))
-    problems, spread = [], {}
+    problems: list[str] = []
+    spread: dict[str, dict] = {}
     for path, a, b in leaves:
         key = output_key(path)
         if _is_number(a) and _is_number(b):
@@ -238,7 +241,7 @@ def recompute(entries, tolerances: dict | None = None, progress: bool = True) ->
                   f"{path.name[:12]})", flush=True)
         result = run_task(load_function(fn), entry["task"])  # as the sweep computes it
         if result["status"] == "error":
-            problems, spread = [f"raised {result['error']}"], {}
+            problems, spread = [f"raised {result['error']}"], dict[str, dict]()
         else:
             problems, spread = compare_results(entry["result"], result, fn, tolerances)
         rows.append({"chapter": chapter, "fn": fn, "file": f"{path.parent.name}/{path.name}",

@@ -18,7 +18,8 @@ the regularizer is the Bregman divergence sum_i [beta asinh(beta/K) - sqrt(beta^
 
 Gradient descent and the flow integrator are batched over a grid of initializations (one tensor
 program, shape (B, d)) and device-agnostic; the convex solves (Newton on the n-dimensional dual,
-cvxpy primal cross-check) run in float64 numpy.
+cvxpy primal cross-check) run in float64 numpy. The chapter's experiments (task functions,
+tables, metrics, figures) are in `implicit_bias.chapters.untied_diagonal`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 from scipy.integrate import solve_ivp
 
@@ -159,6 +159,12 @@ def woodworth_q(beta: np.ndarray, alpha_w: np.ndarray) -> np.ndarray:
     a2 = np.asarray(alpha_w, dtype=float) ** 2
     z = np.asarray(beta, dtype=float) / a2
     return np.sum(a2 * (2 - np.sqrt(4 + z**2) + z * np.arcsinh(z / 2)), axis=-1)
+
+
+def normalized_q_shape(b: np.ndarray, m: float) -> np.ndarray:
+    """Q_m(b) / Q_m(1) for the scalar regularizer m q(b/m) (App. E: |b| as m -> 0, b^2 as
+    m -> infinity)."""
+    return m * q_function(np.asarray(b) / m) / (m * q_function(1.0 / m))
 
 
 def kkt_residual(X: np.ndarray, grad: np.ndarray) -> float:
@@ -462,7 +468,7 @@ def relative_distance(a, b):
 
 
 # ----------------------------------------------------------------------------------------------
-# Experiments (one sweep task each: JSON in, JSON out)
+# The initializations of the Theorem 1 check
 # ----------------------------------------------------------------------------------------------
 
 THEOREM1_INITS = ("random", "small", "large", "unbalanced", "v0_zero", "biased")
@@ -484,357 +490,3 @@ def theorem1_inits(d: int, rng: np.random.Generator) -> DiagonalParams:
             DiagonalParams(unif(0.1, 1), unif(0.1, 1), unif(0.1, 1), unif(0.1, 1))]
     return DiagonalParams(*(torch.cat([getattr(r, f) for r in rows]) for f in
                             ("u_plus", "v_plus", "u_minus", "v_minus")))
-
-
-def theorem1_task(task: dict) -> dict:
-    """Theorem 1 (and App. A) on a random regression (X, y ~ N(0, 1), n < d): distance of the
-    GD limit (several step sizes) and of the gradient-flow limit to the Q-minimizer, of the
-    Q-minimizers with a wrong scale (m/2, 2m, the control), and the tied (Woodworth) model.
-
-    task: n, d, seed, rel_steps (decreasing), tol, max_steps, gradient_flow (bool), device.
-    """
-    rng = np.random.default_rng(task["seed"])
-    n, d = task["n"], task["d"]
-    X = rng.standard_normal((n, d))
-    y = rng.standard_normal(n)
-    device = torch.device(task.get("device", "cpu"))
-    Xt = torch.tensor(X, device=device)
-    yt = torch.tensor(y, device=device)
-    params = theorem1_inits(d, rng)
-    k, beta0 = (t.cpu().numpy() for t in params.effective_scale())
-    qmins = [q_minimizer(X, y, k[b], beta0[b]) for b in range(len(THEOREM1_INITS))]
-    q_beta = np.array([q.beta for q in qmins])
-    beta_bound = 3 * float(np.abs(np.linalg.pinv(X) @ y).max())
-    out: dict = {"inits": list(THEOREM1_INITS), "rel_steps": task["rel_steps"],
-                 "qmin_kkt": [kkt_residual(X, np.arcsinh(q.beta / k[b])
-                                           - np.arcsinh(beta0[b] / k[b]))
-                              for b, q in enumerate(qmins)],
-                 "qmin_residual": [q.residual for q in qmins],
-                 "gd_error": [], "gd_steps": [], "gd_converged": []}
-    for rel in task["rel_steps"]:
-        steps = stable_steps(Xt, params.to(device), beta_bound, rel)
-        res = gradient_descent(Xt, yt, params.to(device), steps, tol=task["tol"],
-                               max_steps=task["max_steps"])
-        beta = res.beta.cpu().numpy()
-        out["gd_error"].append(relative_distance(beta, q_beta).tolist())
-        out["gd_steps"].append(res.steps.cpu().tolist())
-        out["gd_converged"].append(res.converged.cpu().tolist())
-    # Kernel regime (Sec. 7.1, App. E): for m_i >> |beta_i| the limit is the RKHS-norm
-    # interpolator of the tangent kernel 2 x^T diag(m) x', i.e. min-L2 weighted by m (an
-    # unweighted min-L2 is the wrong kernel when m varies across coordinates).
-    from .convex import min_l2_interpolator
-
-    plain = min_l2_interpolator(X, y).x
-    out["dist_weighted_l2"] = [float(relative_distance(
-        beta[b], min_l2_interpolator(X, y, weights=k[b]).x)) for b in range(len(k))]
-    out["dist_plain_l2"] = [float(relative_distance(beta[b], plain)) for b in range(len(k))]
-    # Control: the same program with the scale off by 2 either way must miss the GD limit.
-    for name, factor in (("wrong_half", 0.5), ("wrong_double", 2.0)):
-        out[name] = [float(relative_distance(beta[b], q_minimizer(X, y, factor * k[b],
-                                                                  beta0[b]).beta))
-                     for b in range(len(THEOREM1_INITS))]
-    if task.get("gradient_flow", True):
-        flow = gradient_flow(X, y, params, tol=task["tol"])
-        out["gf_error"] = relative_distance(flow.beta.numpy(), q_beta).tolist()
-    # Woodworth et al.'s tied model, trained in its own parametrization: m = 2 alpha_w^2.
-    alpha_w = torch.tensor(rng.uniform(0.05, 0.5, (1, d)), dtype=torch.float64)
-    eta = task["rel_steps"][-1] / (curvature_bound(Xt) * 4 * (float(alpha_w.max()) ** 2
-                                                              + beta_bound))
-    tied = tied_gradient_descent(Xt, yt, alpha_w.to(device), eta, tol=task["tol"],
-                                 max_steps=task["max_steps"])
-    tied_q = q_minimizer(X, y, 2 * alpha_w[0].numpy() ** 2).beta
-    out["tied_error"] = float(relative_distance(tied[0].cpu().numpy(), tied_q))
-    return out
-
-
-def scale_shape_task(task: dict) -> dict:
-    """Gradient descent from uniform unbiased initializations at the (alpha, s) points of the
-    task, on Woodworth et al.'s sparse regression (Sec. 9), batched in one tensor program.
-
-    Returns per point: population error of the GD limit and of Theorem 1's Q-minimizer
-    (m = alpha (s + 1/s)), relative distances GD-to-Q, GD-to-min-L1, GD-to-min-L2, steps and
-    convergence; plus the population errors of the min-L1 and min-L2 interpolators.
-    task: n, d, r_star, noise_var, seed, points [[alpha, s], ...], rel_step, beta_bound, tol,
-    max_steps, device, and optionally extra_m (Q-minimizers only, their distances to min-L1/L2).
-    """
-    from .convex import min_l1_interpolator, min_l2_interpolator
-
-    X, y, beta_star = sparse_regression_data(task["n"], task["d"], task["r_star"],
-                                             task["noise_var"], task["seed"])
-    device = torch.device(task.get("device", "cpu"))
-    Xt = torch.tensor(X, device=device)
-    yt = torch.tensor(y, device=device)
-    pts = np.array(task["points"], dtype=float)
-    alpha = torch.tensor(pts[:, 0], dtype=torch.float64, device=device)
-    shape = torch.tensor(pts[:, 1], dtype=torch.float64, device=device)
-    params = scale_shape_init(alpha, shape, task["d"])
-    steps = stable_steps(Xt, params, task["beta_bound"], task["rel_step"])
-    res = gradient_descent(Xt, yt, params, steps, tol=task["tol"], max_steps=task["max_steps"],
-                           check_every=200)
-    beta = res.beta.cpu().numpy()
-    m = m_from_scale_shape(pts[:, 0], pts[:, 1])
-    q_beta = np.array([q_minimizer(X, y, mi).beta for mi in m])
-    l1 = min_l1_interpolator(X, y)
-    l2 = min_l2_interpolator(X, y)
-    # Theorem 1's prediction at scales m far beyond gradient descent's reach (optional).
-    extra = [q_minimizer(X, y, mi).beta for mi in task.get("extra_m", [])]
-    return {"extra_m": task.get("extra_m", []),
-            "extra_m_dist_l1": [float(relative_distance(b, l1.x)) for b in extra],
-            "extra_m_dist_l2": [float(relative_distance(b, l2.x)) for b in extra],
-            "alpha": pts[:, 0].tolist(), "shape": pts[:, 1].tolist(), "m": m.tolist(),
-            "pop_error_gd": population_error(beta, beta_star).tolist(),
-            "pop_error_q": population_error(q_beta, beta_star).tolist(),
-            "gd_vs_q": relative_distance(beta, q_beta).tolist(),
-            "dist_l1": relative_distance(beta, l1.x).tolist(),
-            "dist_l2": relative_distance(beta, l2.x).tolist(),
-            "steps": res.steps.cpu().tolist(), "converged": res.converged.cpu().tolist(),
-            "pop_error_l1": float(population_error(l1.x, beta_star)), "l1_status": l1.status,
-            "pop_error_l2": float(population_error(l2.x, beta_star))}
-
-
-# ----------------------------------------------------------------------------------------------
-# Summaries (metrics and tables the chapter shows)
-# ----------------------------------------------------------------------------------------------
-
-
-def log_grid(spec) -> np.ndarray:
-    """10 ** linspace(start, stop, num) from a profile's [start, stop, num]."""
-    start, stop, num = spec
-    return 10.0 ** np.linspace(start, stop, int(num))
-
-
-def step_slope(errors: np.ndarray, rel_steps) -> np.ndarray:
-    """Least-squares slope of log(error) against log(step), per column of errors (steps, runs)."""
-    x = np.log(np.asarray(rel_steps, dtype=float))
-    ly = np.log(np.asarray(errors, dtype=float))
-    x = x - x.mean()
-    return (x @ (ly - ly.mean(axis=0))) / (x @ x)
-
-
-def theorem1_frame(results: list[dict], seeds) -> pd.DataFrame:
-    """One row per (seed, initialization) of `theorem1_task` results."""
-    rows = []
-    for seed, res in zip(seeds, results):
-        gd = np.array(res["gd_error"])
-        slopes = step_slope(gd, res["rel_steps"])
-        for b, name in enumerate(res["inits"]):
-            row = {"seed": seed, "init": name}
-            row.update({f"gd_error_step_{s:g}": gd[i, b] for i, s in enumerate(res["rel_steps"])})
-            row.update({"step_slope": slopes[b], "gf_error": res.get("gf_error", [np.nan] * 9)[b],
-                        "wrong_half": res["wrong_half"][b], "wrong_double": res["wrong_double"][b],
-                        "qmin_kkt": res["qmin_kkt"][b],
-                        "dist_weighted_l2": res["dist_weighted_l2"][b],
-                        "dist_plain_l2": res["dist_plain_l2"][b],
-                        "gd_steps_smallest": res["gd_steps"][-1][b],
-                        "gd_converged": all(c[b] for c in res["gd_converged"])})
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
-    """The Theorem 1 claims' metrics from `theorem1_frame`."""
-    smallest = [c for c in frame.columns if c.startswith("gd_error_step_")][-1]
-    wrong = np.minimum(frame["wrong_half"], frame["wrong_double"])
-    # kernel-regime rows (every m_i >> |beta_i|): large and unbalanced initializations
-    ntk = frame[frame["init"].isin(["large", "unbalanced"])]
-    ntk = ntk.assign(ratio=ntk["dist_weighted_l2"] / ntk["dist_plain_l2"])
-    return {"thm1_gf_max_rel_error": float(frame["gf_error"].max()),
-            "thm1_gd_max_rel_error": float(frame[smallest].max()),
-            "thm1_step_slope_min": float(frame["step_slope"].min()),
-            "thm1_step_slope_max": float(frame["step_slope"].max()),
-            "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
-            "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
-            "tied_rel_error": float(max(r["tied_error"] for r in results)),
-            "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max())}
-
-
-def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
-    """Long table (seed, alpha, shape, ...) of `scale_shape_task` results."""
-    keys = ("alpha", "shape", "m", "pop_error_gd", "pop_error_q", "gd_vs_q", "dist_l1",
-            "dist_l2", "steps", "converged")
-    frames = []
-    for seed, res in zip(seeds, results):
-        frame = pd.DataFrame({k: res[k] for k in keys})
-        frame.insert(0, "seed", seed)
-        frame["pop_error_l1"] = res["pop_error_l1"]
-        frame["pop_error_l2"] = res["pop_error_l2"]
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
-def mirror_shapes(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the rows of shape 1/s from those of shape s > 1.
-
-    Exact, not an approximation: swapping u and v leaves the model (beta = u v) and every
-    gradient-descent update unchanged, so the run from (alpha, 1/s) is the run from (alpha, s)
-    with the roles of u and v exchanged and yields the same predictor, bit for bit
-    (`tests/test_diagonal.py` checks this).
-    """
-    mirrored = frame[frame["shape"] > 1].copy()
-    mirrored["shape"] = 1.0 / mirrored["shape"]
-    return (pd.concat([frame, mirrored], ignore_index=True)
-            .sort_values(["seed", "alpha", "shape"], ignore_index=True))
-
-
-def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
-    """Fig. 7.1's claims: per data seed and small alpha (<= small_alpha_max), the population
-    error is lowest at s = 1 and grows (within 1%) as log s moves away from 0 on both sides."""
-    rel = (frame["pop_error_gd"] - frame["pop_error_q"]).abs() / frame["pop_error_q"]
-    argmin_ok, drops, ratios = [], [], []
-    for (_, alpha), row in frame.groupby(["seed", "alpha"]):
-        if alpha > small_alpha_max * (1 + 1e-9):
-            continue
-        row = row.sort_values("shape")
-        err = row["pop_error_gd"].to_numpy()
-        log_s = np.log10(row["shape"].to_numpy())
-        center = int(np.argmin(np.abs(log_s)))
-        argmin_ok.append(int(np.argmin(err)) == center)
-        for side in (err[center:], err[center::-1]):  # moving away from s = 1
-            drops.append(float(np.max((side[:-1] - side[1:]) / side[:-1])))
-            ratios.append(float(side[-1] / side[0]))
-    return {"fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
-            "fig71_small_alpha_rows_argmin_at_s1": float(np.mean(argmin_ok)),
-            "fig71_max_relative_drop_away_from_s1": max(drops),
-            "fig71_extreme_over_balanced_min_ratio": min(ratios)}
-
-
-def normalized_q_shape(b: np.ndarray, m: float) -> np.ndarray:
-    """Q_m(b) / Q_m(1) for the scalar regularizer m q(b/m) (App. E: |b| as m -> 0, b^2 as
-    m -> infinity)."""
-    return m * q_function(np.asarray(b) / m) / (m * q_function(1.0 / m))
-
-
-def q_shape_frame(m_values, num: int = 201) -> pd.DataFrame:
-    b = np.linspace(-1.5, 1.5, num)
-    data = {"beta": b, "abs": np.abs(b), "square": b**2}
-    data.update({f"m={m:g}": normalized_q_shape(b, m) for m in m_values})
-    return pd.DataFrame(data)
-
-
-def q_shape_metrics() -> dict:
-    """Max deviation of the normalized Q_m from b^2 (m = 1e3) and |b| (m = 1e-12) on [-1, 1]."""
-    b = np.linspace(-1.0, 1.0, 2001)
-    return {"qm_max_dev_from_square_m1e3": float(np.max(np.abs(normalized_q_shape(b, 1e3)
-                                                                - b**2))),
-            "qm_max_dev_from_abs_m1e-12": float(np.max(np.abs(normalized_q_shape(b, 1e-12)
-                                                               - np.abs(b))))}
-
-
-def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame,
-                    results: list[dict]) -> dict:
-    """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed."""
-    mono = all(np.all(np.diff(g.sort_values("alpha")["dist_l1"].to_numpy()) > 0)
-               for _, g in balanced.groupby("seed"))
-    top = balanced[balanced["alpha"] == balanced["alpha"].max()]
-    far = unbalanced[unbalanced["shape"] == unbalanced["shape"].max()]
-    return {"regimes_dist_l1_monotone": bool(mono),
-            "regimes_large_alpha_dist_l2": float(top["dist_l2"].max()),
-            "regimes_unbalanced_dist_l2": float(far["dist_l2"].max()),
-            "regimes_qmin_tiny_m_dist_l1": float(max(max(r["extra_m_dist_l1"])
-                                                     for r in results))}
-
-
-# ----------------------------------------------------------------------------------------------
-# Plots (axes in, nothing returned; the notebook makes the figure with implicit_bias.core.plotting)
-# ----------------------------------------------------------------------------------------------
-
-
-GF_ERROR_FLOOR = 1e-9  # above the gradient-flow round-off measured on every CPU (<= 1e-10)
-
-
-def plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
-    """GD limit's relative distance to argmin Q against the relative step, one line per init
-    (seed 0), with the gradient-flow error as a marker at the left edge, drawn at no less than
-    GF_ERROR_FLOOR: below it the error is the integrator's round-off (1e-14 to 1e-10, different
-    on every CPU), which would otherwise set the axis and move the whole picture."""
-    cols = [c for c in frame.columns if c.startswith("gd_error_step_")]
-    steps = [float(c.removeprefix("gd_error_step_")) for c in cols]
-    first = frame[frame["seed"] == frame["seed"].min()]
-    for color, (_, row) in zip(palette, first.iterrows()):
-        ax.loglog(steps, row[cols].to_numpy(float), "o-", color=color, label=row["init"])
-        ax.loglog([min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color,
-                  mfc="none")
-    ax.axhline(GF_ERROR_FLOOR, color="0.6", lw=0.8, ls=":")
-    ax.annotate("gradient flow: at or below this line", (min(steps) / 2, GF_ERROR_FLOOR),
-                textcoords="offset points", xytext=(2, -9), fontsize=6, color="0.4")
-    ax.set_xlabel("relative step size (1 = stability edge)")
-    ax.set_ylabel(r"$\|\beta_{GD} - \beta_Q\| / \|\beta_Q\|$")
-    ax.legend(fontsize=7, ncol=2, title="open squares: gradient flow", title_fontsize=7)
-
-
-def plot_q_shape(ax, frame: pd.DataFrame, palette) -> None:
-    """Normalized Q_m(b) / Q_m(1) for several m, with |b| and b^2 (App. E)."""
-    ax.plot(frame["beta"], frame["abs"], "k--", lw=1, label=r"$|\beta|$")
-    ax.plot(frame["beta"], frame["square"], "k:", lw=1, label=r"$\beta^2$")
-    for color, col in zip(palette, [c for c in frame.columns if c.startswith("m=")]):
-        ax.plot(frame["beta"], frame[col], color=color, label=col)
-    ax.set_xlabel(r"$\beta$")
-    ax.set_ylabel(r"$Q_m(\beta) / Q_m(1)$")
-    ax.set_ylim(0, 2.3)
-    ax.legend(fontsize=7)
-
-
-def plot_distances(ax, frame: pd.DataFrame, x: str, palette, xlabel: str) -> None:
-    """Relative distance of the GD limit to the min-L1 and min-L2 interpolators (mean over
-    seeds) against scale or shape."""
-    mean = frame.groupby(x)[["dist_l1", "dist_l2"]].mean().reset_index()
-    ax.loglog(mean[x], mean["dist_l1"], "o-", color=palette[0], label="to min-$\\ell_1$")
-    ax.loglog(mean[x], mean["dist_l2"], "s-", color=palette[1], label="to min-$\\ell_2$")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("relative distance")
-    ax.legend(fontsize=7)
-
-
-def fig71_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Population error (mean over data seeds) on the (alpha, s) grid, GD and Theorem 1."""
-    return (frame.groupby(["alpha", "shape"])[["m", "pop_error_gd", "pop_error_q",
-                                               "pop_error_l1", "pop_error_l2"]]
-            .mean().reset_index())
-
-
-def plot_fig71(fig, ax, table: pd.DataFrame) -> None:
-    """Fig. 7.1: heatmap of the population error over log scale and log shape, s = 1 dashed."""
-    grid = table.pivot(index="alpha", columns="shape", values="pop_error_gd")
-    la, ls = np.log10(grid.index.to_numpy()), np.log10(grid.columns.to_numpy())
-
-    def edges(v):
-        h = (v[1] - v[0]) / 2 if len(v) > 1 else 0.5
-        return np.concatenate([v - h, [v[-1] + h]])
-
-    mesh = ax.pcolormesh(edges(ls), edges(la), grid.to_numpy(), cmap="viridis", shading="flat")
-    fig.colorbar(mesh, ax=ax, label=r"population error $\|\beta - \beta^*\|^2$")
-    ax.axvline(0.0, color="white", ls="--", lw=1.2, label="balanced, s = 1")
-    ax.set_xlabel(r"shape $\log_{10} s$,  $s = |u_0 / v_0|$")
-    ax.set_ylabel(r"scale $\log_{10} \alpha$,  $\alpha = |u_0 v_0|$")
-    ax.legend(fontsize=7, loc="lower left")
-
-
-def plot_collapse(ax, table: pd.DataFrame, palette) -> None:
-    """Population error against m = alpha (s + 1/s): GD (dots) on Theorem 1's curve (line)."""
-    t = table.sort_values("m")
-    ax.semilogx(t["m"], t["pop_error_q"], "-", color=palette[1], label="Theorem 1 (argmin Q)")
-    ax.semilogx(t["m"], t["pop_error_gd"], "o", ms=3, color=palette[0], label="gradient descent")
-    ax.axhline(t["pop_error_l1"].iloc[0], color="k", ls="--", lw=1, label="min-$\\ell_1$")
-    ax.axhline(t["pop_error_l2"].iloc[0], color="k", ls=":", lw=1, label="min-$\\ell_2$")
-    ax.set_xlabel(r"$m = \alpha (s + 1/s)$")
-    ax.set_ylabel("population error")
-    ax.legend(fontsize=7)
-
-
-def rich_limit_task(task: dict) -> dict:
-    """Theorem 1's minimizer at tiny m on the Sec. 9 data: relative distance to min-L1 and
-    dist * log(1/m) (constant if the approach is ~ 1/log(1/m), the rate of Q's entropy term).
-    task: n, d, r_star, noise_var, seed, m_values."""
-    from .convex import min_l1_interpolator
-
-    X, y, _ = sparse_regression_data(task["n"], task["d"], task["r_star"], task["noise_var"],
-                                     task["seed"])
-    l1 = min_l1_interpolator(X, y).x
-    rows = []
-    for m in task["m_values"]:
-        q = q_minimizer(X, y, m)
-        dist = float(relative_distance(q.beta, l1))
-        rows.append({"m": m, "dist_l1": dist, "dist_times_log_1_over_m": dist * np.log(1 / m),
-                     "kkt": kkt_residual(X, grad_regularizer_q(q.beta, m)),
-                     "residual": q.residual})
-    return {"rows": rows}

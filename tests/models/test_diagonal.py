@@ -1,4 +1,5 @@
-"""Unit tests for implicit_bias.models.diagonal (Azulay et al. 2021, Theorem 1 and Sec. 7.1)."""
+"""Unit tests for implicit_bias.models.diagonal (Azulay et al. 2021, Theorem 1 and Sec. 7.1): the
+numerics. The chapter's tasks, tables and figures are tested in tests/chapters/untied_diagonal."""
 
 from __future__ import annotations
 
@@ -202,13 +203,7 @@ def test_shape_mirror_symmetry_is_exact(problem):
     a = dg.gradient_descent(Xt, yt, _single(params, 0), steps, tol=1e-9, max_steps=5_000)
     b = dg.gradient_descent(Xt, yt, swapped, steps, tol=1e-9, max_steps=5_000)
     assert torch.equal(a.beta, b.beta)
-    # and the mirrored table helper puts the copy at 1/s
-    import pandas as pd
-    frame = pd.DataFrame({"seed": [0, 0], "alpha": [1.0, 1.0], "shape": [1.0, 10.0],
-                          "pop_error_gd": [0.1, 0.5]})
-    mirrored = dg.mirror_shapes(frame)
-    assert list(mirrored["shape"]) == [0.1, 1.0, 10.0]
-    assert list(mirrored["pop_error_gd"]) == [0.5, 0.1, 0.5]
+    # (the table helper that relies on this, analysis.mirror_shapes, is tested with the chapter)
 
 
 def test_tied_model_is_the_untied_special_case(problem):
@@ -230,67 +225,3 @@ def test_sparse_regression_data_and_population_error():
     assert np.array_equal(X, X2) and np.array_equal(y, y2)
     assert dg.population_error(beta_star, beta_star) == 0.0
     assert dg.population_error(np.zeros(50), beta_star) == pytest.approx(1.0)
-
-
-def test_step_slope_and_fig71_metrics():
-    steps = [0.4, 0.2, 0.1]
-    errors = np.array([[4e-3, 1e-2], [2e-3, 2.5e-3], [1e-3, 6.25e-4]])
-    assert np.allclose(dg.step_slope(errors, steps), [1.0, 2.0])
-    import pandas as pd
-    rows = []
-    for alpha, errs in ((1e-4, [0.8, 0.3, 0.1, 0.3, 0.8]), (1e-1, [0.9, 0.9, 0.89, 0.9, 0.9])):
-        for s, e in zip([0.01, 0.1, 1.0, 10.0, 100.0], errs):
-            rows.append({"seed": 0, "alpha": alpha, "shape": s, "pop_error_gd": e,
-                         "pop_error_q": e})
-    met = dg.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 1.0
-    assert met["fig71_extreme_over_balanced_min_ratio"] == pytest.approx(8.0)
-    assert met["fig71_max_relative_drop_away_from_s1"] < 0
-    # A row whose minimum is off the balanced line is caught.
-    rows[2]["pop_error_gd"] = 0.35
-    met = dg.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 0.0
-
-
-def test_q_shape_limits():
-    met = dg.q_shape_metrics()
-    assert met["qm_max_dev_from_square_m1e3"] < 1e-6
-    # The rich-limit correction |b| log|b| / (log(2/m) - 1) peaks at 1/e / (log(2e12) - 1).
-    assert met["qm_max_dev_from_abs_m1e-12"] == pytest.approx(
-        np.exp(-1) / (np.log(2e12) - 1), rel=0.05)
-
-
-def test_scale_shape_task_small():
-    task = {"n": 12, "d": 30, "r_star": 2, "noise_var": 0.01, "seed": 0,
-            "points": [[1e-2, 1.0], [1e-2, 1e4], [10.0, 1.0]], "rel_step": 0.5,
-            "beta_bound": 1.0, "tol": 1e-9, "max_steps": 20_000, "extra_m": [1e-12]}
-    out = dg.scale_shape_task(task)
-    assert all(out["converged"])
-    assert max(out["gd_vs_q"]) < 1e-2
-    assert out["dist_l2"][1] < 1e-2 and out["dist_l2"][2] < 1e-2  # NTK points
-    assert out["dist_l1"][0] < out["dist_l1"][1]                  # balanced is richer
-    assert out["pop_error_gd"][0] < out["pop_error_gd"][1]
-    assert out["extra_m_dist_l1"][0] < out["dist_l1"][0]
-
-
-def test_theorem1_task_small():
-    task = {"n": 5, "d": 12, "seed": 0, "rel_steps": [0.4, 0.2], "tol": 1e-11,
-            "max_steps": 60_000, "gradient_flow": True, "device": "cpu"}
-    out = dg.theorem1_task(task)
-    frame = dg.theorem1_frame([out], [0])
-    met = dg.theorem1_metrics(frame, [out])
-    assert list(frame["init"]) == list(dg.THEOREM1_INITS)
-    assert met["thm1_gf_max_rel_error"] < 1e-6
-    assert met["thm1_gd_max_rel_error"] < 1e-2
-    assert 0.8 < met["thm1_step_slope_min"] <= met["thm1_step_slope_max"] < 1.2
-    assert met["thm1_wrong_scale_min_ratio"] > 10
-    assert met["thm1_ntk_weighted_over_plain_l2"] < 0.1
-
-
-def test_rich_limit_task_distance_shrinks():
-    task = {"n": 12, "d": 30, "r_star": 2, "noise_var": 0.01, "seed": 0,
-            "m_values": [1e-4, 1e-12, 1e-30]}
-    rows = dg.rich_limit_task(task)["rows"]
-    dists = [r["dist_l1"] for r in rows]
-    assert dists[0] > dists[1] > dists[2]
-    assert all(r["kkt"] < 1e-10 and r["residual"] < 1e-10 for r in rows)

@@ -68,3 +68,17 @@ def test_figure_regression_roundtrip(demo_project):
     save_figure(fig, "demo", "fig", data, "smoke", rtol=1e-6)
     problems = compare_figure("demo", "fig")
     assert problems and all("Image sizes do not match" in p for p in problems)
+
+
+def test_a_figure_drawn_by_the_library_names_its_function():
+    import pandas as pd
+
+    from implicit_bias.chapters._template import figures
+    from implicit_bias.core.plotting import figure
+
+    frame = pd.DataFrame({"d": [4, 8], "seed": [0, 0], "rel_distance": [1e-9, 2e-9]})
+    fig = figures.distance_to_min_norm(frame)
+    assert fig.drawn_by == ("lib/implicit_bias/chapters/_template/figures.py, "
+                            "distance_to_min_norm")
+    own, _ = figure()  # drawn here, outside the library: the notebook cell is named instead
+    assert own.drawn_by is None

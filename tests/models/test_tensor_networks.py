@@ -1,4 +1,5 @@
-"""Unit tests for implicit_bias.models.tensor_networks (Yun, Krishnan & Mobahi 2021)."""
+"""Unit tests for implicit_bias.models.tensor_networks and tensor_networks_theory (Yun, Krishnan &
+Mobahi 2021)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 from scipy.integrate import solve_ivp
 
 from implicit_bias.models import tensor_networks as tn
+from implicit_bias.models import tensor_networks_theory as th
 
 torch.set_num_threads(1)
 
@@ -98,9 +100,9 @@ def test_power_iteration_finds_matrix_singular_pair():
 def test_max_margin_duals_satisfy_kkt():
     """The multipliers returned with each max-margin solution satisfy its KKT conditions."""
     X, y = tn.separable_data(12, 8, 2, seed=2)
-    z, nu = tn.max_margin_with_duals(X, y, "l2")
+    z, nu = th.max_margin_with_duals(X, y, "l2")
     np.testing.assert_allclose(z, X.T @ (y * nu), atol=1e-6)  # z = sum nu_i y_i x_i
-    z1, nu1 = tn.max_margin_with_duals(X, y, "l1")
+    z1, nu1 = th.max_margin_with_duals(X, y, "l1")
     g = X.T @ (y * nu1)  # in the subdifferential of ||.||_1 at z1
     assert np.max(np.abs(g)) <= 1 + 1e-6
     np.testing.assert_allclose(g[np.abs(z1) > 1e-6], np.sign(z1[np.abs(z1) > 1e-6]), atol=1e-5)
@@ -115,30 +117,30 @@ def test_h_and_H_against_lemma4_ode(L):
         return [p ** (L - 2) * q, p ** (L - 1),
                 t * ((L - 1) * p ** (2 * L - 4) * q**2 + p ** (2 * L - 2))]
 
-    t_end = min(2.5, 0.9 * tn.escape_time(L))
+    t_end = min(2.5, 0.9 * th.escape_time(L))
     sol = solve_ivp(rhs, (0, t_end), [1.0, 0.0, 0.0], rtol=1e-12, atol=1e-13,
                     dense_output=True)
     taus = np.linspace(0.05, t_end, 12)
     p, q, integral = sol.sol(taus)
     h = p ** (L - 1) * q
     np.testing.assert_allclose(p**2 - q**2, 1.0, atol=1e-9)  # the invariant used
-    np.testing.assert_allclose(tn.h_forward(taus, L), h, rtol=1e-9)
-    np.testing.assert_allclose(tn.h_inverse(h, L), taus, atol=1e-10)
-    np.testing.assert_allclose(tn.h_inverse(-h, L), -taus, atol=1e-10)  # odd
-    np.testing.assert_allclose(tn.H(h, L), integral, rtol=1e-9)
-    np.testing.assert_allclose(tn.H(-h, L), integral, rtol=1e-9)  # even
+    np.testing.assert_allclose(th.h_forward(taus, L), h, rtol=1e-9)
+    np.testing.assert_allclose(th.h_inverse(h, L), taus, atol=1e-10)
+    np.testing.assert_allclose(th.h_inverse(-h, L), -taus, atol=1e-10)  # odd
+    np.testing.assert_allclose(th.H(h, L), integral, rtol=1e-9)
+    np.testing.assert_allclose(th.H(-h, L), integral, rtol=1e-9)  # even
 
 
 def test_H2_closed_form_and_asymptotics():
     y = np.array([0.3, 2.0, 50.0])
     H2 = (2 * y * np.arcsinh(2 * y) - np.sqrt(1 + 4 * y**2) + 1) / 4
-    np.testing.assert_allclose(tn.H(y, 2), H2, rtol=1e-12)
+    np.testing.assert_allclose(th.H(y, 2), H2, rtol=1e-12)
     # near 0 that formula cancels; the series H_2 = y^2/2 - y^4/3 + .. is the reference
-    assert tn.H(np.array([1e-4]), 2)[0] == pytest.approx(0.5e-8 - 1e-16 / 3, rel=1e-12)
-    assert tn.H(np.array([1e-4]), 3)[0] == pytest.approx(0.5e-8, rel=1e-4)  # quadratic at 0
+    assert th.H(np.array([1e-4]), 2)[0] == pytest.approx(0.5e-8 - 1e-16 / 3, rel=1e-12)
+    assert th.H(np.array([1e-4]), 3)[0] == pytest.approx(0.5e-8, rel=1e-4)  # quadratic at 0
     big = np.array([1e12])  # ~ c |t| for L >= 3 (c = pi/2 for L = 3), slowly
-    assert tn.H(big, 3)[0] / big[0] == pytest.approx(np.pi / 2, rel=1e-3)
-    assert tn.escape_time(3) == pytest.approx(np.pi / 2)
+    assert th.H(big, 3)[0] / big[0] == pytest.approx(np.pi / 2, rel=1e-3)
+    assert th.escape_time(3) == pytest.approx(np.pi / 2)
 
 
 def test_q_minimizer_kkt_and_limits():
@@ -149,60 +151,30 @@ def test_q_minimizer_kkt_and_limits():
     rng = np.random.default_rng(6)
     X, y = rng.standard_normal((3, 7)), rng.standard_normal(3)
     scale, weight = 0.3 ** 2 * np.ones(7), 0.3 ** 2 * np.ones(7)
-    sol = tn.q_minimizer(X, y, 2, scale, weight)
+    sol = th.q_minimizer(X, y, 2, scale, weight)
     np.testing.assert_allclose(X @ sol["z"], y, atol=1e-10)
     assert sol["kkt_residual"] < 1e-8
-    ref = minimize(lambda z: tn.q_value(z, 2, scale, weight), np.linalg.pinv(X) @ y,
+    ref = minimize(lambda z: th.q_value(z, 2, scale, weight), np.linalg.pinv(X) @ y,
                    constraints={"type": "eq", "fun": lambda z: X @ z - y},
                    method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
     np.testing.assert_allclose(sol["z"], ref.x, atol=1e-5)
 
 
-def test_gd_limit_matches_q_minimizer_and_error_halves():
-    """Cor 5 on a small diagonal net (L = 2): GD's limit is the Q-minimizer up to an O(step)
-    bias that halves with the step; the printed Thm 5 argument (alpha L) is farther off."""
-    common = dict(arch="diag", L=2, n=3, d=8, data_seed=0, alpha=0.5, wbar="1", steps=50000)
-    errors = [tn.regression_task(dict(common, rel_step=0.02 * f, stability=0.2 * f))
-              for f in (1.0, 0.5)]
-    assert errors[1]["loss"] < 1e-20
-    assert errors[1]["error_derived"] < 5e-3
-    assert 1.6 < errors[0]["error_derived"] / errors[1]["error_derived"] < 2.4
-    assert errors[1]["error_thm5_printed"] > 10 * errors[1]["error_derived"]
-
-
-def test_theorem6_closed_form_small_case():
-    """Thm 6: the corrected closed form equals gradient flow; the printed v_2 does not."""
-    result = tn.theorem6_task(dict(d=6, k1=3, seed=0, y=1.2, alpha=0.7, lr_factor=0.1))
-    assert result["lambda"] > 0
-    assert result["flow_error"] < 1e-9
-    assert result["flow_error_printed"] > 1e-2
-    assert 1.6 < result["gd_error"] / result["gd_error_half"] < 2.4
-
-
 def test_theorem6_limit_at_zero_nu_returns_initialization():
     """If y equals the initial output, g^{-1} = 0 and the limit is the initialization."""
-    setup = tn.single_point_setup(6, 3, seed=1)
+    setup = th.single_point_setup(6, 3, seed=1)
     a = 0.4
     y0 = float((a * setup["v1bar"]) @ setup["M"] @ (a * setup["v2bar"]))
-    v1, v2, nu = tn.theorem6_limit(setup["M"], y0, setup["v1bar"], setup["v2bar"], a)
+    v1, v2, nu = th.theorem6_limit(setup["M"], y0, setup["v1bar"], setup["v2bar"], a)
     assert abs(nu) < 1e-12
     np.testing.assert_allclose(v1, a * setup["v1bar"], atol=1e-12)
     np.testing.assert_allclose(v2, a * setup["v2bar"], atol=1e-12)
 
 
-def test_theorem3_single_point_limit():
-    result = tn.theorem3_task(dict(d=8, k1=3, seed=0, y=-1.0, alpha=0.5, steps=600,
-                                   rel_step=0.2))
-    assert result["lambda"] > 0
-    assert max(result["error_v1"], result["error_v2"]) < 1e-10
-    assert result["sign_rule_holds"]
-    assert result["norm_ratio"] == pytest.approx(1.0, abs=1e-8)
-
-
 def test_renormalize_keeps_single_point_directions():
     """For one data point the normalized update commutes with scaling: renormalizing after
     every step leaves the directions unchanged (and is refused for several points)."""
-    setup = tn.single_point_setup(8, 3, seed=0)
+    setup = th.single_point_setup(8, 3, seed=0)
     params = [torch.as_tensor(0.5 * setup["v1bar"]), torch.as_tensor(0.5 * setup["v2bar"])]
     X, y = setup["x"][None], np.array([1.0])
     plain = tn.train_exponential("conv", X, y, params, 200, 0.2)
@@ -214,20 +186,11 @@ def test_renormalize_keeps_single_point_directions():
                              renormalize=True)
 
 
-def test_fc_classification_aligns_with_svm():
-    """Cor 1 on a tiny problem: a 2-layer fc net's direction approaches the l2 SVM."""
-    task = dict(arch="fc", L=2, n=8, d=5, sparsity=2, data_seed=0, init_seed=0, alpha=0.1,
-                steps=2000, rel_step=0.02, decay=50, record=[1, 2000])
-    result = tn.classification_task(task)
-    assert result["cosine_gap"][-1] < 1e-4 < 0.1 < result["cosine_gap"][0]
-    assert result["thm1_kkt_residual"] < 1e-2
-
-
 def test_fourier_l1_max_margin_feasible_and_lp_stationary_point():
     X, y = tn.separable_data(10, 8, 2, seed=1)
-    z = tn.fourier_l1_max_margin(X, y)
+    z = th.fourier_l1_max_margin(X, y)
     assert np.min(y * (X @ z)) == pytest.approx(1.0, abs=1e-6)
-    st = tn.lp_stationary_point(X, y, 3, np.ones(8) + 0.1 * np.arange(8))
+    st = th.lp_stationary_point(X, y, 3, np.ones(8) + 0.1 * np.arange(8))
     assert np.min(y * (X @ st["z"])) >= 1 - 1e-6
     assert np.all(np.diff(st["objective"]) <= 1e-6)  # majorize-minimize never goes up
 

@@ -11,7 +11,7 @@ import torch
 
 from implicit_bias.core.device import resolve_device
 
-LIB = Path(__file__).resolve().parents[1] / "lib" / "implicit_bias"
+LIB = Path(__file__).resolve().parents[2] / "lib" / "implicit_bias"
 
 
 @pytest.fixture
@@ -47,20 +47,20 @@ def test_chapter_gives_every_task_its_device(gpu_host, demo_project, tmp_path):
 
 
 def test_gln_fast_solvers_honour_cpu_on_a_gpu_host(gpu_host):
-    from implicit_bias.models import gln
+    from implicit_bias.models import gln_svm
 
     rng = torch.Generator().manual_seed(0)
     X = torch.randn(12, 5, generator=rng, dtype=torch.float64).numpy()
     y = torch.sign(torch.randn(12, generator=rng, dtype=torch.float64)).numpy()
     contexts = (X[:, :2] > 0).astype(int)
-    result = gln.solve_program("SVM-GLN", X, y, contexts, 2, solver="fast", device="cpu")
+    result = gln_svm.solve_program("SVM-GLN", X, y, contexts, 2, solver="fast", device="cpu")
     assert result.status == "optimal"
 
 
 def test_gln_tasks_run_on_the_device_they_are_given(gpu_host):
-    from implicit_bias.models import gln
+    from implicit_bias.chapters.gln_norm import tasks as gln_tasks
 
     task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 60, "median_init": False, "seeds": [0],
             "n_val": 50, "solver": "fast", "device": "cpu"}
-    result = gln.svm_task(task)
+    result = gln_tasks.svm_task(task)
     assert result["solver_status"] == ["optimal"]

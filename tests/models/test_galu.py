@@ -76,27 +76,16 @@ def test_least_squares_min_norm_when_underdetermined():
     torch.testing.assert_close(w, torch.linalg.pinv(Phi) @ y)
 
 
-def test_theorem1_small_case():
-    # E[min L_S] = 1 - rank/m: Monte Carlo within 5 of its standard errors, for both gates and
-    # for kd < m, kd = m, kd > m.
-    for m, d, k, gate in [(30, 4, 3, "step"), (24, 4, 6, "sigmoid"), (20, 4, 8, "step")]:
-        out = galu.theorem1_task({"m": m, "d": d, "k": k, "gate": gate, "seed": 1,
-                                  "n_labels": 4000})
-        assert out["rank"] <= min(m, k * d)
-        if out["formula"] > 0:
-            assert abs(out["mc_mean"] - out["formula"]) < 5 * out["mc_se"]
-        else:
-            assert out["mc_mean"] < 1e-12  # round-off of ||y||^2 - ||P y||^2
-
-
-def test_rank_bounded_by_active_points_for_step_gates():
-    # A point whose k 0-1 gates are all closed has Phi(x) = 0, so rank <= #active points.
-    out = galu.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "step", "seed": 0,
-                              "n_labels": 10})
-    assert out["m_active"] < 64 and out["rank"] <= out["m_active"]
-    out = galu.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "sigmoid", "seed": 0,
-                              "n_labels": 10})
-    assert out["rank"] == 64
+def test_theorem1_monte_carlo_against_rank_formula():
+    # The numerics of Theorem 1 on one draw of x and u: full rank min(m, kd) for sigmoid gates,
+    # Monte Carlo mean within 5 standard errors of 1 - rank/m, exactly 0 once kd >= m.
+    X, g = _gauss(30, 4, seed=20), torch.Generator().manual_seed(21)
+    out = galu.theorem1_monte_carlo(X, _gauss(4, 3, seed=22), "sigmoid", 4000, g)
+    assert out["rank"] == out["min_m_kd"] == 12 and out["formula"] == pytest.approx(1 - 12 / 30)
+    assert abs(out["mc_mean"] - out["formula"]) < 5 * out["mc_se"]
+    out = galu.theorem1_monte_carlo(X, _gauss(4, 8, seed=23), "sigmoid", 100, g)
+    assert out["rank"] == 30 and out["formula"] == 0 and out["mc_se"] == 0
+    assert out["mc_mean"] < 1e-12
 
 
 def test_lemma1_formulas_and_monte_carlo():
@@ -189,107 +178,3 @@ def test_pca_project_and_linear_fit():
     fit = galu.linear_fit(np.arange(5.0), 3 * np.arange(5.0) + 1)
     assert fit["slope"] == pytest.approx(3) and fit["r2"] == pytest.approx(1)
     assert math.isfinite(galu.linear_fit([0, 1, 2], [1, 0, 1])["r2"])
-
-
-# ----------------------------------------------------------------------------------------------
-# Chapter helpers: tiny end-to-end runs of every task -> frame -> metrics -> figure
-# ----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=False)
-def agg_backend():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    yield
-    plt.close("all")
-
-
-def test_fig1_helpers_on_synthetic_results(agg_backend):
-    tasks = [{"dataset": ds, "k": k, "seed": 0, "models": list(galu.DEEP_MODELS)}
-             for ds in ("mnist", "fashion_mnist") for k in (8, 16)]
-    accs = {"galu0": 0.90, "relu": 0.91, "linear": 0.85, "relu_readout": 0.70}
-    results = [{**{f"{m}_test_acc": a for m, a in accs.items()},
-                **{f"{m}_train_acc": a for m, a in accs.items()}} for _ in tasks]
-    df = galu.fig1_frame(tasks, results)
-    met = galu.fig1_metrics(df)
-    assert met["fig1_max_mean_abs_gap_relu_galu0"] == pytest.approx(0.01)
-    assert met["fig1_min_gap_galu0_minus_linear"] == pytest.approx(0.05)
-    assert met["fig1_min_mean_gap_relu_minus_readout"] == pytest.approx(0.21)
-    galu.plot_fig1(df)
-
-
-def test_theorem1_helpers(agg_backend):
-    cfg = {"thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]], "thm1_seeds": [0],
-           "thm1_n_labels": 500, "thm1_rank_cases": [[24, 4, 3]],
-           "thm1_few_gate_cases": [[16, 16, 1]], "thm1_rank_draws": 2}
-    tasks = galu.theorem1_tasks(cfg, "cpu")
-    df = galu.theorem1_frame(tasks, [galu.theorem1_task(t) for t in tasks])
-    met = galu.theorem1_metrics(df)
-    assert met["thm1_max_abs_z"] < 5
-    assert met["thm1_rank_full_fraction"] == 1.0
-    assert met["thm1_rank_full_fraction_few_gates"] == 0.0  # k = 1: half the rows vanish
-    assert met["thm1_rank_equals_min_kd_active_fraction"] == 1.0
-    galu.plot_theorem1(df)
-
-
-def test_fig2_helpers(agg_backend):
-    cfg = {"fig2_m": 48, "fig2_d": 4, "fig2_k": [1, 2, 4], "fig2_seeds": [0],
-           "fig2_alg1_steps": 20, "relu_steps": 30, "relu_lr": 0.01}
-    tasks = galu.fig2_tasks(cfg, "cpu")
-    res = [galu.fig2_task(t) for t in tasks]
-    df = galu.fig2_frame(tasks, res)
-    assert (df["galu_2k"].values[:-1] >= df["galu_2k"].values[1:] - 1e-12).all()
-    met = galu.fig2_metrics(df, res, 48, 4)
-    assert met["fig2_alg1_nonincreasing"] is True
-    assert set(met) == {"fig2_min_gap_galu_minus_relu", "fig2_min_gap_relu_minus_galu_2k",
-                        "fig2_alg1_nonincreasing", "fig2_fraction_of_gap_closed_by_alg1"}
-    galu.plot_fig2(df, 48, 4)
-
-
-def test_fig3_fig4_helpers(agg_backend):
-    cfg = {"fig3_m": 80, "fig3_m_test": 50, "fig3_d": 5, "fig3_n_clusters": 4, "fig3_k": 4,
-           "fig3_sigma_x": 0.1, "fig3_sigma_y": [0.0, 0.5, 1.0], "fig3_p": [0.0, 0.3],
-           "fig3_seeds": [0], "relu_steps": 20, "relu_lr": 0.01,
-           "fig4_sigma_y": [0.0, 0.5, 1.0], "fig4_seeds": [0, 1]}
-    tasks = galu.fig3_tasks(cfg, "cpu")
-    df = galu.fig3_frame(tasks, [galu.fig3_task(t) for t in tasks])
-    assert set(df.model) == {"galu", "galu_adam", "relu"}
-    met = galu.fig3_metrics(df)
-    assert -1 <= met["fig3_min_spearman_test_vs_noise"] <= 1
-    galu.plot_fig3(df)
-    tasks = galu.fig4_tasks(cfg, "cpu")
-    df4 = galu.fig4_frame(tasks, [galu.fig3_task(t) for t in tasks])
-    assert len(df4) == 6 and (df4["l2_sq"] > 0).all()
-    assert 0 <= galu.fig4_metrics(df4)["fig4_r2_gap_vs_l2_sq"] <= 1
-    galu.plot_fig4(df4)
-
-
-def test_lemma1_helpers(agg_backend):
-    cfg = {"lemma1_d": 3, "lemma1_m_minus_d": [2, 5, 10], "lemma1_n_rep": 4000,
-           "lemma1_n_rep_d_plus_2": 4000, "lemma1_sigma_small": 0.1, "lemma1_seed": 0}
-    tasks = galu.lemma1_tasks(cfg, "cpu")
-    assert sorted({t["m"] for t in tasks}) == [5, 8, 13]
-    df = galu.lemma1_frame(tasks, [galu.lemma1_task(t) for t in tasks])
-    met = galu.lemma1_metrics(df)
-    assert met["lemma1_max_abs_z_train"] < 5
-    # D_sigma,beta is D_1,0 scaled by sigma on the same draws: exactly sigma^2 times the loss
-    a, b = df[df.dist == "D_1,0"], df[df.dist == "D_sigma,beta"]
-    np.testing.assert_allclose(b.test_mean.values - 0.01, 0.01 * (a.test_mean.values - 1),
-                               rtol=0.3)
-    galu.plot_lemma1(df)
-
-
-def test_fig5_helpers(agg_backend):
-    cfg = {"fig5_m": 32, "fig5_d": 4, "fig5_dout": [1, 2], "fig5_k": [[2, 4, 8], [4, 8, 16]],
-           "fig5_seeds": [0], "fig5_acs_iters": 5, "relu_steps": 200, "relu_lr": 0.02}
-    tasks = galu.fig5_tasks(cfg, "cpu")
-    res = [galu.fig5_task(t) for t in tasks]
-    assert all(r["acs_nonincreasing"] for r in res)
-    curves, mins = galu.fig5_frames(tasks, res, 0.3)
-    assert len(curves) == 6 and len(mins) == 2
-    met = galu.fig5_metrics(mins, res)
-    assert met["fig5_acs_nonincreasing"] is True
-    galu.plot_fig5(curves, mins, 0.3, 32, 4)

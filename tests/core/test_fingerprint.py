@@ -90,22 +90,23 @@ def test_changes_to_what_executes_change_the_fingerprint(tmp_path, base, name, h
 
 
 def test_follows_local_imports_and_package_modules():
-    from implicit_bias.models import gln
+    from implicit_bias.chapters.gln_norm import tasks
 
-    reached = fp.reached(gln.svm_task)
+    reached = fp.reached(tasks.svm_task)
     # gln_solvers is imported inside a function, load_mnist inside another
     assert "function svm_gln" in reached and "function load_mnist" in reached
     assert "value VAL_SEED" in reached
 
 
 def test_a_real_task_function_is_stable_within_and_across_processes():
-    from implicit_bias.models import tensor_networks
+    from implicit_bias.chapters.tensor_networks import tasks as tensor_networks
 
     first = fp.fingerprint(tensor_networks.theorem6_task)
     fp.clear_cache()
     assert fp.fingerprint(tensor_networks.theorem6_task) == first
     code = ("from implicit_bias.core.fingerprint import fingerprint; "
-            "from implicit_bias.models import tensor_networks as t; print(fingerprint(t.theorem6_task))")
+            "from implicit_bias.chapters.tensor_networks import tasks as t; "
+            "print(fingerprint(t.theorem6_task))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == first
@@ -121,19 +122,19 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     shutil.copytree(lib / "implicit_bias", copy / "implicit_bias",
                     ignore=shutil.ignore_patterns("__pycache__"))
     code = ("from implicit_bias.core.fingerprint import fingerprint; "
-            "from implicit_bias.models import gln; print(fingerprint(gln.gd_task))")
+            "from implicit_bias.chapters.gln_norm import tasks; print(fingerprint(tasks.gd_task))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "PYTHONPATH": str(copy)})
-    from implicit_bias.models import gln
+    from implicit_bias.chapters.gln_norm import tasks
 
-    assert out.stdout.strip() == fp.fingerprint(gln.gd_task)
+    assert out.stdout.strip() == fp.fingerprint(tasks.gd_task)
 
 
 def test_a_source_edited_after_import_is_refused(tmp_path, monkeypatch):
     """The code that runs must be the code that is hashed: an edit after import (an open
     kernel) would otherwise label old results with the new code's fingerprint."""
     import implicit_bias
-    from implicit_bias.models import tensor_networks
+    from implicit_bias.chapters.tensor_networks import tasks as tensor_networks
 
     fp.clear_cache()
     monkeypatch.setattr(implicit_bias, "IMPORTED_AT", 0.0)  # as if imported before any edit
@@ -168,3 +169,19 @@ def test_the_task_declaration_is_transparent_but_other_decorators_count(tmp_path
     root = tmp_path / "wrapped"
     make_package(root, "demo", task=wrapped.format(package="demo", helpers="helpers"))
     assert fingerprint_of(root, "demo") != base
+
+
+def test_a_parameter_named_like_a_project_function_is_the_parameter(tmp_path, base):
+    """`def task(t)` reads its parameter `t`, whatever the module also calls `t`."""
+    shadowing = '''
+from {package}.{helpers} import helper
+from implicit_bias.core.tasks import task as t
+
+
+def task(t):
+    # `t` is the parameter, not the task declaration imported above
+    return {{"y": helper(t["x"]) + 1}}
+'''
+    root = tmp_path / "shadow"
+    make_package(root, "demo", task=shadowing.format(package="demo", helpers="helpers"))
+    assert fingerprint_of(root, "demo") == base

@@ -1,8 +1,9 @@
-"""Tests of `implicit_bias.models.gln_solvers` against independent cvxpy formulations (ECOS, Clarabel).
+"""Tests of `implicit_bias.models.gln_solvers` (and its interior-point methods in `gln_ipm`)
+against independent cvxpy formulations (ECOS, Clarabel).
 
 The references below are written here from the paper's definitions (Eq. 20/52, Eq. 22, the
-C^H predictors of Sec. 4, Eq. 23), not imported from `implicit_bias.models.gln`, so the suite checks
-the fast solvers against a formulation that shares no code with them.
+C^H predictors of Sec. 4, Eq. 23), not imported from `implicit_bias.models.gln_svm`, so the suite
+checks the fast solvers against a formulation that shares no code with them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 
 from implicit_bias.models import gln_solvers as gs
 
-REL = 1e-6  # issue 9: objective agreement with the cvxpy references
+REL = 1e-6  # the fast solvers' target: objective agreement with the cvxpy references
 TIGHT = {
     "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "max_iters": 200},
     "CLARABEL": {},  # its defaults (1e-8); tighter settings end "optimal_inaccurate"
@@ -285,7 +286,7 @@ def test_svm_l2_exact_matches_enumerated_predictors(solver, h, c):
     sol = gs.svm_l2(p["X"], p["y"], p["ctx"], c, variant="exact")
     assert_certified(sol)
     value, zeta = cvx_l2_enumerated(p["X"], p["y"], p["ctx"], c, solver)
-    # reported objective is ||beta||^2 / C^(H-1) (the convention of implicit_bias.models.gln.svm_l2)
+    # reported objective is ||beta||^2 / C^(H-1) (the convention of gln_svm.svm_l2)
     assert rel(sol.objective * c ** (h - 1), value) <= REL
     # and it is the actual sum over the C^H predictors of the recovered zeta
     z = sol.primal

@@ -1,5 +1,6 @@
 """Tests for implicit_bias.models.low_rank (Le & Jegelka, 2022): networks, Lemma 1's decomposition,
-the invariants of Lemma 2 / Lemma 3 / Theorem 1 / Lemma 4, and the Theorem 2 quantities.
+the invariants of Lemma 2 / Lemma 3 / Theorem 1 / Lemma 4, and the Theorem 2 quantities (the
+chapter's task functions are tested in tests/chapters/low_rank_invariants).
 
 The invariant tests use that every Q = A A^T - B^T B is quadratic in the weights: its derivative
 along the gradient-flow direction d = -grad L is exactly (Q(theta + d) - Q(theta - d)) / 2, so
@@ -9,10 +10,14 @@ along the gradient-flow direction d = -grad L is exactly (Q(theta + d) - Q(theta
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
+from implicit_bias.chapters.low_rank_invariants.tasks import (
+    invariance_architectures,
+    lemma1_architectures,
+    positive_data,
+)
 from implicit_bias.models import low_rank as lr
 
 torch.set_num_threads(1)
@@ -86,7 +91,7 @@ def test_residual_block_definition5_by_hand():
 @pytest.mark.parametrize(
     "spec,shape",
     [(FC, (3,)), (CONV_LINEAR, (2, 6)), (RES_LINEAR, (3,))]
-    + list(lr.lemma1_architectures().values()),
+    + list(lemma1_architectures().values()),
 )
 def test_graph_forward_matches_forward(spec, shape):
     params = lr.init_params(spec, shape, seed=3)
@@ -135,18 +140,9 @@ def test_linear_network_is_sum_of_paths():
     np.testing.assert_allclose(h.sum(1), lr.forward(CONV_LINEAR, params, x)[0].numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("arch", list(lr.lemma1_architectures()))
-def test_lemma1_check(arch):
-    r = lr.lemma1_check({"arch": arch, "seed": 0, "n": 5})
-    assert r["max_rel_err_tree"] < 1e-12 and r["max_rel_err_tree_rescaled"] < 1e-12
-    assert r["tree_unchanged_by_magnitudes"] and r["tree_changed_by_sign_flip"]
-    assert set(r["tree_weights"]) <= {-1.0, 1.0}
-    assert r["n_paths"] >= 48
-
-
 def test_tree_detects_wrong_inputs():
     """The check can fail: feeding T the absolute-valued h (Lemma 5's input) breaks f = T(h)."""
-    spec, shape = lr.lemma1_architectures()["fully connected"]
+    spec, shape = lemma1_architectures()["fully connected"]
     params = lr.init_params(spec, shape, seed=0)
     x, _ = data(shape)
     g = lr.build_graph(spec, params, shape)
@@ -232,8 +228,8 @@ def test_relu_invariants_vertex_yes_mixed_pairs_no():
 
 
 def test_run_gd_masks_and_monotone_normalized():
-    x, y = lr.positive_data(20, (6,), seed=0)
-    spec = lr.invariance_architectures(6)["fully connected"][0]
+    x, y = positive_data(20, (6,), seed=0)
+    spec = invariance_architectures(6)["fully connected"][0]
     params = lr.init_params(spec, (6,), seed=1)
     run = lr.run_gd(spec, params, x, y, eta=0.05, steps=30, record=[10])
     assert run["steps"] == [0, 10, 30] and len(run["snapshots"]) == 3
@@ -241,23 +237,6 @@ def test_run_gd_masks_and_monotone_normalized():
     assert not (run["always_active"]["0.out"] & ~(pre0["0.out"] > 0).all(0)).any()
     norm = lr.run_gd(spec, params, x, y, eta=1.0, steps=40, record=list(range(41)), normalized=True)
     assert all(b <= a for a, b in zip(norm["losses"], norm["losses"][1:]))
-
-
-def test_invariance_sweep_slopes_small():
-    task = {
-        "arch": "fully connected",
-        "seed": 0,
-        "width": 6,
-        "n": 20,
-        "T": 1.0,
-        "steps": [100, 200],
-        "n_records": 10,
-    }
-    rows = [dict(r, seed=0) for r in lr.invariance_sweep(task)["rows"]]
-    summary = lr.drift_summary(rows)
-    lin = summary.query("group in ['lemma2', 'theorem1_linear', 'lemma3']")
-    assert len(lin) > 0 and lin["slope"].between(0.8, 1.2).all()
-    assert (summary.query("group == 'lemma4'")["ratio_small_to_large"] > 0.8).all()
 
 
 # ------------------------------------------------------------------------------ Theorem 2
@@ -285,106 +264,3 @@ def test_chain_gap_bound_holds_for_balanced_and_random():
     bounds = lr.chain_gap_bound(mats)
     for m, d in zip(mats, bounds):  # Weyl: holds at t = 0 itself
         assert lr.frob_gap(m) <= d + 1e-12
-
-
-def test_low_rank_run_small():
-    task = {
-        "run": "synthetic",
-        "data": "synthetic",
-        "kind": "fc",
-        "n": 30,
-        "seed": 0,
-        "dim": 5,
-        "length": 8,
-        "width_relu": 8,
-        "width_lin": 6,
-        "n_linear": 1,
-        "init": 0.1,
-        "eta": 0.05,
-        "steps": 400,
-        "n_records": 6,
-        "loss_floor": 1e-250,
-    }
-    out = lr.low_rank_run(task)
-    rows = [dict(r, run="synthetic", seed=0) for r in out["rows"]]
-    final = lr.low_rank_final(rows)
-    hidden = final[(final["act"] == "linear") & (final["gap_bound"] > 0)]
-    assert len(hidden) == 1
-    first = [r for r in rows if r["step"] == 0 and r["layer"] == hidden["layer"].iloc[0]][0]
-    assert hidden["ratio"].iloc[0] > first["ratio"]
-    assert (final["gap_over_bound_max"].dropna() <= 1.0).all()
-    conv = lr.low_rank_run(dict(task, kind="conv", steps=50))
-    assert any(np.isfinite(r["predicted_ratio"]) for r in conv["rows"])
-
-
-def test_theorem2_tasks_and_figures_run():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from implicit_bias.core.plotting import figure
-
-    cfg = {
-        "lr_seeds": [0],
-        "lr_synthetic_n": 30,
-        "lr_synthetic_dim": 5,
-        "lr_conv_length": 8,
-        "lr_width_relu": 8,
-        "lr_width_lin": 6,
-        "lr_n_linear": 1,
-        "lr_init": 0.1,
-        "lr_eta": 0.05,
-        "lr_steps": 60,
-        "lr_records": 4,
-        "lr_loss_floor": 1e-250,
-        "mnist_n": 10,
-        "mnist_width_relu": 4,
-        "mnist_width_lin": 4,
-        "mnist_init": 0.1,
-        "mnist_eta": 0.5,
-        "mnist_steps": 5,
-    }
-    tasks = lr.theorem2_tasks(cfg)
-    assert [t["run"] for t in tasks] == ["synthetic", "mnist", "resfree", "conv"]
-    assert tasks[1]["data"] == "mnist" and tasks[1]["steps"] == 5 and tasks[2]["n_linear"] == 1
-    runs = [t for t in tasks if t["run"] != "mnist"]  # MNIST files are not needed here
-    rows = [dict(r, run=t["run"], seed=0) for t in runs for r in lr.low_rank_run(t)["rows"]]
-    df = pd.DataFrame(rows)
-    fig, axes = figure(1, 2)
-    data = lr.plot_rank_one(axes, df, runs=("synthetic",))
-    assert len(data["rank_one"]) > 0 and (data["rank_one"]["bound"] > 0).all()
-    fig, axes = figure(1, 2)
-    data = lr.plot_reduced_alignment(axes, df)
-    assert len(data["resfree"]) > 0 and data["conv"]["predicted_ratio"].notna().any()
-    inv = lr.invariance_sweep(
-        {
-            "arch": "convolutional",
-            "seed": 0,
-            "width": 4,
-            "n": 10,
-            "T": 0.5,
-            "steps": [20, 40],
-            "n_records": 4,
-        }
-    )
-    inv_rows = [dict(r, seed=0) for r in inv["rows"]]
-    fig, axes = figure(1, 2)
-    data = lr.plot_drifts(axes, inv_rows, lr.drift_summary(inv_rows))
-    assert set(data["group"]) <= set(lr.DRIFT_GROUPS) and len(data) > 0
-    fig, ax = figure(1, 1)
-    res = [lr.lemma1_check({"arch": "fully connected", "seed": 0, "n": 3})]
-    assert len(lr.plot_lemma1(ax, res)) == 3
-
-
-def test_sign_settling_by_hand():
-    traj = pd.DataFrame(
-        {
-            "run": ["a"] * 6,
-            "seed": [0] * 6,
-            "step": [0, 0, 10, 10, 20, 20],
-            "act": ["relu", "linear"] * 3,
-            "sign_mismatch_final": [0.5, 0.2, 0.1, 0.0, 0.0, 0.0],
-        }
-    )
-    out = lr.sign_settling(traj).iloc[0]
-    assert (out["last_step"], out["half_step"], out["penultimate_step"]) == (20, 10, 10)
-    assert out["relu_share_at_half"] == 0.1 and out["linear_share_at_penultimate"] == 0.0

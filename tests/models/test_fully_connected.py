@@ -1,15 +1,18 @@
 """Unit tests for implicit_bias.models.fully_connected (Azulay et al. 2021, chapter warped_imd).
 
 Every closed form is checked against an independent computation: derivatives against finite
-differences, minimizers against their KKT conditions and generic solvers (scipy, cvxpy), and
-against the dynamics themselves on small problems. Deliberately wrong variants must fail.
+differences, minimizers against their KKT conditions and generic solvers (scipy, cvxpy).
+Deliberately wrong variants must fail. The dynamics (training loops and the chapter's tasks) are
+tested in tests/chapters/warped_imd.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+
 import cvxpy as cp
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
@@ -140,68 +143,6 @@ def test_mahalanobis_predictor_is_the_kernel_interpolator(problem):
     assert np.linalg.norm(fc.null_projector(X) @ grad) < 1e-12 * np.linalg.norm(grad)
 
 
-@pytest.mark.parametrize("s", [3.0, 1.0, 0.6])
-def test_gradient_flow_and_descent_reach_theorem2(s, problem):
-    X, y, u = problem
-    a0, w0 = fc.init_from_scale_shape(1.5, s, u)
-    delta = a0**2 - w0 @ w0
-    size = [np.linalg.norm(fc.q_min_single_neuron(X, y, w0, delta, 1.0).beta)]
-    gf = fc.train_single_neuron(X, y, [a0], [w0], 0.5, method="rk4", beta_scale=size)
-    sigma = float(np.sign(gf["a"][0]))
-    theory = fc.q_min_single_neuron(X, y, w0, delta, sigma).beta
-    assert np.linalg.norm(gf["beta"][0] - theory) < 1e-5 * np.linalg.norm(theory)
-    gd = fc.train_single_neuron(X, y, [a0, a0], [w0, w0], np.array([0.4, 0.2]),
-                                beta_scale=size * 2)
-    errs = np.linalg.norm(gd["beta"] - theory, axis=1)
-    assert errs[1] < errs[0] / 1.6  # first-order discretization bias: halves with the step
-
-
-def test_sign_change_needs_sigma_of_the_limit(problem):
-    X, y, _ = problem
-    # against X^+ y, plus a null-space part (else both signs give the same point)
-    a0, w0 = fc.init_from_scale_shape(0.5, 0.3, fc._orientation(X, y, 0, anti_aligned=True))
-    delta = a0**2 - w0 @ w0
-    gf = fc.train_single_neuron(X, y, [a0], [w0], 0.5, method="rk4", beta_scale=[3.0])
-    assert gf["sign_changed"][0] and gf["a"][0] < 0
-    right = fc.q_min_single_neuron(X, y, w0, delta, -1.0).beta
-    wrong = fc.q_min_single_neuron(X, y, w0, delta, 1.0).beta
-    assert np.linalg.norm(gf["beta"][0] - right) < 1e-5 * np.linalg.norm(right)
-    assert np.linalg.norm(gf["beta"][0] - wrong) > 1e-2 * np.linalg.norm(right)
-
-
-def test_multi_neuron_balanced_and_generic(problem):
-    out = fc.task_balanced({"n": 4, "d": 9, "k": 3, "seed": 2, "scale": 0.8, "etas": [0.5],
-                            "gf_eta": 0.5, "device": "cpu"})
-    assert out["gf_err"] < 1e-5
-    assert out["generic_identity_err"] < 1e-8   # beta_inf = X^+ y + P_perp W0^T a_inf, always
-    assert out["generic_err_vs_prop1"] > 1e-2   # Prop. 1 needs strict balance
-
-
-def test_leaky_relu_limit_is_the_affine_q_min(problem):
-    np.testing.assert_allclose(fc.leaky_relu_inverse(np.array([-0.2, 0.0, 3.0]), 0.25),
-                               [-0.8, 0.0, 3.0])
-    out = fc.task_leaky({"n": 4, "d": 9, "seed": 2, "rhos": [0.5], "alpha": 1.0, "s": 2.0,
-                         "etas": [0.5], "gf_eta": 0.5, "device": "cpu"})["rows"][0]
-    assert out["kkt_residual_gf"] < 1e-5 and out["gf_err"] < 1e-5
-    assert out["negative_preactivations"] > 0      # the nonlinearity was actually used
-    assert out["linear_label_err"] > 1e-2          # treating the unit as linear is wrong
-
-
-def test_time_warp_same_points_different_speeds():
-    out = fc.task_time_warp({"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3,
-                             "n_plot": 20})
-    assert out["same_tau_gap_rel"] < 1e-8
-    assert out["same_time_gap_rel"] > 0.05
-    with pytest.raises(ValueError, match="clock"):
-        fc.gradient_flow_path(np.ones((1, 2)), np.ones(1), 1.0, np.ones(2), 1.0, 0.1, clock="s")
-
-
-def test_anti_ntk_distance_is_linear_in_the_scale():
-    out = fc.task_anti_ntk({"n": 4, "d": 9, "k": 2, "seed": 0, "eps": [0.1, 0.01],
-                            "gf_eta": 0.5, "device": "cpu"})
-    assert 0.9 < out["slope"] < 1.1 and out["dist_l2"][-1] < 1e-2
-
-
 def test_q_level_grid_quadratic_model_is_exact_to_second_order():
     u = np.array([1.0, 0.5])
     near = fc.q_level_grid(50.0, 20.0, u, n_grid=11, radius=1e-3)
@@ -209,49 +150,13 @@ def test_q_level_grid_quadratic_model_is_exact_to_second_order():
     assert near["quad_mismatch"] < 1e-2 < far["quad_mismatch"]
 
 
-def test_unknown_integrator_raises(problem):
-    X, y, u = problem
-    with pytest.raises(ValueError, match="valid"):
-        fc.train_single_neuron(X, y, [1.0], [u], 0.1, method="leapfrog")
 
-
-def test_theorem2_metrics_only_count_wrong_variants_that_differ():
-    res = [{"cases": [{
-        "name": "c", "delta": 1.0, "sign_changed": False, "gf_err": 1e-7, "gd_err": [0.02, 0.01],
-        "newton_vs_closed_form": 1e-15, "kkt_residual_gf": 1e-7,
-        "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
-        "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2}}]}]
-    m = fc.theorem2_metrics(fc.theorem2_table(res, [0], [0.8, 0.4]), [0.8, 0.4])
-    assert np.isclose(m["thm2_wrong_variant_min_ratio"], 0.2 / 1e-7)  # sigma variant skipped
-    assert np.isclose(m["thm2_gd_min_halving_ratio"], 2.0)
-    assert m["thm2_gd_max_err_smallest_step"] == 0.01
-    assert m["thm2_sign_change_observed"] is False
-
-
-def test_regime_sweep_and_metrics_on_a_small_grid():
-    pts = [[1e-3, 1.0], [1.0, 1.0], [1e3, 1.0]]
-    res = fc.task_regimes({"n": 3, "d": 7, "seed": 0, "points": pts, "gf_eta": 0.5,
-                           "device": "cpu"})
-    shape = fc.task_regimes({"n": 3, "d": 7, "seed": 0, "points": [[1.0, 1e3]], "gf_eta": 0.5,
-                             "device": "cpu"})
-    df = pd.concat([fc.regimes_table([res], [0], "alpha"), fc.regimes_table([shape], [0], "shape"),
-                    fc.regimes_table([res], [0], "alpha_zero_output")], ignore_index=True)
-    m = fc.regime_metrics(df)
-    assert m["regime_gf_vs_q_max"] < 1e-4
-    assert m["regime_dist_l2_smallest_alpha"] < 0.1 and m["regime_dist_ntk_largest_shape"] < 1e-4
-    theory = fc.closed_form_regimes(3, 7, 0, pts)
-    np.testing.assert_allclose(theory["q_dist_l2"], df.loc[:2, "gf_dist_l2"], rtol=1e-3)
-
-
-def test_summaries_and_plots_run():
-    import matplotlib
-    matplotlib.use("Agg")
-    from implicit_bias.core.plotting import PALETTE, figure
-    hm = fc.task_hessian_map({"dim": 3, "deltas": [0.0], "n_points": 2, "seed": 0})
-    m = fc.hessian_map_metrics(hm["rows"])
-    assert m["hessian_warped_max_asymmetry"] < 1e-12 < m["hessian_plain_min_asymmetry"]
-    fig, ax = figure(1, 1)
-    fc.plot_hessian_map(ax, pd.DataFrame(hm["rows"]), PALETTE)
-    grids = [("a", fc.q_level_grid(1.0, 1.0, np.array([1.0, 0.0]), 9, 1.0))]
-    fig, axes = figure(1, 1)
-    assert len(fc.plot_q_levels([axes], grids, PALETTE)) == 81
+def test_model_module_is_pure_numerics():
+    """No pandas, matplotlib or project code outside implicit_bias.models."""
+    tree = ast.parse(inspect.getsource(fc))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    top = {name.split(".")[0] for name in imported}
+    assert not top & {"pandas", "matplotlib"}
+    assert all(not m.startswith("implicit_bias") or m.startswith("implicit_bias.models")
+               for m in imported)

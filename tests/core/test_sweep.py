@@ -12,7 +12,7 @@ from implicit_bias.core.fingerprint import fingerprint
 from implicit_bias.core.sweep import ResultCache, SweepOutcome, sweep, task_hash
 from sweep_tasks import cube, flaky, not_json, square
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # where sweep_tasks.py lives
 
 
 def test_results_in_task_order_and_cached(tmp_path):

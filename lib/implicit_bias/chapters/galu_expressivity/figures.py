@@ -1,0 +1,190 @@
+"""The chapter's figures, one function per figure: each takes the analysis frames and returns a
+matplotlib Figure in the book's style (the notebook saves it with `Chapter.save_figure`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.models.galu import DEEP_MODELS, GATES, linear_fit
+
+MODEL_LABELS = {
+    "galu0": "GaLU0 (sigmoid gates)",
+    "relu": "ReLU",
+    "linear": "linear",
+    "relu_readout": "ReLU, readout only",
+}
+FIG3_LABELS = {"galu": "GaLU, closed form", "galu_adam": "GaLU, Adam", "relu": "ReLU, Adam"}
+FIG5_LABELS = {"galu_acs": "GaLU, alternate convex search", "galu_adam": "GaLU, Adam",
+               "relu": "ReLU, Adam"}
+
+
+def fig1(df):
+    """Fig. 1: test accuracy against width, one panel per dataset (mean and std over seeds)."""
+    datasets = list(dict.fromkeys(df["dataset"]))
+    fig, axes = figure(1, len(datasets), width=3.6 * len(datasets), height=3.0)
+    names = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+    for ax, ds in zip(axes[0], datasets):
+        for i, model in enumerate(DEEP_MODELS):
+            sub = df[(df.dataset == ds) & (df.model == model)].groupby("k")["test_acc"]
+            mean, std = sub.mean(), sub.std().fillna(0)
+            ax.errorbar(mean.index, 100 * mean, yerr=100 * std, marker="o", ms=3,
+                        color=PALETTE[i], ls="--" if model == "relu_readout" else "-",
+                        label=MODEL_LABELS[model], capsize=2)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("neurons per hidden layer k")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"Fig. 1: {names.get(ds, ds)}, PCA to 64")
+    axes[0][0].legend(fontsize=7)
+    return fig
+
+
+def theorem1(df):
+    """Theorem 1: Monte Carlo against the formula, and the rank statement for few 0-1 gates."""
+    fig, axes = figure(1, 2, width=7.2, height=3.0)
+    ax = axes[0][0]
+    mc = df[df.kind == "mc"]
+    for i, gate in enumerate(GATES):
+        sub = mc[mc.gate == gate]
+        ax.errorbar(sub.formula, sub.mc_mean, yerr=2 * sub.mc_se, fmt="o", ms=4,
+                    color=PALETTE[i], label=f"{gate} gates (MC, 2 s.e.)")
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, label="y = x")
+    ax.set_xlabel("1 - rank(X_bar)/m (Theorem 1)")
+    ax.set_ylabel("Monte Carlo E[min L_S]")
+    ax.set_title("Theorem 1: formula vs Monte Carlo")
+    ax.legend(fontsize=7)
+    ax = axes[0][1]
+    few = df[df.kind == "few"].groupby(["m", "d", "k"])[["min_m_kd", "rank", "m_active"]]
+    few = few.mean().reset_index()
+    x = np.arange(len(few))
+    bars = (("min_m_kd", "min(m, kd) (paper)"), ("rank", "rank(X_bar), observed"),
+            ("m_active", "points with an open gate"))
+    for i, (col, label) in enumerate(bars):
+        ax.bar(x + (i - 1) * 0.27, few[col], width=0.27, color=PALETTE[i], label=label)
+    ax.set_xticks(x, [f"m={r.m}, d={r.d}\nk={r.k}" for r in few.itertuples()])
+    ax.set_ylabel("count (mean over draws)")
+    ax.set_title("Rank statement, few 0-1 gates")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def fig2(df, m: int, d: int):
+    """Fig. 2: training MSE against width on random labels, with Theorem 1's curve."""
+    fig, axes = figure(1, 1, width=4.6, height=3.2)
+    ax = axes
+    mean = df.groupby("k").mean()
+    ks = np.array(mean.index)
+    lines = [("galu", "GaLU(k), closed form", "o-"), ("galu_alg1", "GaLU(512), Algorithm 1",
+             "s-"), ("relu", "ReLU(k), Adam", "^-"), ("galu_2k", "GaLU(2k), closed form", "v:")]
+    for i, (col, label, style) in enumerate(lines):
+        ax.plot(ks, mean[col], style, color=PALETTE[i], ms=4, label=label)
+    kk = np.linspace(ks.min(), ks.max(), 200)
+    ax.plot(kk, 1 - np.minimum(m, kk * d) / m, color="grey", lw=1,
+            label="1 - min(m, kd)/m (Thm. 1)")
+    ax.set_xlabel("neurons k")
+    ax.set_ylabel("training MSE")
+    ax.set_title(f"Fig. 2: memorizing N(0,1) labels (m={m}, d={d})")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def fig3(df):
+    """Fig. 3: train and test error against label noise in the cluster model."""
+    fig, axes = figure(1, 2, width=7.4, height=3.1)
+    mean = df.groupby(["task", "model", "noise"])[["train", "test"]].mean().reset_index()
+    for ax, task in zip(axes[0], ("regression", "classification")):
+        for i, model in enumerate(FIG3_LABELS):
+            sub = mean[(mean.task == task) & (mean.model == model)]
+            ax.plot(sub.noise, sub.test, "o-", color=PALETTE[i], ms=4,
+                    label=f"{FIG3_LABELS[model]}: test")
+            ax.plot(sub.noise, sub.train, "x--", color=PALETTE[i], ms=4,
+                    label=f"{FIG3_LABELS[model]}: train")
+        if task == "regression":
+            ax.set_yscale("symlog", linthresh=0.01)
+            ax.set_xlabel("label noise sigma_y")
+            ax.set_ylabel("MSE")
+        else:
+            ax.set_xlabel("label flip probability p")
+            ax.set_ylabel("0-1 error")
+        ax.set_title(f"Fig. 3: cluster model, {task}")
+    axes[0][1].legend(fontsize=6)
+    return fig
+
+
+def fig4(df):
+    """Fig. 4: generalization gap against ||w||_2^2 and ||w||_1^2, with least-squares lines."""
+    fig, axes = figure(1, 2, width=7.2, height=3.0)
+    for ax, p, name in zip(axes[0], ("l2", "l1"), ("||w||_2^2", "||w||_1^2")):
+        fit = linear_fit(df[f"{p}_sq"], df["gap"])
+        xx = np.linspace(0, df[f"{p}_sq"].max(), 50)
+        ax.plot(xx, fit["slope"] * xx + fit["intercept"], color=PALETTE[3], lw=1,
+                label=f"least-squares line, R^2 = {fit['r2']:.4f}")
+        ax.scatter(df[f"{p}_sq"], df["gap"], s=14, c=df["sigma_y"], cmap="viridis",
+                   zorder=3, label="closed-form GaLU fits")
+        ax.set_xlabel(f"{name} (colour: sigma_y)")
+        ax.set_ylabel("test MSE - train MSE")
+        ax.set_title(f"Fig. 4: gap vs {name}")
+        ax.legend(fontsize=7)
+    return fig
+
+
+def lemma1(df):
+    """Lemma 1: losses against m on D_1,0, and both distributions at m = d + 2."""
+    fig, axes = figure(1, 2, width=7.4, height=3.1)
+    ax = axes[0][0]
+    sub = df[df.dist == "D_1,0"].sort_values("m")
+    mm = np.linspace(sub.m.min(), sub.m.max(), 200)
+    d = int(sub.d.iloc[0])
+    ax.plot(sub.m, sub.train_mean, "o", color=PALETTE[0], label="train (MC)")
+    ax.plot(mm, 1 - d / mm, color=PALETTE[0], lw=1, label="sigma^2 (1 - d/m)")
+    ax.plot(sub.m, sub.test_mean, "s", color=PALETTE[3], label="test (MC mean)")
+    ax.plot(sub.m, sub.test_median, "x", color=PALETTE[4], label="test (MC median)")
+    mm2 = mm[mm > d + 1.5]
+    ax.plot(mm2, 1 + d / (mm2 - d - 1), color=PALETTE[3], lw=1, label="Lemma 1 test formula")
+    ax.set_yscale("log")
+    ax.set_xlabel("training set size m")
+    ax.set_ylabel("loss")
+    ax.set_title(f"Lemma 1 on D_1,0 (d = {d})")
+    ax.legend(fontsize=6)
+    ax = axes[0][1]
+    edge = df[df.m == d + 2]
+    x = np.arange(len(edge))
+    for i, (col, label) in enumerate((("train_mean", "train"), ("test_mean", "test (mean)"),
+                                      ("test_median", "test (median)"))):
+        ax.bar(x + (i - 1) * 0.25, edge[col], width=0.25, color=PALETTE[i], label=label)
+    ax.scatter(x + 0.0, edge.formula_test, marker="_", s=300, color="black",
+               label="Lemma 1 (test)", zorder=3)
+    ax.set_xticks(x, [f"{r.dist}\n(sigma = {r.sigma:g})" for r in edge.itertuples()])
+    ax.set_yscale("log")
+    ax.set_ylabel("loss")
+    ax.set_title(f"m = d + 2 = {d + 2}")
+    ax.legend(fontsize=6)
+    return fig
+
+
+def fig5(curves, mins, threshold: float, m: int, d: int):
+    """Fig. 5: smallest width below the threshold against d', and the curves it is read from."""
+    fig, axes = figure(1, 2, width=7.4, height=3.1)
+    ax = axes[0][0]
+    k = mins.groupby("d_out")[list(FIG5_LABELS)].mean()
+    for i, (col, label) in enumerate(FIG5_LABELS.items()):
+        # markers and dashes keep coinciding curves visible
+        ax.plot(k.index, k[col], ("o-", "s--", "^:")[i], color=PALETTE[i], ms=(7, 5, 4)[i],
+                mfc="none" if i == 0 else PALETTE[i], label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("output dimension d'")
+    ax.set_ylabel(f"smallest k with MSE < {threshold}")
+    ax.set_title(f"Fig. 5 (m = {m}, d = {d})")
+    ax.legend(fontsize=7)
+    ax = axes[0][1]
+    mean = curves.groupby(["d_out", "k"]).mean().reset_index()
+    for j, dout in enumerate(sorted(mean.d_out.unique())):
+        sub = mean[mean.d_out == dout]
+        ax.plot(sub.k, sub.galu_acs, "-", color=PALETTE[j], label=f"d'={dout}: GaLU (ACS)")
+        ax.plot(sub.k, sub.relu, "--", color=PALETTE[j], label=f"d'={dout}: ReLU")
+    ax.axhline(threshold, color="grey", lw=1)
+    ax.set_xlabel("neurons k")
+    ax.set_ylabel("training MSE")
+    ax.set_title("Training MSE against width")
+    ax.legend(fontsize=6, ncol=2)
+    return fig

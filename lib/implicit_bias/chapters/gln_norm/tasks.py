@@ -1,0 +1,307 @@
+"""The sweeps of the gln_norm chapter (Lippl, Abbott & Chung, 2022): the task functions (JSON in,
+JSON out, every seed of one configuration per task), the binary MNIST problems they solve, and
+the task lists the notebook sweeps, built from the profile.
+
+* `gd_task`: deep or shallow GLNs trained with the paper's SGD schedule, all seeds batched;
+* `svm_task`: one convex program (SVM-GLN, SVM-L2, SVM-L2-eq23 or the shallow SVM) per seed;
+* `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC) and hidden-layer (SVM-HL) SVMs.
+
+The numerics are in `implicit_bias.models.gln` (contexts, models, training),
+`implicit_bias.models.gln_svm` (the convex programs, cvxpy) and `implicit_bias.models.gln_solvers`
+(the fast exact solvers).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+
+import numpy as np
+import torch
+
+from implicit_bias.core.tasks import task
+from implicit_bias.models.gln import (
+    Schedule,
+    assign_contexts,
+    error_rate,
+    inconsistency,
+    init_deep_gln,
+    init_relu,
+    init_shallow_gln,
+    pack_signs,
+    pixel_features,
+    predict_batched,
+    predict_frelu,
+    predict_gln,
+    predict_shallow,
+    preprocess_images,
+    sample_hyperplanes,
+    train_batched,
+)
+from implicit_bias.models.gln_svm import (
+    SVMResult,
+    _from_fast,
+    solve_program,
+    svm_frelu,
+    svm_linear,
+)
+
+# -------------------------------------------------------------------------------------------
+# Data: binary MNIST 0-4 vs 5-9 (Sec. 4.1), a seeded training subset, one validation split
+# -------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist_train() -> tuple[np.ndarray, np.ndarray]:
+    from implicit_bias.core.data import binary_labels, load_mnist
+
+    images, labels = load_mnist("train")
+    return preprocess_images(images), binary_labels(labels)
+
+
+VAL_SEED = 20220  # one fixed validation split for every run, disjoint from all training sets
+
+
+def binary_mnist(n_train: int, seed: int, n_val: int) -> dict[str, np.ndarray]:
+    """The paper's binary MNIST task (Sec. 4.1): a seeded training subset of size `n_train` and a
+    fixed validation split of `n_val` images (12,000 in the paper), disjoint, from MNIST train.
+    """
+    from implicit_bias.core.data import seeded_subset
+
+    X, y = _mnist_train()
+    val = seeded_subset(len(X), n_val, VAL_SEED)
+    train = seeded_subset(len(X), n_train, seed, exclude=val)
+    return {"X": X[train], "y": y[train], "X_val": X[val], "y_val": y[val]}
+
+
+def gln_problem(N: int, seed: int, n_val: int, n_units: int, n_contexts: int,
+                median_init: bool) -> dict[str, np.ndarray]:
+    """One seed's data and contexts: the seed draws both the training subset and the
+    hyperplanes (the paper's 'context seeds')."""
+    data = binary_mnist(N, seed, n_val)
+    planes = sample_hyperplanes(pixel_features(data["X"]), n_units, n_contexts, seed,
+                                median_init)
+    data["ctx"] = assign_contexts(pixel_features(data["X"]), planes)
+    data["ctx_val"] = assign_contexts(pixel_features(data["X_val"]), planes)
+    return data
+
+
+def _torch(a, dtype, device):
+    return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+
+
+def _task_device(task: dict) -> torch.device:
+    """The task's device; on a CPU, one torch thread per process (on a shared or small CPU,
+    more threads oversubscribe the cores: measured 3x slower on the 2-core machine)."""
+    from implicit_bias.core.device import resolve_device
+
+    device = resolve_device(task["device"])  # `Chapter.sweep` gives every task its device
+    if device.type == "cpu":
+        torch.set_num_threads(task.get("cpu_threads", 1))
+    return device
+
+
+# -------------------------------------------------------------------------------------------
+# Task functions (module-level, JSON in / JSON out, for `Chapter.sweep`)
+# -------------------------------------------------------------------------------------------
+
+
+@task(threads=None, uses_device=True)
+def gd_task(task: dict) -> dict:
+    """Train a deep GLN (`depth="deep"`, H units, C contexts) or a shallow GLN (`"shallow"`,
+    C = 2^k contexts, H ignored) for every seed of `task["seeds"]` in one batched program with the
+    paper's schedule; return per-seed final train/validation errors and packed validation signs.
+    """
+    start = time.perf_counter()
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds, depth = list(task["seeds"]), task["depth"]
+    H = task["H"] if depth == "deep" else 1
+    probs = [gln_problem(task["N"], s, task["n_val"], H, task["C"], task["median_init"])
+             for s in seeds]
+    X = _torch(np.stack([p["X"] for p in probs]), dtype, device)
+    y = _torch(np.stack([p["y"] for p in probs]), dtype, device)
+    ctx = torch.as_tensor(np.stack([p["ctx"] for p in probs]), device=device)
+    ctx_val = torch.as_tensor(np.stack([p["ctx_val"] for p in probs]), device=device)
+    X_val = _torch(probs[0]["X_val"], dtype, device)
+    if depth == "deep":
+        params = init_deep_gln(seeds, H, task["C"], X.shape[-1], dtype, device)
+    else:
+        params = init_shallow_gln(seeds, task["C"], X.shape[-1], dtype, device)
+        ctx, ctx_val = ctx[..., 0], ctx_val[..., 0]
+    schedule = Schedule(n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"],
+                        momentum=task["momentum"])
+    params = train_batched(depth, params, X, y, ctx, schedule, seeds)
+    f_train = predict_batched(depth, params, X, ctx).double().cpu().numpy()
+    f_val = predict_batched(depth, params, X_val, ctx_val).double().cpu().numpy()
+    y_val = probs[0]["y_val"]
+    return {
+        "val_error": [error_rate(f, y_val) for f in f_val],
+        "train_error": [error_rate(f, p["y"]) for f, p in zip(f_train, probs)],
+        "pred_val": [pack_signs(f) for f in f_val],
+        "seconds": time.perf_counter() - start,
+    }
+
+
+@task(threads=None, uses_device=True)
+def svm_task(task: dict) -> dict:
+    """Solve one convex program (`method` in SVM_METHODS) for every seed of the task; return
+    per-seed validation/train errors, objective, solver status, time, group sparsity (units with
+    ||zeta_h|| > 1e-6 max_h ||zeta_h||) and packed validation signs. A failed solve is recorded
+    with its status (errors None)."""
+    out = {k: [] for k in ("val_error", "train_error", "objective", "solver_status",
+                           "solve_seconds", "active_units", "pred_val", "duality_gap")}
+    method = task["method"]
+    device = _task_device(task)
+    for seed in task["seeds"]:
+        H = task["H"] if method != "SVM-shallow" else 1
+        p = gln_problem(task["N"], seed, task["n_val"], H, task["C"], task["median_init"])
+        res = solve_program(method, p["X"], p["y"], p["ctx"], task["C"], task["solver"],
+                            task.get("max_iters"), device=str(device))
+        out["solver_status"].append(res.status)
+        out["solve_seconds"].append(res.seconds)
+        out["objective"].append(res.objective)
+        out["duality_gap"].append(res.info.get("duality_gap"))
+        if res.primal is None:
+            for k in ("val_error", "train_error", "active_units", "pred_val"):
+                out[k].append(None)
+            continue
+        predict = predict_shallow if method == "SVM-shallow" else predict_gln
+        f_val = predict(res.primal, p["X_val"], p["ctx_val"])
+        out["val_error"].append(error_rate(f_val, p["y_val"]))
+        out["train_error"].append(error_rate(predict(res.primal, p["X"], p["ctx"]), p["y"]))
+        norms = np.linalg.norm(res.primal.reshape(res.primal.shape[0], -1), axis=1)
+        out["active_units"].append(int((norms > 1e-6 * norms.max()).sum()))
+        out["pred_val"].append(pack_signs(f_val))
+    worst = [s for s in out["solver_status"] if s != "optimal"]
+    out["status"] = worst[0] if worst else "ok"
+    return out
+
+
+@task(threads=None, uses_device=True)
+def relu_task(task: dict) -> dict:
+    """Sec. 5.2: train ReLU networks (H units, one per seed, batched), then for every seed solve
+    SVM-RC (Eq. 22 with random median-init hyperplane gates), SVM-LC (Eq. 22 with the trained
+    network's gates [<w1_h, x> > 0]) and SVM-HL (linear SVM on the hidden activations plus a
+    constant); return errors and inconsistencies with the GD-ReLU."""
+    start = time.perf_counter()
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds, H, solver = list(task["seeds"]), task["H"], task["solver"]
+    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
+    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
+    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
+    X_val = _torch(datas[0]["X_val"], dtype, device)
+    schedule = Schedule(n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"],
+                        momentum=task["momentum"])
+    params = train_batched("relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None,
+                           schedule, seeds)
+    f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
+    out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
+    for name in ("SVM-RC", "SVM-LC", "SVM-HL"):
+        out[name] = {k: [] for k in ("val_error", "inconsistency", "solver_status",
+                                     "solve_seconds")}
+    w1 = params["w1"].double().cpu().numpy()
+    for r, (seed, d) in enumerate(zip(seeds, datas)):
+        planes = sample_hyperplanes(pixel_features(d["X"]), H, 2, seed, median_init=True)
+        programs = {
+            "SVM-RC": (assign_contexts(pixel_features(d["X"]), planes) == 1,
+                       assign_contexts(pixel_features(d["X_val"]), planes) == 1),
+            "SVM-LC": (d["X"] @ w1[r].T > 0, d["X_val"] @ w1[r].T > 0),
+        }
+        for name, (g_tr, g_val) in programs.items():
+            res = _frelu(d["X"], d["y"], g_tr, solver, str(device))
+            f = None if res.primal is None else predict_frelu(res.primal, d["X_val"], g_val)
+            _record(out[name], res, f, f_gd[r], d["y_val"])
+        feats = np.hstack([np.maximum(d["X"] @ w1[r].T, 0), np.ones((len(d["X"]), 1))])
+        feats_val = np.hstack([np.maximum(d["X_val"] @ w1[r].T, 0), np.ones((len(d["X_val"]), 1))])
+        res = _linear(feats, d["y"], solver, str(device))
+        _record(out["SVM-HL"], res, None if res.primal is None else feats_val @ res.primal,
+                f_gd[r], d["y_val"])
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def _frelu(X, y, gates, solver, device: str) -> SVMResult:
+    if solver == "fast":
+        from implicit_bias.models import gln_solvers
+
+        return _from_fast(gln_solvers.svm_frelu(X, y, gates, device=device))
+    return svm_frelu(X, y, gates, solver)
+
+
+def _linear(F, y, solver, device: str) -> SVMResult:
+    if solver == "fast":
+        from implicit_bias.models import gln_solvers
+
+        return _from_fast(gln_solvers.linear_svm(F, y, device=device))
+    return svm_linear(F, y, solver)
+
+
+def _record(slot: dict, res: SVMResult, f: np.ndarray | None, f_gd: np.ndarray,
+            y_val: np.ndarray) -> None:
+    slot["solver_status"].append(res.status)
+    slot["solve_seconds"].append(res.seconds)
+    slot["val_error"].append(None if f is None else error_rate(f, y_val))
+    slot["inconsistency"].append(None if f is None else inconsistency(f, f_gd))
+
+
+# -------------------------------------------------------------------------------------------
+# Task lists of a profile (grids are lists of blocks; each block is a product of lists)
+# -------------------------------------------------------------------------------------------
+
+
+def expand_blocks(blocks: list[dict]) -> list[dict]:
+    """Each block is a dict of lists; return the product of every block, in order, deduplicated."""
+    seen, out = set(), []
+    for block in blocks:
+        keys = list(block)
+        for values in itertools.product(*(block[k] for k in keys)):
+            cfg = dict(zip(keys, values))
+            key = tuple(sorted(cfg.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(cfg)
+    return out
+
+
+def _common(cfg: dict, device: str | None) -> dict:
+    out = {"seeds": list(cfg["seeds"]), "n_val": cfg["n_val"], "n_steps": cfg["n_steps"],
+           "lr_drop_step": cfg["lr_drop_step"], "dtype": cfg["dtype"]}
+    return out if device is None else {**out, "device": device}
+
+
+def gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """Deep GLN training tasks of a profile (one per (H, C, N, MI, momentum), seeds batched)."""
+    return [{"depth": "deep", **c, **_common(cfg, device)}
+            for c in expand_blocks(cfg["gln_blocks"])]
+
+
+def svm_tasks(cfg: dict) -> list[dict]:
+    """Convex-program tasks: every method for every (H, C, N, MI) of the GLN blocks."""
+    configs = expand_blocks([{k: v for k, v in b.items() if k != "momentum"}
+                             for b in cfg["gln_blocks"]])
+    return [{"method": m, **c, "seeds": list(cfg["seeds"]), "n_val": cfg["n_val"],
+             "solver": cfg["solver"]} for c in configs for m in cfg["svm_methods"]]
+
+
+def shallow_gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """Shallow GLN training tasks (2^k contexts)."""
+    return [{"depth": "shallow", "H": 1, "C": 2 ** c.pop("k"), **c, **_common(cfg, device)}
+            for c in expand_blocks(cfg["shallow_blocks"])]
+
+
+def shallow_svm_tasks(cfg: dict) -> list[dict]:
+    """Shallow per-context SVM tasks, up to 2^shallow_svm_max_k contexts."""
+    blocks = [{k: v for k, v in b.items() if k != "momentum"} for b in cfg["shallow_blocks"]]
+    return [{"method": "SVM-shallow", "H": 1, "C": 2 ** c["k"], "N": c["N"],
+             "median_init": c["median_init"], "seeds": list(cfg["seeds"]),
+             "n_val": cfg["n_val"], "solver": cfg["solver"]}
+            for c in expand_blocks(blocks) if c["k"] <= cfg["shallow_svm_max_k"]]
+
+
+def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """ReLU network tasks (GD-ReLU with its SVM-RC, SVM-LC and SVM-HL)."""
+    return [{**c, **_common(cfg, device), "solver": cfg["solver"]}
+            for c in expand_blocks(cfg["relu_blocks"])]

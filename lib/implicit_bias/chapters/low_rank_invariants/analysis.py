@@ -1,0 +1,352 @@
+"""The chapter's tables and metrics: pandas frames built from the sweeps' results, the data
+each figure plots, and the metrics dicts the claims (data/claims/low_rank_invariants.yaml)
+are checked against. Every claim's metric is written out below under its own name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def require_ok(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stop on a failed task instead of silently plotting half the data."""
+    bad = [r for r in results if r.get("status") != "ok"]
+    if bad:
+        raise RuntimeError(f"{len(bad)} task(s) failed; first: {bad[0].get('error')}")
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Lemma 1
+# --------------------------------------------------------------------------------------------
+def lemma1_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per Lemma 1 network (the per-input outputs left out)."""
+    return pd.DataFrame(results).drop(columns=["f", "tree", "status"])
+
+
+def lemma1_table(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture: paths, tree size, worst relative error of f = T(h) (as drawn and with
+    rescaled magnitudes), whether T depends on the signs only, and the dead networks."""
+    return lemma1_frame(results).groupby("arch", sort=False).agg(
+        paths=("n_paths", "max"),
+        tree_nodes=("n_tree_nodes", "max"),
+        rel_error=("max_rel_err_tree", "max"),
+        rel_error_rescaled=("max_rel_err_tree_rescaled", "max"),
+        unchanged_by_magnitudes=("tree_unchanged_by_magnitudes", "all"),
+        changed_by_sign_flip=("tree_changed_by_sign_flip", "all"),
+        dead_networks=("network_is_zero", "sum"),
+    )
+
+
+def lemma1_tree_data(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """What the Lemma 1 figure plots: f(x) and T(h(x)) for every network and input."""
+    return pd.DataFrame(
+        [
+            {"arch": r["arch"], "seed": s, "network": f, "tree_of_paths": t}
+            for s, r in enumerate(results)
+            for f, t in zip(r["f"], r["tree"])
+        ]
+    )
+
+
+def lemma1_metrics(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worst relative error of f = T(h) over all networks and inputs, and whether every T
+    has weights in {-1, +1}, is unchanged by new magnitudes and changed by one sign flip."""
+    table = lemma1_frame(results)
+    sign_determined = (
+        table["tree_unchanged_by_magnitudes"].all()
+        and table["tree_changed_by_sign_flip"].all()
+        and all(set(w) <= {-1.0, 1.0} for w in table["tree_weights"])
+    )
+    return {
+        "lemma1_max_rel_error": float(
+            table[["max_rel_err_tree", "max_rel_err_tree_rescaled"]].to_numpy().max()
+        ),
+        "lemma1_sign_determined": bool(sign_determined),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Lemma 2, Theorem 1, Lemma 3, Lemma 4: drift of the invariants
+# --------------------------------------------------------------------------------------------
+DRIFT_GROUPS = {
+    "lemma2": "Lemma 2, Eq. (4): vertex (diagonal) invariants, ReLU and linear",
+    "theorem1_linear": "Theorem 1: whole matrices, linear neurons",
+    "theorem1_active": "Theorem 1: submatrices of stably active ReLU neurons",
+    "lemma3": "Lemma 3: layer norms",
+    "lemma4": "Lemma 4: whole Gram matrices, ReLU neurons",
+    "not_covered": "ResNetDiagonal off-diagonal entries (outside Theorem 1)",
+}
+
+
+def invariance_rows(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict]:
+    """The rows of every `invariance_sweep` result, each with its task's seed."""
+    return [dict(r, seed=t["seed"]) for t, res in zip(tasks, results) for r in res["rows"]]
+
+
+def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of log y against log x."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+def drift_summary(rows: list[dict[str, Any]]):
+    """One row per (architecture, seed, invariant, group): the drift at the largest and the
+    smallest step size and the log-log slope of drift against eta (1 for an invariant of
+    gradient flow, 0 for a quantity whose gradient-flow drift is not zero)."""
+    df = pd.DataFrame(rows)
+    items = []
+    for (arch, seed, name), grp in df.groupby(["arch", "seed", "name"], sort=False):
+        first = grp.iloc[0]
+        picks: list[tuple[str, str]] = []
+        if first["kind"] == "layer":
+            picks.append(("lemma3", "drift"))
+        else:
+            if first["vertex_ok"]:
+                picks.append(("lemma2", "vertex"))
+            if first["act"] == "linear":
+                picks.append(("theorem1_linear" if first["matrix_ok"] else "not_covered", "full"))
+            elif first["matrix_ok"]:
+                if first["n_stable"] >= 2:
+                    picks.append(("theorem1_active", "active"))
+                picks.append(("lemma4", "full"))
+        grp = grp.sort_values("eta")
+        for group, col in picks:
+            vals = grp[col].to_numpy(float)
+            items.append(
+                {
+                    "arch": arch,
+                    "seed": seed,
+                    "invariant": name,
+                    "case": first["case"],
+                    "act": first["act"],
+                    "group": group,
+                    "quantity": col,
+                    "n_stable": first.get("n_stable"),
+                    "drift_small_eta": vals[0],
+                    "drift_large_eta": vals[-1],
+                    "ratio_small_to_large": vals[0] / vals[-1],
+                    "slope": loglog_slope(grp["eta"], vals) if np.all(vals > 0) else float("nan"),
+                }
+            )
+    return pd.DataFrame(items)
+
+
+def final_losses(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Final loss of every run, per network and seed (rows) and step size (columns): equal
+    losses across step sizes mean the runs follow one gradient-flow path."""
+    return pd.DataFrame(rows).pivot_table(
+        index=["arch", "seed"], columns="eta", values="final_loss", aggfunc="first"
+    )
+
+
+def drift_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per group of invariants: how many, the range of their slopes, and the smallest ratio of
+    the drift at the smallest step size to that at the largest."""
+    return (
+        summary.groupby("group", sort=False)
+        .agg(
+            invariants=("slope", "size"),
+            slope_min=("slope", "min"),
+            slope_max=("slope", "max"),
+            small_to_large_eta_drift_min=("ratio_small_to_large", "min"),
+        )
+        .rename(index=DRIFT_GROUPS)
+    )
+
+
+def _slopes(summary: pd.DataFrame, group: str) -> pd.Series:
+    return summary[summary["group"] == group]["slope"]
+
+
+def invariance_metrics(summary: pd.DataFrame) -> dict[str, float]:
+    """The range of the drift-against-eta slopes of each group of invariants, and for Lemma 4
+    the smallest ratio of the drift at the smallest step size to that at the largest."""
+    lemma4 = summary[summary["group"] == "lemma4"]
+    return {
+        "lemma2_vertex_slope_min": float(_slopes(summary, "lemma2").min()),
+        "lemma2_vertex_slope_max": float(_slopes(summary, "lemma2").max()),
+        "thm1_linear_slope_min": float(_slopes(summary, "theorem1_linear").min()),
+        "thm1_linear_slope_max": float(_slopes(summary, "theorem1_linear").max()),
+        "thm1_active_relu_slope_min": float(_slopes(summary, "theorem1_active").min()),
+        "thm1_active_relu_slope_max": float(_slopes(summary, "theorem1_active").max()),
+        "lemma3_slope_min": float(_slopes(summary, "lemma3").min()),
+        "lemma3_slope_max": float(_slopes(summary, "lemma3").max()),
+        "lemma4_full_drift_ratio_min": float(lemma4["ratio_small_to_large"].min()),
+    }
+
+
+def drift_data(rows: list[dict[str, Any]], summary: pd.DataFrame) -> pd.DataFrame:
+    """What the drift figure plots: drift against eta for every invariant of the summary."""
+    df = pd.DataFrame(rows)
+    series = []
+    for _, s in summary.iterrows():
+        sel = df[
+            (df["arch"] == s["arch"]) & (df["seed"] == s["seed"]) & (df["name"] == s["invariant"])
+        ].sort_values("eta")
+        series.append(
+            pd.DataFrame(
+                {
+                    "group": s["group"],
+                    "arch": s["arch"],
+                    "seed": s["seed"],
+                    "invariant": s["invariant"],
+                    "eta": sel["eta"],
+                    "drift": sel[s["quantity"]],
+                }
+            )
+        )
+    return pd.concat(series, ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 2: rank one, alignment, ResNetFree blocks and reduced alignment
+# --------------------------------------------------------------------------------------------
+def trajectories(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
+    """The snapshots of every `low_rank_run` result, each with its task's run and seed."""
+    return pd.DataFrame(
+        [
+            dict(r, run=t["run"], seed=t["seed"])
+            for t, res in zip(tasks, results)
+            for r in res["rows"]
+        ]
+    )
+
+
+def run_table(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
+    """Steps taken and final loss of every Theorem 2 run."""
+    return pd.DataFrame(
+        [
+            {"run": t["run"], "seed": t["seed"], "steps": r["final_step"],
+             "final loss": r["final_loss"]}
+            for t, r in zip(tasks, results)
+        ]
+    )
+
+
+def low_rank_final(rows: list[dict[str, Any]]):
+    """The last snapshot of each run of :func:`low_rank_run` (rows carrying ``run``/``seed``),
+    with the gap over its bound, the whole-trajectory maximum of that quantity and the
+    Theorem 2 lower bound 1 / 8^{N_j}."""
+    df = pd.DataFrame(rows)
+    df["gap_over_bound"] = df["gap"] / df["gap_bound"]
+    worst = (
+        df.groupby(["run", "seed", "layer"])["gap_over_bound"].max().rename("gap_over_bound_max")
+    )
+    last = df[df["step"] == df.groupby(["run", "seed"])["step"].transform("max")]
+    last = last.join(worst, on=["run", "seed", "layer"])
+    last["theorem2_lower_bound"] = 8.0 ** (-last["n_resfree_after"].astype(float))
+    return last.reset_index(drop=True)
+
+
+def rank_one_data(
+    traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", "mnist")
+) -> dict[str, pd.DataFrame]:
+    """What the rank-one figure plots: ``rank_one``, 1 - ||W||_2^2/||W||_F^2 of the linear layers
+    with a bound D_j > 0 and the bound D_j / ||W||_F^2 (Eq. (13)); ``alignment``, the alignment
+    of adjacent linear layers (Eq. (15))."""
+    part = traj[traj["run"].isin(runs) & (traj["act"] == "linear") & traj["gap_bound"].gt(0)].copy()
+    part["one_minus_ratio"] = 1.0 - part["ratio"]
+    part["bound"] = part["gap_bound"] / part["frob_sq"]
+    al = traj[traj["run"].isin(runs) & (traj["act"] == "linear") & traj["alignment"].notna()]
+    return {
+        "rank_one": part[["run", "seed", "layer", "step", "frob_sq", "one_minus_ratio", "bound"]],
+        "alignment": al[["run", "seed", "layer", "step", "frob_sq", "alignment"]],
+    }
+
+
+def rank_one_table(final: pd.DataFrame) -> pd.DataFrame:
+    """The last snapshot of the synthetic and MNIST runs, per layer."""
+    columns = ["run", "seed", "layer", "act", "frob_sq", "ratio", "gap", "gap_bound",
+               "gap_over_bound_max", "alignment"]
+    return final[final["run"].isin(["synthetic", "mnist"])][columns].round(5)
+
+
+def theorem2_metrics(final: pd.DataFrame) -> dict[str, float]:
+    """Rank one, alignment and gap over its bound, over the hidden linear layers (those with a
+    bound D_j > 0) of the synthetic and the MNIST runs."""
+    hidden = final[(final["act"] == "linear") & (final["gap_bound"] > 0)]
+    synthetic = hidden[hidden["run"] == "synthetic"]
+    mnist = hidden[hidden["run"] == "mnist"]
+    return {
+        "thm2_fc_ratio_min_synthetic": float(synthetic["ratio"].min()),
+        "thm2_fc_alignment_min_synthetic": float(synthetic["alignment"].min()),
+        "thm2_gap_over_bound_max_synthetic": float(synthetic["gap_over_bound_max"].max()),
+        "thm2_fc_ratio_min_mnist": float(mnist["ratio"].min()),
+        "thm2_fc_alignment_min_mnist": float(mnist["alignment"].min()),
+        "thm2_gap_over_bound_max_mnist": float(mnist["gap_over_bound_max"].max()),
+    }
+
+
+def sign_settling(traj: pd.DataFrame) -> pd.DataFrame:
+    """Per Theorem 2 run, the largest share (over layers) of weights whose sign still differs
+    from its final sign, at the snapshot nearest half the run and at the last snapshot before
+    the end, for ReLU and linear layers apart (Assumption 1 asks for it to reach 0)."""
+    items = []
+    for (run, seed), g in traj.groupby(["run", "seed"], sort=False):
+        steps = np.sort(g["step"].unique())
+        last = int(steps[-1])
+        half = int(steps[np.argmin(np.abs(steps - last / 2))])
+        before = int(steps[-2])
+        item = {
+            "run": run,
+            "seed": seed,
+            "last_step": last,
+            "half_step": half,
+            "penultimate_step": before,
+        }
+        for act in ("relu", "linear"):
+            part = g[g["act"] == act]
+            share = part.groupby("step")["sign_mismatch_final"].max()
+            item[f"{act}_share_at_half"] = float(share.get(half, np.nan))
+            item[f"{act}_share_at_penultimate"] = float(share.get(before, np.nan))
+        items.append(item)
+    return pd.DataFrame(items)
+
+
+def _resfree_layers(final: pd.DataFrame) -> pd.DataFrame:
+    """Linear layers of the ResNetFree runs, less those that are exactly rank one (the output)."""
+    return final[(final["run"] == "resfree") & (final["act"] == "linear") & (final["ratio"] < 1)]
+
+
+def _conv_layers(final: pd.DataFrame) -> pd.DataFrame:
+    """Linear conv layers with a predicted limit ratio."""
+    return final[
+        (final["run"] == "conv") & final["predicted_ratio"].notna() & (final["act"] == "linear")
+    ]
+
+
+def reduced_alignment_data(traj: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """What the reduced-alignment figure plots: the ratios of the ResNetFree run's linear
+    layers (``resfree``) and of the conv run's layers with the predicted limit (``conv``)."""
+    res = traj[(traj["run"] == "resfree") & (traj["act"] == "linear")]
+    conv = traj[traj["run"] == "conv"]
+    return {
+        "resfree": res[["seed", "layer", "step", "ratio", "n_resfree_after"]],
+        "conv": conv[["seed", "layer", "step", "ratio", "predicted_ratio"]],
+    }
+
+
+def reduced_alignment_table(final: pd.DataFrame) -> pd.DataFrame:
+    """The last snapshot of the ResNetFree and conv runs' linear layers, with the Theorem 2
+    lower bound 1/8^{N_j} and the predicted ratio of the conv layer."""
+    columns = ["run", "seed", "layer", "frob_sq", "ratio", "n_resfree_after",
+               "theorem2_lower_bound", "predicted_ratio"]
+    return pd.concat([_resfree_layers(final), _conv_layers(final)])[columns].round(5)
+
+
+def reduced_alignment_metrics(final: pd.DataFrame) -> dict[str, float]:
+    """ResNetFree: the ratio over its 1/8^{N_j} bound for the layers before the block, and the
+    ratio of the block's [V R]; conv: the final ratio and its distance from the prediction."""
+    res, conv = _resfree_layers(final), _conv_layers(final)
+    behind = res[res["n_resfree_after"] >= 1]  # layers the 1/8^{N_j} bound is about
+    return {
+        "thm2_resfree_ratio_times_bound_min": float(
+            (behind["ratio"] / behind["theorem2_lower_bound"]).min()
+        ),
+        "thm2_resfree_block_ratio_min": float(res[res["layer"].str.endswith(".VR")]["ratio"].min()),
+        "conv_ratio_final": float(conv["ratio"].max()),
+        "conv_ratio_prediction_error": float((conv["ratio"] - conv["predicted_ratio"]).abs().max()),
+    }

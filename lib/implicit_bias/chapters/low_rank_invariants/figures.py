@@ -1,0 +1,222 @@
+"""The chapter's figures, one function each, in the book's style; each returns the Figure (the
+notebook saves it with the data `analysis` gives for it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import NullLocator
+
+from implicit_bias.core.plotting import PALETTE, figure
+
+from . import analysis
+
+DRIFT_LABELS = {
+    "lemma2": "Lemma 2 (vertices)",
+    "theorem1_linear": "Thm 1, linear",
+    "theorem1_active": "Thm 1, stable ReLU",
+    "lemma3": "Lemma 3 (layers)",
+    "lemma4": "ReLU Gram (Lemma 4)",
+    "not_covered": "ResNetDiagonal off-diag.",
+}
+DRIFT_COLORS = {
+    "lemma2": PALETTE[0],
+    "theorem1_linear": PALETTE[2],
+    "theorem1_active": PALETTE[1],
+    "lemma3": PALETTE[4],
+    "lemma4": PALETTE[3],
+    "not_covered": PALETTE[5],
+}
+
+
+def lemma1_tree(results: list[dict[str, Any]]):
+    """f(x) against T(h(x)) for every Lemma 1 network and input."""
+    fig, ax = figure(1, 1)
+    df = analysis.lemma1_tree_data(results)
+    for arch, grp in df.groupby("arch", sort=False):
+        ax.plot(grp["network"], grp["tree_of_paths"], "o", ms=3, label=arch, alpha=0.7)
+    lim = float(np.abs(df[["network", "tree_of_paths"]].to_numpy()).max()) * 1.05
+    ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8, label="y = x")
+    ax.set(
+        xlabel="network output f(x)",
+        ylabel="tree network T(h(x))",
+        title=r"Lemma 1: $f = T \circ h$",
+    )
+    ax.legend()
+    return fig
+
+
+def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
+    """Drift against step size, log-log: invariants (left), Lemma 4 and ResNetDiagonal
+    off-diagonals (right); a dotted slope-1 guide on both."""
+    fig, axes = figure(1, 2, height=3.4)
+    axes = np.ravel(axes)
+    data = analysis.drift_data(rows, summary)
+    panels = [("lemma2", "theorem1_linear", "theorem1_active", "lemma3"), ("lemma4", "not_covered")]
+    for ax, groups in zip(axes, panels):
+        for group in groups:
+            part = data[data["group"] == group]
+            for k, (_, line) in enumerate(part.groupby(["arch", "seed", "invariant"])):
+                ax.plot(
+                    line["eta"],
+                    line["drift"],
+                    "-o",
+                    ms=2.5,
+                    lw=0.9,
+                    alpha=0.8,
+                    color=DRIFT_COLORS[group],
+                    label=DRIFT_LABELS[group] if k == 0 else None,
+                )
+        etas = np.sort(data["eta"].unique())
+        top = data[data["group"].isin(groups)]["drift"].max()
+        ax.plot(etas, top * etas / etas[-1], "k:", lw=1.2, label="slope 1 (drift ~ eta)")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="step size eta (flow time T fixed)",
+            ylabel="max drift from t = 0",
+        )
+        ax.set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.legend(fontsize=6, loc="lower right")
+    axes[0].set_title("Invariants: drift ~ eta", fontsize=8)
+    axes[1].set_title("Not invariant: drift stays as eta -> 0", fontsize=8)
+    fig.suptitle("Lemmas 2-4 and Theorem 1: drift of the invariants under GD", fontsize=9)
+    return fig
+
+
+def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", "mnist")):
+    """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 with the bound D_j / ||W||_F^2 of
+    Eq. (13) (dashed), and the ReLU layers (grey). Right: 1 - alignment of adjacent layers
+    against ||W_j||_F^2."""
+    fig, axes = figure(1, 2, height=3.4)
+    axes = np.ravel(axes)
+    data = analysis.rank_one_data(traj, runs)
+    part = data["rank_one"]
+    relu = traj[traj["run"].isin(runs) & (traj["act"] == "relu")].copy()
+    relu["one_minus_ratio"] = 1.0 - relu["ratio"]
+    # one colour per (data set, layer); seeds share it and only the first seed is labelled
+    keys = sorted({(r, la) for r, la in zip(part["run"], part["layer"])})
+    colors = {key: PALETTE[k % 8] for k, key in enumerate(keys)}
+    first_seed = part["seed"].min() if len(part) else 0
+    for (run, seed, layer), g in part.groupby(["run", "seed", "layer"]):
+        color = colors[(run, layer)]
+        lab = f"{run}, layer {layer}" if seed == first_seed else None
+        axes[0].plot(g["frob_sq"], g["one_minus_ratio"], "-o", ms=2.5, color=color, label=lab)
+        axes[0].plot(g["frob_sq"], g["bound"], "--", color=color, lw=0.8)
+    for k, (_, g) in enumerate(relu.groupby(["run", "seed", "layer"])):
+        axes[0].plot(
+            g["frob_sq"],
+            g["one_minus_ratio"],
+            ":",
+            color="grey",
+            lw=1.0,
+            label="ReLU layers (not covered)" if k == 0 else None,
+        )
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"$\|W_j\|_F^2$",
+        ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
+        title=r"Eq. (13): rank one; dashed: $D_j / \|W_j\|_F^2$",
+    )
+    axes[0].legend(fontsize=6)
+    al = data["alignment"].copy()
+    al["one_minus_alignment"] = (1.0 - al["alignment"]).clip(lower=1e-16)
+    for (run, seed, layer), g in al.groupby(["run", "seed", "layer"]):
+        axes[1].plot(
+            g["frob_sq"],
+            g["one_minus_alignment"],
+            "-o",
+            ms=2.5,
+            color=colors.get((run, layer), "grey"),
+            label=f"{run}: layers {layer}, {int(layer) + 1}" if seed == first_seed else None,
+        )
+    axes[1].set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"$\|W_j\|_F^2$",
+        ylabel=r"$1 - |\langle v_{j+1}, u_j \rangle|$",
+        title="Eq. (15): adjacent layers align",
+    )
+    axes[1].legend(fontsize=6)
+    fig.suptitle("Theorem 2 / Corollary 1: synthetic data and binary MNIST", fontsize=9)
+    return fig
+
+
+def _rep_label(layer: str) -> str:
+    if layer.endswith(".VR"):
+        return "block [V R]"
+    if layer.endswith(".WR"):
+        return "block [W; R]"
+    return f"dense {layer}"
+
+
+def theorem2_reduced_alignment(traj: pd.DataFrame):
+    """Left: ResNetFree run, ratio of each linear representation with the 1/8^{N_j} bound.
+    Right: the linear conv layer's ratio with its predicted limit (reduced alignment)."""
+    fig, axes = figure(1, 2, height=3.4)
+    axes = np.ravel(axes)
+    res = traj[(traj["run"] == "resfree") & (traj["act"] == "linear")]
+    layers = sorted(set(res["layer"]))
+    first = res["seed"].min() if len(res) else 0
+    for (seed, layer), g in res.groupby(["seed", "layer"]):
+        if g["frob_sq"].iloc[0] > 0 and not (g["ratio"] == 1.0).all():
+            n = int(g["n_resfree_after"].iloc[0])
+            axes[0].plot(
+                g["step"].clip(lower=1),
+                g["ratio"],
+                "-o",
+                ms=2.5,
+                color=PALETTE[layers.index(layer) % 8],
+                label=_rep_label(layer) + f" ($N_j$ = {n})" if seed == first else None,
+            )
+    axes[0].axhline(1 / 8, color="k", ls="--", lw=0.8, label="bound 1/8 ($N_j$ = 1)")
+    axes[0].set(
+        xscale="log",
+        ylim=(0, 1.02),
+        xlabel="GD step",
+        ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
+        title="Linear ResNetFree block",
+    )
+    axes[0].legend(fontsize=6.5)
+    conv = traj[(traj["run"] == "conv")]
+    for (seed, layer), g in conv.groupby(["seed", "layer"]):
+        if layer.endswith(".K") and g["act"].iloc[0] == "linear":
+            first_conv = seed == conv["seed"].min()
+            axes[1].plot(
+                g["step"].clip(lower=1),
+                g["ratio"],
+                "-o",
+                ms=2.5,
+                color=PALETTE[0],
+                label=f"conv {layer}" if first_conv else None,
+            )
+            axes[1].plot(
+                g["step"].clip(lower=1),
+                g["predicted_ratio"],
+                "--",
+                color=PALETTE[3],
+                lw=0.9,
+                label="limit predicted from the next layer" if first_conv else None,
+            )
+        elif g["act"].iloc[0] == "linear" and layer != conv["layer"].iloc[-1]:
+            axes[1].plot(
+                g["step"].clip(lower=1),
+                g["ratio"],
+                ":",
+                color="grey",
+                label=f"dense {layer}" if seed == conv["seed"].min() else None,
+            )
+    axes[1].set(
+        xscale="log",
+        ylim=(0, 1.02),
+        xlabel="GD step",
+        ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
+        title="Reduced alignment: linear conv layer",
+    )
+    axes[1].legend(fontsize=6.5)
+    fig.suptitle("Theorem 2: ResNetFree bound and reduced alignment of a conv layer", fontsize=9)
+    return fig

@@ -1,0 +1,207 @@
+"""The chapter's tables and the metrics its claims name (data/claims/untied_diagonal.yaml):
+frames of the sweeps' results, the metrics dicts, and the tables the notebook displays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from implicit_bias.models.diagonal import normalized_q_shape
+
+from .tasks import regimes_points
+
+# ----------------------------------------------------------------------------------------------
+# Theorem 1
+# ----------------------------------------------------------------------------------------------
+
+
+def step_slope(errors: np.ndarray, rel_steps) -> np.ndarray:
+    """Least-squares slope of log(error) against log(step), per column of errors (steps, runs)."""
+    x = np.log(np.asarray(rel_steps, dtype=float))
+    ly = np.log(np.asarray(errors, dtype=float))
+    x = x - x.mean()
+    return (x @ (ly - ly.mean(axis=0))) / (x @ x)
+
+
+def theorem1_frame(results: list[dict], seeds) -> pd.DataFrame:
+    """One row per (seed, initialization) of `theorem1_task` results."""
+    rows = []
+    for seed, res in zip(seeds, results):
+        gd = np.array(res["gd_error"])
+        slopes = step_slope(gd, res["rel_steps"])
+        for b, name in enumerate(res["inits"]):
+            row = {"seed": seed, "init": name}
+            row.update({f"gd_error_step_{s:g}": gd[i, b] for i, s in enumerate(res["rel_steps"])})
+            row.update({"step_slope": slopes[b], "gf_error": res.get("gf_error", [np.nan] * 9)[b],
+                        "wrong_half": res["wrong_half"][b], "wrong_double": res["wrong_double"][b],
+                        "qmin_kkt": res["qmin_kkt"][b],
+                        "dist_weighted_l2": res["dist_weighted_l2"][b],
+                        "dist_plain_l2": res["dist_plain_l2"][b],
+                        "gd_steps_smallest": res["gd_steps"][-1][b],
+                        "gd_converged": all(c[b] for c in res["gd_converged"])})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
+    """The Theorem 1 claims' metrics from `theorem1_frame`."""
+    smallest = [c for c in frame.columns if c.startswith("gd_error_step_")][-1]
+    wrong = np.minimum(frame["wrong_half"], frame["wrong_double"])
+    # kernel-regime rows (every m_i >> |beta_i|): large and unbalanced initializations
+    ntk = frame[frame["init"].isin(["large", "unbalanced"])]
+    ntk = ntk.assign(ratio=ntk["dist_weighted_l2"] / ntk["dist_plain_l2"])
+    return {"thm1_gf_max_rel_error": float(frame["gf_error"].max()),
+            "thm1_gd_max_rel_error": float(frame[smallest].max()),
+            "thm1_step_slope_min": float(frame["step_slope"].min()),
+            "thm1_step_slope_max": float(frame["step_slope"].max()),
+            "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
+            "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
+            "tied_rel_error": float(max(r["tied_error"] for r in results)),
+            "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max())}
+
+
+def metrics_table(metrics: dict) -> pd.DataFrame:
+    """The metrics computed so far, one row each (column `value`)."""
+    return pd.Series(dict(metrics), name="value").to_frame()
+
+
+# ----------------------------------------------------------------------------------------------
+# The shape of Q (App. E)
+# ----------------------------------------------------------------------------------------------
+
+
+def q_shape_frame(m_values, num: int = 201) -> pd.DataFrame:
+    """Normalized Q_m(b) / Q_m(1) on [-1.5, 1.5] for each m (columns `m=<m>`), with |b| and
+    b^2 (the two limits)."""
+    b = np.linspace(-1.5, 1.5, num)
+    data = {"beta": b, "abs": np.abs(b), "square": b**2}
+    data.update({f"m={m:g}": normalized_q_shape(b, m) for m in m_values})
+    return pd.DataFrame(data)
+
+
+def q_shape_metrics() -> dict:
+    """Max deviation of the normalized Q_m from b^2 (m = 1e3) and |b| (m = 1e-12) on [-1, 1]."""
+    b = np.linspace(-1.0, 1.0, 2001)
+    return {"qm_max_dev_from_square_m1e3": float(np.max(np.abs(normalized_q_shape(b, 1e3)
+                                                                - b**2))),
+            "qm_max_dev_from_abs_m1e-12": float(np.max(np.abs(normalized_q_shape(b, 1e-12)
+                                                               - np.abs(b))))}
+
+
+# ----------------------------------------------------------------------------------------------
+# Scale and shape (Sec. 7.1, Sec. 9): the regimes and Fig. 7.1
+# ----------------------------------------------------------------------------------------------
+
+
+def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
+    """Long table (seed, alpha, shape, ...) of `scale_shape_task` results."""
+    keys = ("alpha", "shape", "m", "pop_error_gd", "pop_error_q", "gd_vs_q", "dist_l1",
+            "dist_l2", "steps", "converged")
+    frames = []
+    for seed, res in zip(seeds, results):
+        frame = pd.DataFrame({k: res[k] for k in keys})
+        frame.insert(0, "seed", seed)
+        frame["pop_error_l1"] = res["pop_error_l1"]
+        frame["pop_error_l2"] = res["pop_error_l2"]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame,
+                    results: list[dict]) -> dict:
+    """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed."""
+    mono = all(np.all(np.diff(g.sort_values("alpha")["dist_l1"].to_numpy()) > 0)
+               for _, g in balanced.groupby("seed"))
+    top = balanced[balanced["alpha"] == balanced["alpha"].max()]
+    far = unbalanced[unbalanced["shape"] == unbalanced["shape"].max()]
+    return {"regimes_dist_l1_monotone": bool(mono),
+            "regimes_large_alpha_dist_l2": float(top["dist_l2"].max()),
+            "regimes_unbalanced_dist_l2": float(far["dist_l2"].max()),
+            "regimes_qmin_tiny_m_dist_l1": float(max(max(r["extra_m_dist_l1"])
+                                                     for r in results))}
+
+
+def split_regimes(frame: pd.DataFrame, cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of `scale_shape_frame(regimes results)` on the balanced line s = 1 and those at
+    the tiny scale (each task runs the points of `tasks.regimes_points`, balanced first)."""
+    balanced, unbalanced = regimes_points(cfg)
+    on_balanced_line = np.arange(len(frame)) % (len(balanced) + len(unbalanced)) < len(balanced)
+    return frame[on_balanced_line], frame[~on_balanced_line]
+
+
+def regimes_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean over data seeds of m, the distances to min-L1 and min-L2, and the steps taken, per
+    (alpha, s) point."""
+    return frame.groupby(["alpha", "shape"])[["m", "dist_l1", "dist_l2", "steps"]].mean()
+
+
+def rich_limit_frame(results: list[dict], seeds) -> pd.DataFrame:
+    """One row per (m, seed) of `rich_limit_task` results."""
+    return pd.concat([pd.DataFrame(r["rows"]).assign(seed=s) for s, r in zip(seeds, results)],
+                     ignore_index=True)
+
+
+def rich_limit_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distance to min-L1 and that distance times log(1/m), m by seed."""
+    return frame.pivot(index="m", columns="seed", values=["dist_l1", "dist_times_log_1_over_m"])
+
+
+def mirror_shapes(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the rows of shape 1/s from those of shape s > 1.
+
+    Exact, not an approximation: swapping u and v leaves the model (beta = u v) and every
+    gradient-descent update unchanged, so the run from (alpha, 1/s) is the run from (alpha, s)
+    with the roles of u and v exchanged and yields the same predictor, bit for bit
+    (`tests/models/test_diagonal.py` checks this).
+    """
+    mirrored = frame[frame["shape"] > 1].copy()
+    mirrored["shape"] = 1.0 / mirrored["shape"]
+    return (pd.concat([frame, mirrored], ignore_index=True)
+            .sort_values(["seed", "alpha", "shape"], ignore_index=True))
+
+
+def fig71_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Population error (mean over data seeds) on the (alpha, s) grid, GD and Theorem 1."""
+    return (frame.groupby(["alpha", "shape"])[["m", "pop_error_gd", "pop_error_q",
+                                               "pop_error_l1", "pop_error_l2"]]
+            .mean().reset_index())
+
+
+def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
+    """Fig. 7.1's claims: per data seed and small alpha (<= small_alpha_max), the population
+    error is lowest at s = 1 and grows (within 1%) as log s moves away from 0 on both sides."""
+    rel = (frame["pop_error_gd"] - frame["pop_error_q"]).abs() / frame["pop_error_q"]
+    argmin_ok, drops, ratios = [], [], []
+    for (_, alpha), row in frame.groupby(["seed", "alpha"]):
+        if alpha > small_alpha_max * (1 + 1e-9):
+            continue
+        row = row.sort_values("shape")
+        err = row["pop_error_gd"].to_numpy()
+        log_s = np.log10(row["shape"].to_numpy())
+        center = int(np.argmin(np.abs(log_s)))
+        argmin_ok.append(int(np.argmin(err)) == center)
+        for side in (err[center:], err[center::-1]):  # moving away from s = 1
+            drops.append(float(np.max((side[:-1] - side[1:]) / side[:-1])))
+            ratios.append(float(side[-1] / side[0]))
+    return {"fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
+            "fig71_small_alpha_rows_argmin_at_s1": float(np.mean(argmin_ok)),
+            "fig71_max_relative_drop_away_from_s1": max(drops),
+            "fig71_extreme_over_balanced_min_ratio": min(ratios)}
+
+
+def fig71_frame(results: list[dict], cfg: dict) -> pd.DataFrame:
+    """`scale_shape_frame` of the Fig. 7.1 sweep, with the rows at s < 1 mirrored from 1/s
+    when the profile ran s >= 1 only (`fig71_mirror`)."""
+    frame = scale_shape_frame(results, cfg["data"]["seeds"])
+    return mirror_shapes(frame) if cfg["fig71_mirror"] else frame
+
+
+def fig71_summary(frame: pd.DataFrame, tol: float) -> str:
+    """One line: how many GD runs reached the relative residual `tol`, and the most steps."""
+    return (f"{len(frame)} GD runs, {int(frame['converged'].sum())} reached relative residual "
+            f"{tol:g}; max steps {int(frame['steps'].max())}")
+
+
+def fig71_heatmap_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The population error of gradient descent, alpha by s (the heatmap's numbers)."""
+    return table.pivot(index="alpha", columns="shape", values="pop_error_gd").round(4)

@@ -1,0 +1,136 @@
+"""The chapter's figures, one function each, returning a matplotlib Figure in the book's style
+(the notebook saves it with `Chapter.save_figure`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from implicit_bias.core.plotting import PALETTE, figure
+
+# ----------------------------------------------------------------------------------------------
+# Panels (axes in, nothing returned)
+# ----------------------------------------------------------------------------------------------
+
+GF_ERROR_FLOOR = 1e-9  # above the gradient-flow round-off measured on every CPU (<= 1e-10)
+
+
+def _plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
+    """GD limit's relative distance to argmin Q against the relative step, one line per init
+    (seed 0), with the gradient-flow error as a marker at the left edge, drawn at no less than
+    GF_ERROR_FLOOR: below it the error is the integrator's round-off (1e-14 to 1e-10, different
+    on every CPU), which would otherwise set the axis and move the whole picture."""
+    cols = [c for c in frame.columns if c.startswith("gd_error_step_")]
+    steps = [float(c.removeprefix("gd_error_step_")) for c in cols]
+    first = frame[frame["seed"] == frame["seed"].min()]
+    for color, (_, row) in zip(palette, first.iterrows()):
+        ax.loglog(steps, row[cols].to_numpy(float), "o-", color=color, label=row["init"])
+        ax.loglog([min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color,
+                  mfc="none")
+    ax.axhline(GF_ERROR_FLOOR, color="0.6", lw=0.8, ls=":")
+    ax.annotate("gradient flow: at or below this line", (min(steps) / 2, GF_ERROR_FLOOR),
+                textcoords="offset points", xytext=(2, -9), fontsize=6, color="0.4")
+    ax.set_xlabel("relative step size (1 = stability edge)")
+    ax.set_ylabel(r"$\|\beta_{GD} - \beta_Q\| / \|\beta_Q\|$")
+    ax.legend(fontsize=7, ncol=2, title="open squares: gradient flow", title_fontsize=7)
+
+
+def _plot_q_shape(ax, frame: pd.DataFrame, palette) -> None:
+    """Normalized Q_m(b) / Q_m(1) for several m, with |b| and b^2 (App. E)."""
+    ax.plot(frame["beta"], frame["abs"], "k--", lw=1, label=r"$|\beta|$")
+    ax.plot(frame["beta"], frame["square"], "k:", lw=1, label=r"$\beta^2$")
+    for color, col in zip(palette, [c for c in frame.columns if c.startswith("m=")]):
+        ax.plot(frame["beta"], frame[col], color=color, label=col)
+    ax.set_xlabel(r"$\beta$")
+    ax.set_ylabel(r"$Q_m(\beta) / Q_m(1)$")
+    ax.set_ylim(0, 2.3)
+    ax.legend(fontsize=7)
+
+
+def _plot_distances(ax, frame: pd.DataFrame, x: str, palette, xlabel: str) -> None:
+    """Relative distance of the GD limit to the min-L1 and min-L2 interpolators (mean over
+    seeds) against scale or shape."""
+    mean = frame.groupby(x)[["dist_l1", "dist_l2"]].mean().reset_index()
+    ax.loglog(mean[x], mean["dist_l1"], "o-", color=palette[0], label="to min-$\\ell_1$")
+    ax.loglog(mean[x], mean["dist_l2"], "s-", color=palette[1], label="to min-$\\ell_2$")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("relative distance")
+    ax.legend(fontsize=7)
+
+
+def _plot_fig71(fig, ax, table: pd.DataFrame) -> None:
+    """Fig. 7.1: heatmap of the population error over log scale and log shape, s = 1 dashed."""
+    grid = table.pivot(index="alpha", columns="shape", values="pop_error_gd")
+    la, ls = np.log10(grid.index.to_numpy()), np.log10(grid.columns.to_numpy())
+
+    def edges(v):
+        h = (v[1] - v[0]) / 2 if len(v) > 1 else 0.5
+        return np.concatenate([v - h, [v[-1] + h]])
+
+    mesh = ax.pcolormesh(edges(ls), edges(la), grid.to_numpy(), cmap="viridis", shading="flat")
+    fig.colorbar(mesh, ax=ax, label=r"population error $\|\beta - \beta^*\|^2$")
+    ax.axvline(0.0, color="white", ls="--", lw=1.2, label="balanced, s = 1")
+    ax.set_xlabel(r"shape $\log_{10} s$,  $s = |u_0 / v_0|$")
+    ax.set_ylabel(r"scale $\log_{10} \alpha$,  $\alpha = |u_0 v_0|$")
+    ax.legend(fontsize=7, loc="lower left")
+
+
+def _plot_collapse(ax, table: pd.DataFrame, palette) -> None:
+    """Population error against m = alpha (s + 1/s): GD (dots) on Theorem 1's curve (line)."""
+    t = table.sort_values("m")
+    ax.semilogx(t["m"], t["pop_error_q"], "-", color=palette[1], label="Theorem 1 (argmin Q)")
+    ax.semilogx(t["m"], t["pop_error_gd"], "o", ms=3, color=palette[0], label="gradient descent")
+    ax.axhline(t["pop_error_l1"].iloc[0], color="k", ls="--", lw=1, label="min-$\\ell_1$")
+    ax.axhline(t["pop_error_l2"].iloc[0], color="k", ls=":", lw=1, label="min-$\\ell_2$")
+    ax.set_xlabel(r"$m = \alpha (s + 1/s)$")
+    ax.set_ylabel("population error")
+    ax.legend(fontsize=7)
+
+
+# ----------------------------------------------------------------------------------------------
+# The figures
+# ----------------------------------------------------------------------------------------------
+
+
+def theorem1_step(frame: pd.DataFrame) -> Figure:
+    """Figure `theorem1_step`: the GD limit's distance to argmin Q against the step size, and
+    gradient flow's (from `analysis.theorem1_frame`, seed 0)."""
+    fig, ax = figure(1, 1, width=5.0, height=3.6)
+    _plot_theorem1(ax, frame, PALETTE)
+    ax.set_title("Theorem 1: GD limit vs argmin Q (seed 0)")
+    return fig
+
+
+def q_shape(frame: pd.DataFrame) -> Figure:
+    """Figure `q_shape`: the normalized scalar Q_m between |b| and b^2 (from
+    `analysis.q_shape_frame`)."""
+    fig, ax = figure(1, 1, width=4.6, height=3.4)
+    _plot_q_shape(ax, frame, PALETTE)
+    ax.set_title("Shape of $q_m$ (App. E)")
+    return fig
+
+
+def regimes(balanced: pd.DataFrame, unbalanced: pd.DataFrame, tiny_alpha: float) -> Figure:
+    """Figure `regimes`: distances of the GD limit to min-L1 and min-L2 along the balanced line
+    (left, against alpha) and at the tiny scale `tiny_alpha` (right, against s)."""
+    fig, axes = figure(1, 2, width=8.0, height=3.3)
+    axes = axes.ravel()
+    _plot_distances(axes[0], balanced, "alpha", PALETTE, r"scale $\alpha$ (shape $s = 1$)")
+    _plot_distances(axes[1], unbalanced, "shape", PALETTE,
+                    rf"shape $s$ (scale $\alpha = {tiny_alpha:g}$)")
+    axes[0].set_title(r"Sec. 7.1: $\alpha \to 0$ rich, $\alpha \to \infty$ NTK")
+    axes[1].set_title(r"Sec. 7.1: $s \to \infty$ NTK at any $\alpha$")
+    return fig
+
+
+def fig7_1(table: pd.DataFrame) -> Figure:
+    """Figure `fig7_1` (the paper's Fig. 7.1): population error over (log alpha, log s), and the
+    same runs against m with Theorem 1's curve (from `analysis.fig71_table`)."""
+    fig, axes = figure(1, 2, width=9.0, height=3.6)
+    axes = axes.ravel()
+    _plot_fig71(fig, axes[0], table)
+    _plot_collapse(axes[1], table, PALETTE)
+    axes[0].set_title("Fig. 7.1: population error (GD)")
+    axes[1].set_title("the same runs against m")
+    return fig

@@ -1,0 +1,175 @@
+"""Tests of the frames and metrics of the tensor-networks chapter, on small made-up sweep results
+(and the model's own self-checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from implicit_bias.chapters.tensor_networks import analysis
+from implicit_bias.core.paths import project_root
+
+STEPS = [1, 10, 100, 1000]
+
+
+def _classification(gap_end=1e-4):
+    """Made-up classification results: every arch at L = 2, 3, one seed; the residuals and
+    gaps fall along the steps (by 10x per checkpoint, to `gap_end` for the cosine gap)."""
+    tasks, runs = [], []
+    for i, (arch, L) in enumerate((a, L) for a in ("diag", "conv", "fc") for L in (2, 3)):
+        tasks.append({"arch": arch, "L": L, "data_seed": 0, "n": 4})
+        mags = [1.0, 0.0, 0.0, 0.0] if arch == "conv" else [1.0, 1.0, 1.0, 1.0]
+        runs.append({"status": "ok", "reference": f"ref {arch}", "steps": STEPS,
+                     "log_inv_loss": [1.0, 1e2, 1e4, 1e8],
+                     "cosine_gap": [gap_end * 10.0 ** k for k in (4, 3, 2, 0)],
+                     "final_cosine_gap": gap_end * (1 + i),
+                     "thm1_kkt_residual": 1e-3 * (1 + i),
+                     "thm1_kkt_residual_path": [1.0, 0.1, 0.05, 1e-3 * (1 + i)],
+                     "thm1_uavg_residual": 0.1, "fourier_magnitudes": mags})
+    return tasks, runs
+
+
+def test_every_claimed_metric_is_named_in_analysis():
+    claims = yaml.safe_load((project_root() / "data/claims/tensor_networks.yaml").read_text())
+    source = (project_root() / "lib/implicit_bias/chapters/tensor_networks/analysis.py"
+              ).read_text()
+    assert all(f'"{c["metric"]}"' in source for c in claims)
+
+
+def test_tensor_form_matches_networks():
+    form = analysis.tensor_form(seed=0)
+    assert list(form["architecture"]) == ["diag", "conv", "conv", "fc"]
+    assert analysis.tensor_form_metrics(form)["tensor_form_max_rel_error"] < 1e-12
+
+
+def test_classification_frames_and_thm1_metrics():
+    cls = analysis.classification_frame(*_classification())
+    assert len(cls) == 6 and {"arch", "L", "data_seed", "fourier_sparsity"} <= set(cls)
+    thm1 = analysis.thm1_table(cls)
+    assert list(thm1.columns) == ["arch", "L", "data_seed", "thm1_kkt_residual",
+                                  "thm1_uavg_residual", "final_cosine_gap"]
+    assert "residual, averaged u" in analysis.thm1_display(thm1).columns
+    paths = analysis.residual_paths(cls)
+    assert len(paths) == 6 * len(STEPS) and set(paths["run"]) == {
+        f"{a} L={L}" for a in ("diag", "conv", "fc") for L in (2, 3)}
+    metrics = analysis.thm1_metrics(cls, paths)
+    assert metrics["thm1_max_singular_residual"] == pytest.approx(6e-3)
+    assert metrics["thm1_residual_shrinks"] is True
+    cls.at[0, "thm1_kkt_residual_path"] = [1.0, 0.1, 0.01, 0.009]  # less than halved
+    assert analysis.thm1_metrics(cls, analysis.residual_paths(cls))[
+        "thm1_residual_shrinks"] is False
+
+
+def test_corollary_metrics():
+    cls = analysis.classification_frame(*_classification(gap_end=1e-4))
+    curves = analysis.cosine_curves(cls)
+    assert list(curves.columns) == ["run", "seed", "step", "log_inv_loss", "cosine_gap"]
+    metrics = analysis.corollary_metrics(cls)
+    # final gaps: 1e-4 x (1 + row) in the order diag 2, diag 3, conv 2, conv 3, fc 2, fc 3
+    assert metrics["cor2_diag_l2_cosine_gap"] == pytest.approx(1e-4)
+    assert metrics["cor2_diag_deep_max_cosine_gap"] == pytest.approx(2e-4)
+    assert metrics["cor3_conv_l2_cosine_gap"] == pytest.approx(3e-4)
+    assert metrics["cor3_conv_deep_max_cosine_gap"] == pytest.approx(4e-4)
+    assert metrics["cor1_fc_max_cosine_gap"] == pytest.approx(6e-4)
+    assert metrics["cor2_gap_shrinks_over_training"] is True  # 100x from the middle checkpoint
+
+
+def test_fourier_sparsity_and_spectra():
+    assert analysis.fourier_sparsity([1.0, 1.0, 1.0, 1.0]) == pytest.approx(1.0)
+    assert analysis.fourier_sparsity([2.0, 0.0, 0.0, 0.0]) == pytest.approx(0.5)
+    cls = analysis.classification_frame(*_classification())
+    spectra = analysis.fourier_spectra(cls)
+    assert spectra.groupby("run")["magnitude"].max().eq(1.0).all()
+    table = analysis.fourier_sparsity_table(cls)
+    assert table.columns.tolist() == ["Fourier sparsity index (mean over seeds)"]
+    assert analysis.fourier_metrics(table)["cor3_conv_fourier_sparser_than_fc"] is True
+
+
+def test_theorem3_frame_and_metrics():
+    tasks = [{"seed": 0, "y": 1.0, "d": 8}, {"seed": 0, "y": -1.0, "d": 8}]
+    runs = [{"lambda": 0.5, "error_v1": 1e-12, "error_v2": 3e-12, "sign_rule_holds": True,
+             "norm_ratio": 1 + 2e-9, "s": [1.0]},
+            {"lambda": 0.5, "error_v1": 2e-12, "error_v2": 1e-12, "sign_rule_holds": False,
+             "norm_ratio": 1 - 1e-9, "s": [1.0]}]
+    thm3 = analysis.theorem3_frame(tasks, runs)
+    assert list(analysis.theorem3_table(thm3).columns) == [
+        "seed", "y", "lambda", "error_v1", "error_v2", "sign_rule_holds", "norm_ratio"]
+    metrics = analysis.theorem3_metrics(thm3)
+    assert metrics["thm3_max_direction_error"] == pytest.approx(3e-12)
+    assert metrics["thm3_sign_rule_holds"] is False
+    assert metrics["thm3_norm_ratio_deviation"] == pytest.approx(2e-9, rel=1e-6)
+
+
+def test_lemma4_frames():
+    lemma4 = analysis.lemma4_frame(Ls=(2, 3))
+    assert analysis.lemma4_table(lemma4).index.tolist() == [2, 3]
+    assert analysis.lemma4_metrics(lemma4)["lemma4_max_abs_error_vs_ode"] < 1e-9
+    curves = analysis.hl_curves(Ls=(2, 3), grid=np.array([-1e-3, 0.0, 1e-3, 2.0]))
+    assert len(curves) == 8
+    near0 = curves[curves["t"].abs() == 1e-3]
+    np.testing.assert_allclose(near0["H_L"], 0.5e-6, rtol=1e-5)  # H_L ~ t^2 / 2 at 0
+    assert len(analysis.hl_curves()) == 3 * 241
+
+
+def _argument_runs():
+    tasks, runs = [], []
+    for arch, L, derived, printed in (("diag", 2, 1e-3, 0.08), ("diag", 3, 3e-3, 0.2),
+                                      ("conv", 2, 2e-3, 0.1)):
+        for f in (1.0, 0.5):
+            tasks.append({"arch": arch, "L": L, "data_seed": 0, "rel_step": 0.02 * f})
+            wrong = "error_thm5_printed" if arch == "diag" else "error_cor6_printed"
+            runs.append({"status": "ok", "loss": 1e-25, "beta": [0.0], "distance_l1": 0.1,
+                         "error_derived": derived * 2 * f, wrong: printed})
+    return tasks, runs
+
+
+def test_argument_frame_and_metrics():
+    args = analysis.argument_frame(*_argument_runs(), rel_step=0.02)
+    assert list(args["step knob"]) == ["h", "h/2"] * 3
+    assert "distance_l1" not in args and "beta" not in args
+    assert analysis.halving_ratio(args).tolist() == pytest.approx([2.0, 2.0, 2.0])
+    metrics = analysis.argument_metrics(args)
+    assert metrics == pytest.approx({
+        "cor5_max_rel_error_half_step": 3e-3, "cor5_min_error_halving_ratio": 2.0,
+        "thm5_printed_min_rel_error": 0.08, "cor6_max_rel_error_derived": 2e-3,
+        "cor6_min_rel_error_printed": 0.1})
+    bars = analysis.argument_errors(args)
+    assert len(bars) == 6  # derived for each run, and the one printed form that applies
+    assert set(bars["formula"]) == {"error_derived", "error_thm5_printed",
+                                    "error_cor6_printed"}
+
+
+def test_alpha_frames_and_metrics():
+    cfg = {"reg_depths": [2, 3], "reg_n": 3, "reg_d": 6, "reg_seeds": [0],
+           "theory_alphas": [0.01, 1.0, 100.0]}
+    theory = analysis.alpha_theory(cfg)
+    assert len(theory) == 6 and set(theory["L"]) == {2, 3}
+    tasks = [{"L": L, "alpha": a} for L in (2, 3) for a in (1.0, 0.1)]
+    runs = [{"distance_l1": a * L, "distance_l2": 0.1, "error_derived": 1e-3, "loss": 0.0}
+            for L in (2, 3) for a in (1.0, 0.1)]
+    gd = analysis.alpha_gd_frame(tasks, runs)
+    assert list(gd.columns) == ["L", "alpha", "distance_l1", "distance_l2", "error_derived"]
+    metrics = analysis.alpha_metrics(theory, gd)
+    small = theory[(theory["alpha"] == 0.01) & (theory["L"] == 3)]["distance_l1"].item()
+    assert metrics["cor5_l1_distance_smallest_alpha_L3"] == small
+    assert metrics["cor5_l2_distance_largest_alpha"] == theory[
+        theory["alpha"] == 100.0]["distance_l2"].max()
+    assert metrics["cor5_gd_l1_distance_decreases_with_alpha"] is True
+    gd.loc[0, "distance_l1"] = 0.0  # L = 2: farther from l1 at the smaller alpha
+    assert analysis.alpha_metrics(theory, gd)["cor5_gd_l1_distance_decreases_with_alpha"] \
+        is False
+
+
+def test_theorem6_frame_and_metrics():
+    thm6 = analysis.theorem6_frame([
+        {"status": "ok", "flow_error": 1e-15, "flow_error_printed": 0.5, "gd_error": 2e-3,
+         "gd_error_half": 1e-3},
+        {"status": "ok", "flow_error": 3e-15, "flow_error_printed": 0.4, "gd_error": 1.8e-3,
+         "gd_error_half": 1e-3}])
+    assert "status" not in analysis.theorem6_table(thm6)
+    assert analysis.theorem6_metrics(thm6) == pytest.approx({
+        "thm6_flow_rel_error": 3e-15, "thm6_printed_flow_rel_error": 0.4,
+        "thm6_gd_error_halving_ratio": 1.8})
+    assert isinstance(thm6, pd.DataFrame)

@@ -1,0 +1,70 @@
+"""The figures of the untied_diagonal chapter: each function returns a Figure with its panels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from implicit_bias.chapters.untied_diagonal import analysis, figures
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+def _theorem1_frame():
+    rows = []
+    for b, init in enumerate(["random", "small"]):
+        rows.append({"seed": 0, "init": init, "gd_error_step_0.4": 4e-3 * (b + 1),
+                     "gd_error_step_0.2": 2e-3 * (b + 1), "gf_error": 1e-12 if b else 1e-8})
+    return pd.DataFrame(rows)
+
+
+def _scale_shape_frame(x, values):
+    return pd.DataFrame({"seed": 0, x: values, "dist_l1": np.linspace(0.5, 0.1, len(values)),
+                         "dist_l2": np.linspace(0.01, 0.4, len(values))})
+
+
+def test_theorem1_step():
+    fig = figures.theorem1_step(_theorem1_frame())
+    assert isinstance(fig, Figure) and len(fig.axes) == 1
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_title() == "Theorem 1: GD limit vs argmin Q (seed 0)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random", "small"]
+
+
+def test_q_shape():
+    fig = figures.q_shape(analysis.q_shape_frame([1e-12, 1.0], num=21))
+    assert isinstance(fig, Figure) and len(fig.axes) == 1
+    assert len(fig.axes[0].get_lines()) == 4  # |b|, b^2 and one per m
+    assert fig.axes[0].get_title() == "Shape of $q_m$ (App. E)"
+
+
+def test_regimes():
+    balanced = _scale_shape_frame("alpha", [1e-6, 1e-3, 1.0])
+    unbalanced = _scale_shape_frame("shape", [1.0, 1e3, 1e6])
+    fig = figures.regimes(balanced, unbalanced, 1e-6)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert "1e-06" in fig.axes[1].get_xlabel()
+    for ax in fig.axes:
+        assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log"
+
+
+def test_fig7_1():
+    alphas, shapes = [1e-4, 1e-2, 1.0], [0.1, 1.0, 10.0]
+    table = pd.DataFrame([{"alpha": a, "shape": s, "m": a * (s + 1 / s),
+                           "pop_error_gd": a + abs(np.log(s)), "pop_error_q": a + abs(np.log(s)),
+                           "pop_error_l1": 0.1, "pop_error_l2": 0.9}
+                          for a in alphas for s in shapes])
+    fig = figures.fig7_1(table)
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 3  # heatmap, its colorbar, the collapse on m
+    assert fig.axes[0].get_title() == "Fig. 7.1: population error (GD)"
+    assert fig.axes[1].get_title() == "the same runs against m"

@@ -1,0 +1,136 @@
+"""Tests of the warped_imd chapter's tasks (Azulay et al. 2021): the training loops against the
+closed forms of implicit_bias.models.fully_connected on small problems, each task function on a
+small task, and the task lists the notebook sweeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from implicit_bias.chapters.warped_imd import tasks
+from implicit_bias.core.chapter import load_profile
+from implicit_bias.core.tasks import spec_of
+from implicit_bias.models import fully_connected as fc
+
+torch.set_num_threads(1)
+TASKS = ["task_hessian_map", "task_time_warp", "task_theorem2", "task_balanced",
+         "task_anti_ntk", "task_leaky", "task_regimes"]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = fc.random_regression(4, 9, seed=3)
+    u = np.random.default_rng(4).standard_normal(9)
+    return X, y, u
+
+
+@pytest.mark.parametrize("s", [3.0, 1.0, 0.6])
+def test_gradient_flow_and_descent_reach_theorem2(s, problem):
+    X, y, u = problem
+    a0, w0 = fc.init_from_scale_shape(1.5, s, u)
+    delta = a0**2 - w0 @ w0
+    size = [np.linalg.norm(fc.q_min_single_neuron(X, y, w0, delta, 1.0).beta)]
+    gf = tasks.train_single_neuron(X, y, [a0], [w0], 0.5, method="rk4", beta_scale=size)
+    sigma = float(np.sign(gf["a"][0]))
+    theory = fc.q_min_single_neuron(X, y, w0, delta, sigma).beta
+    assert np.linalg.norm(gf["beta"][0] - theory) < 1e-5 * np.linalg.norm(theory)
+    gd = tasks.train_single_neuron(X, y, [a0, a0], [w0, w0], np.array([0.4, 0.2]),
+                                beta_scale=size * 2)
+    errs = np.linalg.norm(gd["beta"] - theory, axis=1)
+    assert errs[1] < errs[0] / 1.6  # first-order discretization bias: halves with the step
+
+
+def test_sign_change_needs_sigma_of_the_limit(problem):
+    X, y, _ = problem
+    # against X^+ y, plus a null-space part (else both signs give the same point)
+    a0, w0 = fc.init_from_scale_shape(0.5, 0.3, fc._orientation(X, y, 0, anti_aligned=True))
+    delta = a0**2 - w0 @ w0
+    gf = tasks.train_single_neuron(X, y, [a0], [w0], 0.5, method="rk4", beta_scale=[3.0])
+    assert gf["sign_changed"][0] and gf["a"][0] < 0
+    right = fc.q_min_single_neuron(X, y, w0, delta, -1.0).beta
+    wrong = fc.q_min_single_neuron(X, y, w0, delta, 1.0).beta
+    assert np.linalg.norm(gf["beta"][0] - right) < 1e-5 * np.linalg.norm(right)
+    assert np.linalg.norm(gf["beta"][0] - wrong) > 1e-2 * np.linalg.norm(right)
+
+
+def test_multi_neuron_balanced_and_generic(problem):
+    out = tasks.task_balanced({"n": 4, "d": 9, "k": 3, "seed": 2, "scale": 0.8, "etas": [0.5],
+                            "gf_eta": 0.5, "device": "cpu"})
+    assert out["gf_err"] < 1e-5
+    assert out["generic_identity_err"] < 1e-8   # beta_inf = X^+ y + P_perp W0^T a_inf, always
+    assert out["generic_err_vs_prop1"] > 1e-2   # Prop. 1 needs strict balance
+
+
+def test_leaky_relu_limit_is_the_affine_q_min(problem):
+    np.testing.assert_allclose(fc.leaky_relu_inverse(np.array([-0.2, 0.0, 3.0]), 0.25),
+                               [-0.8, 0.0, 3.0])
+    out = tasks.task_leaky({"n": 4, "d": 9, "seed": 2, "rhos": [0.5], "alpha": 1.0, "s": 2.0,
+                         "etas": [0.5], "gf_eta": 0.5, "device": "cpu"})["rows"][0]
+    assert out["kkt_residual_gf"] < 1e-5 and out["gf_err"] < 1e-5
+    assert out["negative_preactivations"] > 0      # the nonlinearity was actually used
+    assert out["linear_label_err"] > 1e-2          # treating the unit as linear is wrong
+
+
+def test_time_warp_same_points_different_speeds():
+    out = tasks.task_time_warp({"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3,
+                             "n_plot": 20})
+    assert out["same_tau_gap_rel"] < 1e-8
+    assert out["same_time_gap_rel"] > 0.05
+    with pytest.raises(ValueError, match="clock"):
+        fc.gradient_flow_path(np.ones((1, 2)), np.ones(1), 1.0, np.ones(2), 1.0, 0.1, clock="s")
+
+
+def test_anti_ntk_distance_is_linear_in_the_scale():
+    out = tasks.task_anti_ntk({"n": 4, "d": 9, "k": 2, "seed": 0, "eps": [0.1, 0.01],
+                            "gf_eta": 0.5, "device": "cpu"})
+    assert 0.9 < out["slope"] < 1.1 and out["dist_l2"][-1] < 1e-2
+
+
+def test_unknown_integrator_raises(problem):
+    X, y, u = problem
+    with pytest.raises(ValueError, match="valid"):
+        tasks.train_single_neuron(X, y, [1.0], [u], 0.1, method="leapfrog")
+
+
+def test_training_rejects_an_unknown_device(problem):
+    X, y, u = problem
+    with pytest.raises(ValueError, match="unknown device"):
+        tasks.train_single_neuron(X, y, [1.0], [u], 0.1, device="tpu")
+    with pytest.raises(ValueError, match="unknown device"):
+        tasks.train_multi_neuron(X, y, [[1.0]], [[u]], 0.1, device="tpu")
+
+
+def test_task_functions_are_declared():
+    for name in TASKS:
+        spec = spec_of(getattr(tasks, name))
+        assert spec is not None and spec.threads == 1, name
+        # the tasks that train networks read the run's device, the two numpy-only ones do not
+        assert spec.uses_device == (name not in ("task_hessian_map", "task_time_warp")), name
+
+
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+def test_task_lists_are_those_of_the_profile(profile):
+    """The task lists are the ones the chapter's sweeps cached (the sweep adds the device)."""
+    cfg = load_profile("warped_imd", profile)
+    problem = {"n": cfg["n"], "d": cfg["d"]}
+    seeds = cfg["seeds"]
+    assert tasks.theorem2_tasks(cfg) == [
+        {**problem, "seed": s, "cases": cfg["theorem2_cases"], "etas": cfg["gd_etas"],
+         "gf_eta": cfg["gf_eta"]} for s in seeds]
+    mn = {**problem, "k": cfg["k_neurons"], "gf_eta": cfg["gf_eta"]}
+    assert tasks.balanced_tasks(cfg) == [
+        {**mn, "seed": s, "scale": cfg["balanced_scale"], "etas": cfg["gd_etas"]} for s in seeds]
+    assert tasks.anti_ntk_tasks(cfg) == [{**mn, "seed": s, "eps": cfg["anti_ntk_eps"]}
+                                         for s in seeds]
+    assert tasks.leaky_tasks(cfg) == [{**problem, **cfg["leaky"], "seed": s,
+                                       "gf_eta": cfg["gf_eta"]} for s in seeds]
+    regimes = tasks.regime_tasks(cfg)
+    assert list(regimes) == ["alpha", "shape", "alpha_zero_output"]
+    alphas = [[a, 1.0] for a in cfg["regime_alphas"]]
+    shapes = [[1.0, s] for s in cfg["regime_shapes"]]
+    expected = {"alpha": (alphas, False), "shape": (shapes, False),
+                "alpha_zero_output": (alphas, True)}
+    for name, (points, in_null) in expected.items():
+        assert regimes[name] == [{**problem, "seed": s, "points": points, "in_null": in_null,
+                                  "gf_eta": cfg["gf_eta"]} for s in seeds]
