@@ -44,10 +44,16 @@ SKIP = {".venv", "_build", ".git", ".pytest_cache", ".ruff_cache"}
 def _copy_repo(work: Path) -> Path:
     repo = work / "repo"
     if not repo.exists():
+
         def ignore(folder, names):
             rel = Path(folder).relative_to(REPO)
-            return [n for n in names if n in SKIP or (str(rel), n) in {("data", "raw"),
-                    (".", "results"), ("book", "chapters")}]
+            return [
+                n
+                for n in names
+                if n in SKIP
+                or (str(rel), n) in {("data", "raw"), (".", "results"), ("book", "chapters")}
+            ]
+
         shutil.copytree(REPO, repo, ignore=ignore)
         (repo / "data" / "raw").symlink_to(REPO / "data" / "raw")
     return repo
@@ -68,14 +74,37 @@ def run(config: str, chapters: list[str], work: Path) -> None:
     for chapter in chapters:
         deleted = [p.unlink() or p for p, _ in _entries(results, chapter)]
         env = kernel_env(config)
-        env.update(PYTHONPATH=str(repo / "lib"), IMPLICIT_BIAS_ROOT=str(repo),
-                   IMPLICIT_BIAS_RESULTS=str(results))
+        env.update(
+            PYTHONPATH=str(repo / "lib"),
+            IMPLICIT_BIAS_ROOT=str(repo),
+            IMPLICIT_BIAS_RESULTS=str(results),
+        )
         start = time.time()
-        rc = subprocess.call(["nice", "-n", "15", sys.executable, "-m", "implicit_bias", "run",
-                              chapter, "--profile", "paper", "--device", "cpu"],
-                             cwd=repo, env=env)
-        log = {"config": config, "chapter": chapter, "rc": rc, "deleted": len(deleted),
-               "seconds": round(time.time() - start, 1)}
+        rc = subprocess.call(
+            [
+                "nice",
+                "-n",
+                "15",
+                sys.executable,
+                "-m",
+                "implicit_bias",
+                "run",
+                chapter,
+                "--profile",
+                "paper",
+                "--device",
+                "cpu",
+            ],
+            cwd=repo,
+            env=env,
+        )
+        log = {
+            "config": config,
+            "chapter": chapter,
+            "rc": rc,
+            "deleted": len(deleted),
+            "seconds": round(time.time() - start, 1),
+        }
         (results / f"{chapter}.log.json").write_text(json.dumps(log))
         print(log, flush=True)
 
@@ -92,24 +121,48 @@ def _rel(a, b):
 
 def report(work: Path) -> str:
     configs = [c for c in KERNEL_CONFIGS if (work / "results" / c / "paper").exists()]
-    lines = ["# Do claims depend on the CPU?", "",
-             "Written by `benchmarks/claim_sensitivity.py` (see its docstring)."]
+    lines = [
+        "# Do claims depend on the CPU?",
+        "",
+        "Written by `benchmarks/claim_sensitivity.py` (see its docstring).",
+    ]
     for chapter, fns in SENSITIVE.items():
         done = [c for c in configs if (work / "results" / c / f"{chapter}.log.json").exists()]
         if not done:
             continue
-        logs = {c: json.loads((work / "results" / c / f"{chapter}.log.json").read_text())
-                for c in done}
-        lines += ["", f"## {chapter}", "", "Recomputed: " + ", ".join(fns) + ". " + "; ".join(
-            f"{c}: {logs[c]['deleted']} tasks, {logs[c]['seconds']:.0f} s, exit {logs[c]['rc']}"
-            for c in done) + ".", ""]
+        logs = {
+            c: json.loads((work / "results" / c / f"{chapter}.log.json").read_text()) for c in done
+        }
+        lines += [
+            "",
+            f"## {chapter}",
+            "",
+            "Recomputed: "
+            + ", ".join(fns)
+            + ". "
+            + "; ".join(
+                f"{c}: {logs[c]['deleted']} tasks, {logs[c]['seconds']:.0f} s, exit {logs[c]['rc']}"
+                for c in done
+            )
+            + ".",
+            "",
+        ]
         committed = json.loads((REPO / "results/paper/claims" / f"{chapter}.json").read_text())
-        new = {c: {k["id"]: k for k in json.loads((work / "results" / c / "paper/claims" /
-                                                    f"{chapter}.json").read_text())["claims"]}
-               for c in done}
-        lines += ["| claim | expect | committed | " + " | ".join(
-            f"{c} (rel. change)" for c in done) + " | status |",
-            "|---|---|---|" + "---|" * len(done) + "---|"]
+        new = {
+            c: {
+                k["id"]: k
+                for k in json.loads(
+                    (work / "results" / c / "paper/claims" / f"{chapter}.json").read_text()
+                )["claims"]
+            }
+            for c in done
+        }
+        lines += [
+            "| claim | expect | committed | "
+            + " | ".join(f"{c} (rel. change)" for c in done)
+            + " | status |",
+            "|---|---|---|" + "---|" * len(done) + "---|",
+        ]
         flips = []
         for claim in committed["claims"]:
             cells, statuses = [], [claim["status"]]
@@ -119,18 +172,26 @@ def report(work: Path) -> str:
                 cells.append(f"{_fmt(k.get('value'))} ({'-' if r is None else f'{r:.2g}'})")
                 statuses.append(k.get("status"))
                 if k.get("status") != claim["status"]:
-                    flips.append(f"`{claim['id']}` ({claim['metric']} {claim['expect']}): "
-                                 f"committed {_fmt(claim['value'])} {claim['status']}, "
-                                 f"{c} {_fmt(k.get('value'))} {k.get('status')}")
+                    flips.append(
+                        f"`{claim['id']}` ({claim['metric']} {claim['expect']}): "
+                        f"committed {_fmt(claim['value'])} {claim['status']}, "
+                        f"{c} {_fmt(k.get('value'))} {k.get('status')}"
+                    )
             status = statuses[0] if len(set(statuses)) == 1 else " / ".join(map(str, statuses))
-            lines.append(f"| `{claim['id']}` | {claim['expect']} | {_fmt(claim['value'])} | "
-                         + " | ".join(cells) + f" | {status} |")
+            lines.append(
+                f"| `{claim['id']}` | {claim['expect']} | {_fmt(claim['value'])} | "
+                + " | ".join(cells)
+                + f" | {status} |"
+            )
         lines += ["", "Status changes: " + ("; ".join(flips) if flips else "none") + ".", ""]
-        lines += ["Recomputed task outputs against the committed ones (max relative change of "
-                  "values at the output's own scale, max absolute change of values below 1e-3 "
-                  "of its largest |value|; tasks that changed / tasks compared):", "",
-                  "| config | output | changed | max rel. change | max abs. change of small |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "Recomputed task outputs against the committed ones (max relative change of "
+            "values at the output's own scale, max absolute change of values below 1e-3 "
+            "of its largest |value|; tasks that changed / tasks compared):",
+            "",
+            "| config | output | changed | max rel. change | max abs. change of small |",
+            "|---|---|---|---|---|",
+        ]
         for c in done:
             spread, changed, total = {}, {}, 0
             for path, entry in _entries(work / "results" / c, chapter):
@@ -144,9 +205,11 @@ def report(work: Path) -> str:
                     acc["abs_of_small"] = max(acc["abs_of_small"], w["abs_of_small"])
                     changed[key] = changed.get(key, 0) + (w["abs"] > 0)
             for key in sorted(spread):
-                lines.append(f"| {c} | {key} | {changed[key]}/{total} | "
-                             f"{spread[key]['rel_of_large']:.2g} | "
-                             f"{spread[key]['abs_of_small']:.2g} |")
+                lines.append(
+                    f"| {c} | {key} | {changed[key]}/{total} | "
+                    f"{spread[key]['rel_of_large']:.2g} | "
+                    f"{spread[key]['abs_of_small']:.2g} |"
+                )
     return "\n".join(lines) + "\n"
 
 

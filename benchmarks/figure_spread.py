@@ -60,7 +60,7 @@ OUT = Path(__file__).resolve().parent / "results" / "figure_spread"
 def ceil1(x: float) -> float:
     """Round `x` > 0 up to one significant digit (3.2e-9 -> 4e-9, 3e-9 -> 3e-9)."""
     exponent = math.floor(math.log10(x))
-    digit = math.ceil(round(x / 10.0 ** exponent, 9))
+    digit = math.ceil(round(x / 10.0**exponent, 9))
     if digit >= 10:
         digit, exponent = 1, exponent + 1
     return float(f"{digit}e{exponent}")
@@ -69,13 +69,15 @@ def ceil1(x: float) -> float:
 def derive_tolerance(max_rel: float, max_abs_near_zero: float) -> dict:
     """The rule: rtol/atol from the largest relative deviation (entries not near zero) and
     the largest absolute deviation of the near-zero entries."""
-    return {"rtol": ceil1(max(SAFETY * max_rel, RTOL_FLOOR)),
-            "atol": ceil1(max(SAFETY * max_abs_near_zero, ATOL_FLOOR))}
+    return {
+        "rtol": ceil1(max(SAFETY * max_rel, RTOL_FLOOR)),
+        "atol": ceil1(max(SAFETY * max_abs_near_zero, ATOL_FLOOR)),
+    }
 
 
 def label(folder: Path) -> str:
     name = folder.name
-    return name[len("results-"):] if name.startswith("results-") else name
+    return name[len("results-") :] if name.startswith("results-") else name
 
 
 def figures_of(root: Path, profile: str) -> dict[tuple[str, str], dict]:
@@ -118,11 +120,15 @@ def png_rms(a: Path, b: Path) -> float:
     return float(np.sqrt(np.mean((x[..., :3] - y[..., :3]).astype(float) ** 2)))
 
 
-def image_spread(roots: list[Path], profile: str = "smoke",
-                 all_pairs: bool = True) -> dict[tuple[str, str], float]:
+def image_spread(
+    roots: list[Path], profile: str = "smoke", all_pairs: bool = True
+) -> dict[tuple[str, str], float]:
     """{(chapter, figure): largest PNG RMS difference over the pairs of runs}."""
-    pairs = (list(itertools.combinations(range(len(roots)), 2)) if all_pairs
-             else [(0, j) for j in range(1, len(roots))])
+    pairs = (
+        list(itertools.combinations(range(len(roots)), 2))
+        if all_pairs
+        else [(0, j) for j in range(1, len(roots))]
+    )
     worst: dict[tuple[str, str], float] = {}
     for key in sorted(set().union(*(figures_of(r, profile) for r in roots))):
         paths = [r / profile / "figures" / key[0] / f"{key[1]}.png" for r in roots]
@@ -146,8 +152,11 @@ def measure(roots: list[Path], profile: str = "smoke", all_pairs: bool = True):
         missing = [f"{c}/{f}" for c, f in everything if (c, f) not in m]
         if missing:
             problems.append(f"{labels[i]}: missing figures {', '.join(missing)}")
-    pairs = (list(itertools.combinations(range(len(roots)), 2)) if all_pairs
-             else [(0, j) for j in range(1, len(roots))])
+    pairs = (
+        list(itertools.combinations(range(len(roots)), 2))
+        if all_pairs
+        else [(0, j) for j in range(1, len(roots))]
+    )
     rows = []
     for chapter, fig in everything:
         meta = next(m[(chapter, fig)] for m in metas if (chapter, fig) in m)
@@ -174,15 +183,16 @@ def measure(roots: list[Path], profile: str = "smoke", all_pairs: bool = True):
                     continue
                 for column in a_frame.columns:
                     a, b = a_frame[column], b_frame[column]
-                    if not (pd.api.types.is_numeric_dtype(a)
-                            and pd.api.types.is_numeric_dtype(b)):
+                    if not (pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b)):
                         if not a.astype(str).equals(b.astype(str)):
                             problems.append(f"{tag}: text column {column!r} differs")
                         continue
                     dev = column_deviation(a.to_numpy(float), b.to_numpy(float))
                     if dev["nan_mismatch"]:
-                        problems.append(f"{tag}: column {column!r}: NaN in one run only "
-                                        f"({dev['nan_mismatch']} values)")
+                        problems.append(
+                            f"{tag}: column {column!r}: NaN in one run only "
+                            f"({dev['nan_mismatch']} values)"
+                        )
                     worst = stats.setdefault(column, dict.fromkeys(dev, 0))
                     for key, value in dev.items():
                         worst[key] = max(worst[key], value)
@@ -191,23 +201,50 @@ def measure(roots: list[Path], profile: str = "smoke", all_pairs: bool = True):
                     continue
                 values = np.abs(first[column].to_numpy(float))
                 values = values[np.isfinite(values) & (values > 0)]
-                rows.append({
-                    "chapter": chapter, "figure": fig, "table": table, "column": column,
-                    **{k: stats[column][k] for k in
-                       ("max_abs_dev", "max_rel_dev", "max_abs_dev_near_zero", "n_differ",
-                        "n_near_zero", "nan_mismatch")},
-                    "typical_magnitude": float(np.median(values)) if values.size else 0.0,
-                    "rows": len(first),
-                })
-    columns = pd.DataFrame(rows, columns=[
-        "chapter", "figure", "table", "column", "max_abs_dev", "max_rel_dev",
-        "max_abs_dev_near_zero", "n_differ", "n_near_zero", "nan_mismatch",
-        "typical_magnitude", "rows"])
+                rows.append(
+                    {
+                        "chapter": chapter,
+                        "figure": fig,
+                        "table": table,
+                        "column": column,
+                        **{
+                            k: stats[column][k]
+                            for k in (
+                                "max_abs_dev",
+                                "max_rel_dev",
+                                "max_abs_dev_near_zero",
+                                "n_differ",
+                                "n_near_zero",
+                                "nan_mismatch",
+                            )
+                        },
+                        "typical_magnitude": float(np.median(values)) if values.size else 0.0,
+                        "rows": len(first),
+                    }
+                )
+    columns = pd.DataFrame(
+        rows,
+        columns=[
+            "chapter",
+            "figure",
+            "table",
+            "column",
+            "max_abs_dev",
+            "max_rel_dev",
+            "max_abs_dev_near_zero",
+            "n_differ",
+            "n_near_zero",
+            "nan_mismatch",
+            "typical_magnitude",
+            "rows",
+        ],
+    )
     return columns, problems
 
 
-def figure_tolerances(columns: pd.DataFrame, roots: list[Path], profile: str = "smoke",
-                      images: dict | None = None) -> pd.DataFrame:
+def figure_tolerances(
+    columns: pd.DataFrame, roots: list[Path], profile: str = "smoke", images: dict | None = None
+) -> pd.DataFrame:
     """Per figure: the measured spread, the derived tolerance and the current one."""
     reference = figures_of(roots[0], profile)
     rows = []
@@ -217,26 +254,35 @@ def figure_tolerances(columns: pd.DataFrame, roots: list[Path], profile: str = "
         derived = derive_tolerance(max_rel, max_abs_nz)
         worst = group.loc[group["max_rel_dev"].idxmax()]
         meta = reference.get((chapter, fig), {})
-        rows.append({
-            "chapter": chapter, "figure": fig,
-            "max_rel_dev": max_rel, "max_abs_dev_near_zero": max_abs_nz,
-            "max_abs_dev": float(group["max_abs_dev"].max()),
-            "widest_column": f"{worst['table']}:{worst['column']}" if max_rel > 0 else "",
-            "exact_columns": int((group["max_abs_dev"] == 0).sum()),
-            "numeric_columns": len(group),
-            "rtol": derived["rtol"], "atol": derived["atol"],
-            "current_rtol": meta.get("rtol"), "current_atol": meta.get("atol"),
-            "too_loose": derived["rtol"] > TOO_LOOSE,
-            "png_rms": (images or {}).get((chapter, fig), float("nan")),
-            "unchecked_columns": " ".join(
-                f"{r.table}:{r.column}" for r in group.itertuples()
-                if 0 < r.typical_magnitude < derived["atol"]),
-        })
+        rows.append(
+            {
+                "chapter": chapter,
+                "figure": fig,
+                "max_rel_dev": max_rel,
+                "max_abs_dev_near_zero": max_abs_nz,
+                "max_abs_dev": float(group["max_abs_dev"].max()),
+                "widest_column": f"{worst['table']}:{worst['column']}" if max_rel > 0 else "",
+                "exact_columns": int((group["max_abs_dev"] == 0).sum()),
+                "numeric_columns": len(group),
+                "rtol": derived["rtol"],
+                "atol": derived["atol"],
+                "current_rtol": meta.get("rtol"),
+                "current_atol": meta.get("atol"),
+                "too_loose": derived["rtol"] > TOO_LOOSE,
+                "png_rms": (images or {}).get((chapter, fig), float("nan")),
+                "unchecked_columns": " ".join(
+                    f"{r.table}:{r.column}"
+                    for r in group.itertuples()
+                    if 0 < r.typical_magnitude < derived["atol"]
+                ),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def check_baselines(figures: pd.DataFrame, reference: Path, baselines: Path,
-                    profile: str = "smoke") -> dict[str, list[str]]:
+def check_baselines(
+    figures: pd.DataFrame, reference: Path, baselines: Path, profile: str = "smoke"
+) -> dict[str, list[str]]:
     """{chapter/figure: problems} of the reference run against the baselines, each figure
     compared with its derived tolerance (as `implicit_bias.core.regression.compare_tables` does)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
@@ -254,9 +300,15 @@ def check_baselines(figures: pd.DataFrame, reference: Path, baselines: Path,
             if not current.exists():
                 problems.append(f"{table}: not produced")
                 continue
-            problems += [f"{table}: {p}" for p in compare_tables(
-                pd.read_csv(current), pd.read_csv(baselines / row.chapter / table),
-                row.rtol, row.atol)]
+            problems += [
+                f"{table}: {p}"
+                for p in compare_tables(
+                    pd.read_csv(current),
+                    pd.read_csv(baselines / row.chapter / table),
+                    row.rtol,
+                    row.atol,
+                )
+            ]
         if problems:
             failing[f"{row.chapter}/{row.figure}"] = problems
     return failing
@@ -268,47 +320,71 @@ def fmt(x) -> str:
     return "0" if x == 0 else f"{x:.2g}"
 
 
-def write_markdown(path: Path, roots: list[Path], columns: pd.DataFrame,
-                   figures: pd.DataFrame, problems: list[str], all_pairs: bool,
-                   failing: dict | None, note: str = "") -> None:
-    lines = ["# Figure-data spread across CPU kernel types and thread counts", "",
-             f"Runs compared ({'all pairs' if all_pairs else 'each against the first'}): "
-             + ", ".join(f"`{label(r)}`" for r in roots) + ".", "",
-             f"Rule: near zero = both runs |value| < max({NEAR_ZERO:g}, "
-             f"{NEAR_ZERO_FRACTION:g} x largest |value| of the column); rtol = ceil1(max("
-             f"{SAFETY:g} x max relative deviation of the other entries, {RTOL_FLOOR:g})); "
-             f"atol = ceil1(max({SAFETY:g} x max absolute deviation of the near-zero entries, "
-             f"{ATOL_FLOOR:g})); flagged when rtol > {TOO_LOOSE:g}.", "",
-             *[f"- `{label(r)}`: {(r / '.done').read_text().strip()}" for r in roots
-               if (r / ".done").exists()], "",
-             *([note, ""] if note else []),
-             "## Derived tolerances per figure", "",
-             "| chapter | figure | max rel dev | max abs dev near 0 | widest column | exact "
-             "columns | rtol | atol | current rtol | current atol | PNG RMS | columns below atol |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+def write_markdown(
+    path: Path,
+    roots: list[Path],
+    columns: pd.DataFrame,
+    figures: pd.DataFrame,
+    problems: list[str],
+    all_pairs: bool,
+    failing: dict | None,
+    note: str = "",
+) -> None:
+    lines = [
+        "# Figure-data spread across CPU kernel types and thread counts",
+        "",
+        f"Runs compared ({'all pairs' if all_pairs else 'each against the first'}): "
+        + ", ".join(f"`{label(r)}`" for r in roots)
+        + ".",
+        "",
+        f"Rule: near zero = both runs |value| < max({NEAR_ZERO:g}, "
+        f"{NEAR_ZERO_FRACTION:g} x largest |value| of the column); rtol = ceil1(max("
+        f"{SAFETY:g} x max relative deviation of the other entries, {RTOL_FLOOR:g})); "
+        f"atol = ceil1(max({SAFETY:g} x max absolute deviation of the near-zero entries, "
+        f"{ATOL_FLOOR:g})); flagged when rtol > {TOO_LOOSE:g}.",
+        "",
+        *[
+            f"- `{label(r)}`: {(r / '.done').read_text().strip()}"
+            for r in roots
+            if (r / ".done").exists()
+        ],
+        "",
+        *([note, ""] if note else []),
+        "## Derived tolerances per figure",
+        "",
+        "| chapter | figure | max rel dev | max abs dev near 0 | widest column | exact "
+        "columns | rtol | atol | current rtol | current atol | PNG RMS | columns below atol |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in figures.itertuples():
         flag = " **(too loose)**" if r.too_loose else ""
         png = fmt(r.png_rms) + (f" **(> {PNG_RMS:g})**" if r.png_rms > PNG_RMS else "")
-        lines.append(f"| {r.chapter} | {r.figure} | {fmt(r.max_rel_dev)} | "
-                     f"{fmt(r.max_abs_dev_near_zero)} | {r.widest_column} | "
-                     f"{r.exact_columns}/{r.numeric_columns} | {r.rtol:g}{flag} | "
-                     f"{r.atol:g} | {fmt(r.current_rtol)} | {fmt(r.current_atol)} | "
-                     f"{png} | {r.unchecked_columns} |")
+        lines.append(
+            f"| {r.chapter} | {r.figure} | {fmt(r.max_rel_dev)} | "
+            f"{fmt(r.max_abs_dev_near_zero)} | {r.widest_column} | "
+            f"{r.exact_columns}/{r.numeric_columns} | {r.rtol:g}{flag} | "
+            f"{r.atol:g} | {fmt(r.current_rtol)} | {fmt(r.current_atol)} | "
+            f"{png} | {r.unchecked_columns} |"
+        )
     if failing is not None:
-        lines += ["", "## Baselines the reference run no longer matches (derived tolerances)",
-                  ""]
-        lines += ([f"- `{k}`: {'; '.join(v)}" for k, v in sorted(failing.items())]
-                  or ["None."])
+        lines += ["", "## Baselines the reference run no longer matches (derived tolerances)", ""]
+        lines += [f"- `{k}`: {'; '.join(v)}" for k, v in sorted(failing.items())] or ["None."]
     lines += ["", "## Problems", ""] + ([f"- {p}" for p in problems] or ["None."])
-    lines += ["", "## Per column", "",
-              "| chapter | figure | table | column | max abs dev | max rel dev | max abs dev "
-              "near 0 | values that differ | typical magnitude |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Per column",
+        "",
+        "| chapter | figure | table | column | max abs dev | max rel dev | max abs dev "
+        "near 0 | values that differ | typical magnitude |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in columns.itertuples():
-        lines.append(f"| {r.chapter} | {r.figure} | {r.table} | {r.column} | "
-                     f"{fmt(r.max_abs_dev)} | {fmt(r.max_rel_dev)} | "
-                     f"{fmt(r.max_abs_dev_near_zero)} | {r.n_differ}/{r.rows} | "
-                     f"{fmt(r.typical_magnitude)} |")
+        lines.append(
+            f"| {r.chapter} | {r.figure} | {r.table} | {r.column} | "
+            f"{fmt(r.max_abs_dev)} | {fmt(r.max_rel_dev)} | "
+            f"{fmt(r.max_abs_dev_near_zero)} | {r.n_differ}/{r.rows} | "
+            f"{fmt(r.typical_magnitude)} |"
+        )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -316,35 +392,61 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("roots", nargs="+", type=Path, help="results roots (first: reference)")
     parser.add_argument("--profile", default="smoke")
-    parser.add_argument("--against-first", action="store_true",
-                        help="compare each run with the first only (default: all pairs)")
-    parser.add_argument("--baselines", type=Path, default=None,
-                        help="also list the figures whose baselines (e.g. tests/baselines) the "
-                        "reference run no longer matches under the derived tolerances")
+    parser.add_argument(
+        "--against-first",
+        action="store_true",
+        help="compare each run with the first only (default: all pairs)",
+    )
+    parser.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help="also list the figures whose baselines (e.g. tests/baselines) the "
+        "reference run no longer matches under the derived tolerances",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="output path without suffix")
-    parser.add_argument("--note", default="", help="a paragraph for the report (e.g. what the "
-                        "configurations do not vary)")
+    parser.add_argument(
+        "--note",
+        default="",
+        help="a paragraph for the report (e.g. what the configurations do not vary)",
+    )
     args = parser.parse_args(argv)
     if len(args.roots) < 2:
         parser.error("need at least two results roots")
     all_pairs = not args.against_first
     columns, problems = measure(args.roots, args.profile, all_pairs)
-    figures = figure_tolerances(columns, args.roots, args.profile,
-                                image_spread(args.roots, args.profile, all_pairs))
-    failing = (check_baselines(figures, args.roots[0], args.baselines, args.profile)
-               if args.baselines else None)
+    figures = figure_tolerances(
+        columns, args.roots, args.profile, image_spread(args.roots, args.profile, all_pairs)
+    )
+    failing = (
+        check_baselines(figures, args.roots[0], args.baselines, args.profile)
+        if args.baselines
+        else None
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     columns.to_csv(args.out.with_suffix(".csv"), index=False, float_format="%.3g")
-    figures.to_csv(args.out.parent / f"{args.out.name}_figures.csv", index=False,
-                   float_format="%.3g")
-    write_markdown(args.out.with_suffix(".md"), args.roots, columns, figures, problems,
-                   all_pairs, failing, args.note)
-    with pd.option_context("display.width", 200, "display.max_rows", 500,
-                           "display.float_format", "{:.2g}".format):
+    figures.to_csv(
+        args.out.parent / f"{args.out.name}_figures.csv", index=False, float_format="%.3g"
+    )
+    write_markdown(
+        args.out.with_suffix(".md"),
+        args.roots,
+        columns,
+        figures,
+        problems,
+        all_pairs,
+        failing,
+        args.note,
+    )
+    with pd.option_context(
+        "display.width", 200, "display.max_rows", 500, "display.float_format", "{:.2g}".format
+    ):
         print(figures.drop(columns=["max_abs_dev"]).to_string(index=False))
     for r in figures[figures["png_rms"] > PNG_RMS].itertuples():
-        print(f"problem: {r.chapter}/{r.figure}.png moves by RMS {r.png_rms:.1f} > {PNG_RMS:g} "
-              "between runs")
+        print(
+            f"problem: {r.chapter}/{r.figure}.png moves by RMS {r.png_rms:.1f} > {PNG_RMS:g} "
+            "between runs"
+        )
     for p in problems:
         print("problem:", p)
     if failing is not None:

@@ -29,8 +29,9 @@ NO_TOLERANCE = {"default": {"rtol": 0.0, "atol": 0.0}, "functions": {}}
 
 
 def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def _task_key(task: dict) -> str:
@@ -73,8 +74,10 @@ def compare_chapter(rev: str, chapter: str) -> tuple[list[dict], list[dict], dic
         for output, worst in spread.items():
             if output in ("device", "status"):
                 continue
-            row = outputs.setdefault((entry["fn"].split(":")[1], output), {
-                "tasks": 0, "rel": 0.0, "abs_small": 0.0, "text": False})
+            row = outputs.setdefault(
+                (entry["fn"].split(":")[1], output),
+                {"tasks": 0, "rel": 0.0, "abs_small": 0.0, "text": False},
+            )
             row["tasks"] += 1
             if worst.get("text"):
                 row["text"] = True
@@ -93,10 +96,21 @@ def compare_chapter(rev: str, chapter: str) -> tuple[list[dict], list[dict], dic
             if now is None:
                 continue
             a, b = claim.get("value"), now.get("value")
-            rel = (abs(a - b) / abs(a) if isinstance(a, (int, float)) and isinstance(
-                b, (int, float)) and a else (0.0 if a == b else None))
-            claims.append({"id": claim["id"], "before": a, "after": b, "rel": rel,
-                           "status_before": claim["status"], "status_after": now["status"]})
+            rel = (
+                abs(a - b) / abs(a)
+                if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a
+                else (0.0 if a == b else None)
+            )
+            claims.append(
+                {
+                    "id": claim["id"],
+                    "before": a,
+                    "after": b,
+                    "rel": rel,
+                    "status_before": claim["status"],
+                    "status_after": now["status"],
+                }
+            )
     counts = {"before": len(before), "matched": len(matched)}
     return rows, claims, counts
 
@@ -115,35 +129,56 @@ def main() -> None:
     parser.add_argument("--before", default="96eb815")
     args = parser.parse_args()
     chapters = args.chapters or sorted({c for c, _, _ in committed_entries("paper")})
-    lines = [f"# Paper results before ({args.before}) and after the recomputation under the "
-             "code-aware cache", "",
-             "Largest change per task function and output over the tasks present in both "
-             "(relative for values of the output's own scale, absolute for round-off-level "
-             "values); outputs that did not change at all are left out. Then every claim whose "
-             "metric value changed.", ""]
+    lines = [
+        f"# Paper results before ({args.before}) and after the recomputation under the "
+        "code-aware cache",
+        "",
+        "Largest change per task function and output over the tasks present in both "
+        "(relative for values of the output's own scale, absolute for round-off-level "
+        "values); outputs that did not change at all are left out. Then every claim whose "
+        "metric value changed.",
+        "",
+    ]
     for chapter in chapters:
         rows, claims, counts = compare_chapter(args.before, chapter)
-        lines += [f"## {chapter}", "",
-                  f"{counts['matched']} of {counts['before']} earlier tasks recomputed with "
-                  "the same parameters.", ""]
+        lines += [
+            f"## {chapter}",
+            "",
+            f"{counts['matched']} of {counts['before']} earlier tasks recomputed with "
+            "the same parameters.",
+            "",
+        ]
         changed = [r for r in rows if r["text"] or r["rel"] > 0 or r["abs_small"] > 0]
         same = sorted({r["fn"] for r in rows} - {r["fn"] for r in changed})
         if changed:
-            lines += ["| task function | output | tasks | max rel. change | max abs. change "
-                      "of small values |", "|---|---|---|---|---|"]
-            lines += [f"| {r['fn']} | {r['output']} | {r['tasks']} | "
-                      f"{'text differs' if r['text'] else _fmt(r['rel'])} | "
-                      f"{_fmt(r['abs_small'])} |" for r in changed]
+            lines += [
+                "| task function | output | tasks | max rel. change | max abs. change "
+                "of small values |",
+                "|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {r['fn']} | {r['output']} | {r['tasks']} | "
+                f"{'text differs' if r['text'] else _fmt(r['rel'])} | "
+                f"{_fmt(r['abs_small'])} |"
+                for r in changed
+            ]
             lines.append("")
         if same:
             lines += ["Bit-identical: " + ", ".join(same) + ".", ""]
         moved = [c for c in claims if c["rel"] != 0.0 or c["status_before"] != c["status_after"]]
         if moved:
             lines += ["| claim | before | after | rel. change | status |", "|---|---|---|---|---|"]
-            lines += [f"| {c['id']} | {_fmt(c['before'])} | {_fmt(c['after'])} | "
-                      f"{_fmt(c['rel'])} | {c['status_before']}"
-                      + ("" if c["status_before"] == c["status_after"]
-                         else f" -> **{c['status_after']}**") + " |" for c in moved]
+            lines += [
+                f"| {c['id']} | {_fmt(c['before'])} | {_fmt(c['after'])} | "
+                f"{_fmt(c['rel'])} | {c['status_before']}"
+                + (
+                    ""
+                    if c["status_before"] == c["status_after"]
+                    else f" -> **{c['status_after']}**"
+                )
+                + " |"
+                for c in moved
+            ]
             lines.append("")
         lines += [f"{len(claims) - len(moved)} claims with identical values and statuses.", ""]
     out = ROOT / "benchmarks/results/recompute_changes.md"

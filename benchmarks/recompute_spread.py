@@ -55,8 +55,17 @@ def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
             continue
         env = kernel_env(name)
         log = open(out / f"{name}__{label}.log", "w")  # noqa: SIM115 - closed below
-        cmd = [sys.executable, "-m", "implicit_bias", "recompute", *chapters, "--json",
-               str(report), "--tolerances", str(empty)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "implicit_bias",
+            "recompute",
+            *chapters,
+            "--json",
+            str(report),
+            "--tolerances",
+            str(empty),
+        ]
         running.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log, cwd=ROOT), log))
         if len(running) >= parallel:
             proc, handle = running.pop(0)
@@ -70,38 +79,65 @@ def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
 def machine() -> str:
     """The measuring CPU, and which kernels `native` means on it."""
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                  if line.startswith("model name")), "unknown CPU")
-    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines()
-                      if line.startswith("flags")), []))
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in info.splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    flags = set(
+        next(
+            (
+                line.split(":", 1)[1].split()
+                for line in info.splitlines()
+                if line.startswith("flags")
+            ),
+            [],
+        )
+    )
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "pre-AVX2"
-    return (f"{model}, {isa} (`native` = this CPU's own kernels); committed results were "
-            "computed natively on the machines of the sessions that committed them")
+    return (
+        f"{model}, {isa} (`native` = this CPU's own kernels); committed results were "
+        "computed natively on the machines of the sessions that committed them"
+    )
 
 
 def round_up(value: float) -> float:
     if value <= 0:
         return 0.0
     exponent = math.floor(math.log10(value))
-    mantissa = math.ceil(value / 10 ** exponent - 1e-12)
-    return mantissa * 10.0 ** exponent
+    mantissa = math.ceil(value / 10**exponent - 1e-12)
+    return mantissa * 10.0**exponent
 
 
 def derive(out: Path) -> tuple[dict, list[str]]:
     spreads: dict[str, dict[str, dict]] = {}
     seconds: dict[str, float] = {}
-    rows = [dict(row, config=name) for name in CONFIGS
-            for path in sorted(out.glob(f"{name}__*.json"))
-            for row in json.loads(path.read_text())["tasks"]]
+    rows = [
+        dict(row, config=name)
+        for name in CONFIGS
+        for path in sorted(out.glob(f"{name}__*.json"))
+        for row in json.loads(path.read_text())["tasks"]
+    ]
     for row in rows:  # the spread under today's rule, from the committed and recomputed values
-        committed = json.loads((ROOT / "results" / "paper" / row["chapter"] / row["file"])
-                               .read_text())["result"]
+        committed = json.loads(
+            (ROOT / "results" / "paper" / row["chapter"] / row["file"]).read_text()
+        )["result"]
         row["spread"] = compare_results(committed, row["result"], row["fn"], NO_TOLERANCE)[1]
         seconds[row["fn"]] = max(seconds.get(row["fn"], 0.0), row["seconds"])
         for key, s in row["spread"].items():
             worst = spreads.setdefault(row["fn"], {}).setdefault(
-                key, {"rel_of_large": 0.0, "abs_of_small": 0.0, "magnitude": 0.0,
-                      "text": False, "worst": "-"})
+                key,
+                {
+                    "rel_of_large": 0.0,
+                    "abs_of_small": 0.0,
+                    "magnitude": 0.0,
+                    "text": False,
+                    "worst": "-",
+                },
+            )
             if s.get("text"):
                 worst["text"] = True
                 continue
@@ -118,58 +154,92 @@ def derive(out: Path) -> tuple[dict, list[str]]:
                 continue
             rtol = max(round_up(FACTOR * s["rel_of_large"]), REL_FLOOR)
             atol = max(round_up(FACTOR * s["abs_of_small"]), ABS_FLOOR)
-            section[key] = {"rtol": rtol, "atol": atol,
-                            "measured": f"rel {s['rel_of_large']:.2g}, "
-                                        f"abs of small values {s['abs_of_small']:.2g}"}
+            section[key] = {
+                "rtol": rtol,
+                "atol": atol,
+                "measured": f"rel {s['rel_of_large']:.2g}, "
+                f"abs of small values {s['abs_of_small']:.2g}",
+            }
             if s["rel_of_large"] > AMPLIFIED:
-                amplified.append(f"- `{fn.split(':')[1]}` `{key}`: {s['rel_of_large']:.2g} "
-                                 f"({s['worst']})")
-            lines.append(f"| {fn} | {key} | {s['rel_of_large']:.2g} ({s['worst']}) | "
-                         f"{s['abs_of_small']:.2g} | {rtol:g} / {atol:g} |")
+                amplified.append(
+                    f"- `{fn.split(':')[1]}` `{key}`: {s['rel_of_large']:.2g} ({s['worst']})"
+                )
+            lines.append(
+                f"| {fn} | {key} | {s['rel_of_large']:.2g} ({s['worst']}) | "
+                f"{s['abs_of_small']:.2g} | {rtol:g} / {atol:g} |"
+            )
         functions[fn] = section
     return {"functions": functions, "seconds": seconds, "amplified": amplified}, lines
 
 
 def write(derived: dict, lines: list[str]) -> None:
     header = __doc__.split("Usage:")[0].strip().splitlines()
-    text = ["# Recompute tolerances, derived by benchmarks/recompute_spread.py (do not edit by",
-            "# hand: rerun it). " + " ".join(h.strip() for h in header[:1]), "#"]
+    text = [
+        "# Recompute tolerances, derived by benchmarks/recompute_spread.py (do not edit by",
+        "# hand: rerun it). " + " ".join(h.strip() for h in header[:1]),
+        "#",
+    ]
     text += [f"# {h}" if h else "#" for h in header[1:]]
-    text += ["# Configurations: " + ", ".join(CONFIGS) + ".",
-             "# Each entry: output -> rtol, atol, and the measured spread they come from.",
-             f"default: {{rtol: {REL_FLOOR}, atol: {ABS_FLOOR}}}", "functions:"]
+    text += [
+        "# Configurations: " + ", ".join(CONFIGS) + ".",
+        "# Each entry: output -> rtol, atol, and the measured spread they come from.",
+        f"default: {{rtol: {REL_FLOOR}, atol: {ABS_FLOOR}}}",
+        "functions:",
+    ]
     for fn, section in derived["functions"].items():
-        text.append(f"  \"{fn}\":")
+        text.append(f'  "{fn}":')
         for key, tol in section.items():
-            text.append(f"    \"{key}\": {{rtol: {tol['rtol']:g}, atol: {tol['atol']:g}}}"
-                        f"  # measured: {tol['measured']}")
+            text.append(
+                f'    "{key}": {{rtol: {tol["rtol"]:g}, atol: {tol["atol"]:g}}}'
+                f"  # measured: {tol['measured']}"
+            )
     path = ROOT / "data" / "tolerances" / "recompute.yaml"
     path.write_text("\n".join(text) + "\n")
-    md = ["# Spread of recomputed paper results across CPU kernels and threads", "",
-          "Configurations: " + ", ".join(f"`{c}`" for c in CONFIGS) + ". Rule: see "
-          "`data/tolerances/recompute.yaml`.", "", f"Measured on: {machine()}.", "",
-          "| task function | output | max rel. deviation (worst configuration) "
-          "| max abs. deviation of small values "
-          "| rtol / atol |", "|---|---|---|---|---|", *lines, "",
-          f"Outputs that amplify round-off (relative spread above {AMPLIFIED:g}): their "
-          "recompute tolerance guards only against gross changes, and any result or claim "
-          "resting on them depends on the CPU at this level (which claims it moves: "
-          "`benchmarks/results/claim_sensitivity.md`):", "",
-          *(derived["amplified"] or ["- none"]), "",
-          "Recompute time of the cheapest task per function (largest over configurations):",
-          "", "| task function | seconds |", "|---|---|"]
-    md += [f"| {fn} | {s:.1f} |" for fn, s in sorted(derived["seconds"].items(),
-                                                     key=lambda kv: -kv[1])]
+    md = [
+        "# Spread of recomputed paper results across CPU kernels and threads",
+        "",
+        "Configurations: " + ", ".join(f"`{c}`" for c in CONFIGS) + ". Rule: see "
+        "`data/tolerances/recompute.yaml`.",
+        "",
+        f"Measured on: {machine()}.",
+        "",
+        "| task function | output | max rel. deviation (worst configuration) "
+        "| max abs. deviation of small values "
+        "| rtol / atol |",
+        "|---|---|---|---|---|",
+        *lines,
+        "",
+        f"Outputs that amplify round-off (relative spread above {AMPLIFIED:g}): their "
+        "recompute tolerance guards only against gross changes, and any result or claim "
+        "resting on them depends on the CPU at this level (which claims it moves: "
+        "`benchmarks/results/claim_sensitivity.md`):",
+        "",
+        *(derived["amplified"] or ["- none"]),
+        "",
+        "Recompute time of the cheapest task per function (largest over configurations):",
+        "",
+        "| task function | seconds |",
+        "|---|---|",
+    ]
+    md += [
+        f"| {fn} | {s:.1f} |" for fn, s in sorted(derived["seconds"].items(), key=lambda kv: -kv[1])
+    ]
     (ROOT / "benchmarks" / "results" / "recompute_spread.md").write_text("\n".join(md) + "\n")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="measure these chapters (default: all)")
-    parser.add_argument("--reuse", default="/tmp/recompute-spread",
-                        help="folder for the per-configuration reports (reused if present)")
-    parser.add_argument("--derive-only", action="store_true",
-                        help="derive the tolerances from the reports already in --reuse")
+    parser.add_argument(
+        "--reuse",
+        default="/tmp/recompute-spread",
+        help="folder for the per-configuration reports (reused if present)",
+    )
+    parser.add_argument(
+        "--derive-only",
+        action="store_true",
+        help="derive the tolerances from the reports already in --reuse",
+    )
     args = parser.parse_args()
     out = Path(args.reuse)
     if not args.derive_only:

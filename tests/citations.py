@@ -19,7 +19,6 @@ BIB = ROOT / "book" / "references.bib"
 NOTEBOOKS = ROOT / "notebooks"
 
 
-
 def chapter_papers() -> dict[str, str]:
     """The paper each chapter reproduces: `PAPER` (its key in book/references.bib) in the
     chapter's package, `lib/implicit_bias/chapters/<id>/__init__.py`."""
@@ -72,8 +71,9 @@ def entry_links(entry) -> set[str]:
 
 def cite_keys(text: str) -> list[str]:
     """Every key cited in a chapter source, in order, with its chapter prefix."""
-    return [key.strip() for group in CITE_ROLE.findall(text) for key in group.split(",")
-            if key.strip()]
+    return [
+        key.strip() for group in CITE_ROLE.findall(text) for key in group.split(",") if key.strip()
+    ]
 
 
 def bibliographies(text: str) -> list[dict[str, str]]:

@@ -40,8 +40,12 @@ def smoke_chapter(_smoke_runs, chapter):
     if chapter not in _smoke_runs:
         print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
         _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
-        print(f"[smoke book] {chapter}: ok={_smoke_runs[chapter]['ok']} "
-              f"{_smoke_runs[chapter]['seconds']} s", file=sys.stderr, flush=True)
+        print(
+            f"[smoke book] {chapter}: ok={_smoke_runs[chapter]['ok']} "
+            f"{_smoke_runs[chapter]['seconds']} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return _smoke_runs[chapter]
 
 

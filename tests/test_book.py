@@ -25,8 +25,9 @@ CHAPTERS = chapters()
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_executes(smoke_chapter, chapter):
     summary = smoke_chapter
-    assert summary["ok"], (f"{chapter} failed: {summary['error']} (see "
-                           f"results/smoke/{chapter}/.run/failed.ipynb)")
+    assert summary["ok"], (
+        f"{chapter} failed: {summary['error']} (see results/smoke/{chapter}/.run/failed.ipynb)"
+    )
     assert summary["tasks"]["failed"] == 0, summary["tasks"]["errors"]
 
 
@@ -36,8 +37,11 @@ def test_smoke_claims(smoke_chapter, chapter):
     assert report is not None, f"{chapter} wrote no claims report"
     expected = {c["id"] for c in load_claims(chapter) if "smoke" in c["profiles"]}
     assert {row["id"] for row in report["claims"]} == expected
-    bad = [f"{row['id']}: {row['status']} (ours {row['value']}, expected {row['expect']})"
-           for row in report["claims"] if row["status"] not in OK_STATUSES]
+    bad = [
+        f"{row['id']}: {row['status']} (ours {row['value']}, expected {row['expect']})"
+        for row in report["claims"]
+        if row["status"] not in OK_STATUSES
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -73,9 +77,13 @@ def test_committed_paper_results_are_not_stale(chapter):
     """Committed results were computed by the code as it is now (code fingerprints)."""
     report = committed_paper_report(chapter)
     stale = stale_entries("paper", [chapter], root=project_root() / "results")
-    assert not stale, (f"{len(stale)} stale committed results of {chapter} "
-                       f"({sorted({s['reason'] for s in stale})}); recompute: "
-                       f"{recompute_command(chapter)}")
+    assert not stale, (
+        f"{len(stale)} stale committed results of {chapter} "
+        f"({sorted({s['reason'] for s in stale})}); recompute: "
+        f"{recompute_command(chapter)}"
+    )
     changed = stale_code(report)
-    assert not changed, (f"the committed claims of {chapter} rest on code that has changed: "
-                         f"{changed}; recompute: {recompute_command(chapter)}")
+    assert not changed, (
+        f"the committed claims of {chapter} rest on code that has changed: "
+        f"{changed}; recompute: {recompute_command(chapter)}"
+    )

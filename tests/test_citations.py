@@ -41,8 +41,9 @@ def test_every_entry_has_a_title_a_year_and_a_doi_arxiv_id_or_url():
             problems.append(f"{key}: malformed DOI {doi!r}")
         if url and not url.startswith(("https://", "http://")):
             problems.append(f"{key}: malformed URL {url!r}")
-        if eprint and not (ARXIV_ID.match(eprint)
-                           and fields.get("archiveprefix", "arXiv").lower() == "arxiv"):
+        if eprint and not (
+            ARXIV_ID.match(eprint) and fields.get("archiveprefix", "arXiv").lower() == "arxiv"
+        ):
             problems.append(f"{key}: eprint {eprint!r} is not an arXiv id")
     assert not problems, "\n".join(problems)
 
@@ -55,9 +56,10 @@ def test_every_cited_key_is_in_the_bib_file(chapter):
     keys = cite_keys(text)
     assert keys, f"{chapter} cites nothing"
     unprefixed = [k for k in keys if not k.startswith(prefix)]
-    assert not unprefixed, (f"{chapter}: cite with the chapter's key prefix, "
-                            f"{{cite}}`{prefix}<key>`: {unprefixed}")
-    missing = sorted({k[len(prefix):] for k in keys} - set(entries))
+    assert not unprefixed, (
+        f"{chapter}: cite with the chapter's key prefix, {{cite}}`{prefix}<key>`: {unprefixed}"
+    )
+    missing = sorted({k[len(prefix) :] for k in keys} - set(entries))
     assert not missing, f"{chapter} cites keys that book/references.bib lacks: {missing}"
 
 
@@ -70,7 +72,7 @@ def test_every_chapter_ends_with_its_own_bibliography(chapter):
     assert len(found) == 1, f"{chapter}: {len(found)} bibliography directives, expected one"
     assert found[0].get("filter") == "docname in docnames", (chapter, found[0])
     assert found[0].get("keyprefix") == f"{chapter}-", (chapter, found[0])
-    headings = re.findall(r"^#+ (.+)$", text[:text.index("```{bibliography}")], re.M)
+    headings = re.findall(r"^#+ (.+)$", text[: text.index("```{bibliography}")], re.M)
     assert headings and headings[-1].strip() == "References", (chapter, headings[-1:])
 
 
@@ -78,7 +80,8 @@ def test_every_chapter_ends_with_its_own_bibliography(chapter):
 def test_every_chapter_cites_its_paper_in_its_introduction(chapter):
     assert chapter in CHAPTER_PAPERS, (
         f"{chapter}: set PAPER (its references.bib key) in "
-        f"lib/implicit_bias/chapters/{chapter}/__init__.py")
+        f"lib/implicit_bias/chapters/{chapter}/__init__.py"
+    )
     paper = CHAPTER_PAPERS[chapter]
     assert paper in bib_entries(), f"{chapter}: its paper {paper!r} is not in references.bib"
     notebook = jupytext.read(NOTEBOOKS / f"{chapter}.md")
@@ -88,4 +91,5 @@ def test_every_chapter_cites_its_paper_in_its_introduction(chapter):
             break
         introduction.append(cell.source)
     assert f"{chapter}-{paper}" in cite_keys("\n".join(introduction)), (
-        f"{chapter}: its introduction does not cite {{cite}}`{chapter}-{paper}`")
+        f"{chapter}: its introduction does not cite {{cite}}`{chapter}-{paper}`"
+    )

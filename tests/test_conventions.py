@@ -22,17 +22,24 @@ MEDIAN_CELL_LINES, MAX_CELL_LINES = 8, 20
 def code_cell_lengths(notebook_text: str) -> list[int]:
     """Non-blank lines of each code cell of a jupytext MyST notebook."""
     notebook = jupytext.reads(notebook_text, fmt="md:myst")
-    return [sum(1 for line in cell.source.splitlines() if line.strip())
-            for cell in notebook.cells if cell.cell_type == "code"]
+    return [
+        sum(1 for line in cell.source.splitlines() if line.strip())
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    ]
 
 
 def cell_problems(lengths: list[int]) -> list[str]:
     problems = []
     if lengths and statistics.median(lengths) > MEDIAN_CELL_LINES:
-        problems.append(f"median code cell has {statistics.median(lengths)} lines "
-                        f"(at most {MEDIAN_CELL_LINES})")
-    problems += [f"code cell {i + 1} has {n} lines (at most {MAX_CELL_LINES})"
-                 for i, n in enumerate(lengths) if n > MAX_CELL_LINES]
+        problems.append(
+            f"median code cell has {statistics.median(lengths)} lines (at most {MEDIAN_CELL_LINES})"
+        )
+    problems += [
+        f"code cell {i + 1} has {n} lines (at most {MAX_CELL_LINES})"
+        for i, n in enumerate(lengths)
+        if n > MAX_CELL_LINES
+    ]
     return problems
 
 
@@ -53,9 +60,11 @@ def test_the_cell_check_fails_on_a_long_cell():
 
 def missing_metrics(claims: list[dict], analysis_source: str) -> list[str]:
     """The claims whose metric is not written as a string literal in the analysis source."""
-    return [f"{c['id']}: metric {c['metric']!r}" for c in claims
-            if f'"{c["metric"]}"' not in analysis_source
-            and f"'{c['metric']}'" not in analysis_source]
+    return [
+        f"{c['id']}: metric {c['metric']!r}"
+        for c in claims
+        if f'"{c["metric"]}"' not in analysis_source and f"'{c['metric']}'" not in analysis_source
+    ]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -86,15 +95,21 @@ def test_no_issue_numbers_in_code_or_text():
         pytest.skip("not a git checkout")
     found = []
     for name in tracked.stdout.split():
-        if name.startswith(("results/", "tests/baselines/")) or name == "CHANGELOG.md" \
-                or not name.endswith((".py", ".md", ".yaml", ".yml", ".toml", ".cfg")):
+        if (
+            name.startswith(("results/", "tests/baselines/"))
+            or name == "CHANGELOG.md"
+            or not name.endswith((".py", ".md", ".yaml", ".yml", ".toml", ".cfg"))
+        ):
             continue
         path = ROOT / name
         if not path.exists():
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if name == "tests/test_conventions.py" and "issue" in line.lower() and (
-                    "ISSUE_REFERENCE" in line or "assert" in line):
+            if (
+                name == "tests/test_conventions.py"
+                and "issue" in line.lower()
+                and ("ISSUE_REFERENCE" in line or "assert" in line)
+            ):
                 continue  # this test's own pattern and examples
             found += [f"{name}:{number}: {ref}" for ref in issue_references(line)]
     assert not found, "\n".join(found)
@@ -107,8 +122,9 @@ def test_the_issue_check_finds_references():
 
 
 def test_every_yaml_file_parses():
-    tracked = subprocess.run(["git", "ls-files", "*.yaml", "*.yml"], cwd=ROOT,
-                             capture_output=True, text=True)
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.yaml", "*.yml"], cwd=ROOT, capture_output=True, text=True
+    )
     if tracked.returncode != 0:
         pytest.skip("not a git checkout")
     problems = []

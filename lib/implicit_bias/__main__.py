@@ -51,72 +51,125 @@ def _chapter_ids() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(prog="python -m implicit_bias", formatter_class=raw,
-                                     description="The implicit-bias-book runner: execute "
-                                     "chapters, check claims, compare results.",
-                                     epilog=EXAMPLES)
+    parser = argparse.ArgumentParser(
+        prog="python -m implicit_bias",
+        formatter_class=raw,
+        description="The implicit-bias-book runner: execute "
+        "chapters, check claims, compare results.",
+        epilog=EXAMPLES,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = sub.add_parser("run", help="execute chapters with papermill into book/chapters/",
-                         description="Execute chapters (default: all of the book) with "
-                         "papermill into book/chapters/<chapter>.ipynb,\ncheck their claims, "
-                         "and exit non-zero naming what failed.",
-                         epilog=RUN_EXAMPLES, formatter_class=raw)
-    run.add_argument("chapters", nargs="*", metavar="CHAPTER",
-                     help=f"chapters to run (default: all in the book): {_chapter_ids()}")
-    run.add_argument("--profile", default="smoke", metavar="PROFILE",
-                     help=f"one of: {', '.join(PROFILES)}; or a profile file (.yaml) of one "
-                     "chapter (default: smoke)")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a parameter of the profile (VALUE read as YAML, KEY may be "
-                     "dotted: theorem1.n=10); repeatable")
+    run = sub.add_parser(
+        "run",
+        help="execute chapters with papermill into book/chapters/",
+        description="Execute chapters (default: all of the book) with "
+        "papermill into book/chapters/<chapter>.ipynb,\ncheck their claims, "
+        "and exit non-zero naming what failed.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=raw,
+    )
+    run.add_argument(
+        "chapters",
+        nargs="*",
+        metavar="CHAPTER",
+        help=f"chapters to run (default: all in the book): {_chapter_ids()}",
+    )
+    run.add_argument(
+        "--profile",
+        default="smoke",
+        metavar="PROFILE",
+        help=f"one of: {', '.join(PROFILES)}; or a profile file (.yaml) of one "
+        "chapter (default: smoke)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a parameter of the profile (VALUE read as YAML, KEY may be "
+        "dotted: theorem1.n=10); repeatable",
+    )
     run.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     run.add_argument("--refresh", action="store_true", help="ignore cached results")
     run.add_argument("--log-output", action="store_true", help="stream cell output")
     status = sub.add_parser("status", help="print the claims dashboard")
     status.add_argument("--profile", choices=PROFILES, default=None)
     sub.add_parser("status-page", help="write book/status.md")
-    base = sub.add_parser("baselines", help="report what would change in tests/baselines, "
-                          "then rewrite the figures named (or all, with --all)")
+    base = sub.add_parser(
+        "baselines",
+        help="report what would change in tests/baselines, "
+        "then rewrite the figures named (or all, with --all)",
+    )
     base.add_argument("chapters", nargs="*", metavar="CHAPTER")
-    base.add_argument("--figures", nargs="+", default=None, metavar="FIGURE",
-                      help="rewrite only these figures (of a single chapter)")
-    base.add_argument("--all", action="store_true", help="rewrite every figure of the "
-                      "chapters")
-    compare = sub.add_parser("compare", help="compare a run's figures and claims with a "
-                             "reference results folder (GPU CI)")
+    base.add_argument(
+        "--figures",
+        nargs="+",
+        default=None,
+        metavar="FIGURE",
+        help="rewrite only these figures (of a single chapter)",
+    )
+    base.add_argument("--all", action="store_true", help="rewrite every figure of the chapters")
+    compare = sub.add_parser(
+        "compare",
+        help="compare a run's figures and claims with a reference results folder (GPU CI)",
+    )
     compare.add_argument("chapters", nargs="*", metavar="CHAPTER")
     compare.add_argument("--reference", default="results", help="reference results root")
     compare.add_argument("--candidate", required=True, help="regenerated results root")
     compare.add_argument("--profile", default="paper", choices=PROFILES)
     compare.add_argument("--tolerances", default=None, help="YAML: chapter -> figure -> tols")
     compare.add_argument("--summary", default=None, help="write the JSON summary here")
-    compare.add_argument("--report", default=None, help="folder of the figure report "
-                         "(default: CANDIDATE/reports/figures-PROFILE)")
-    stale = sub.add_parser("stale", help="list committed results that the current code would "
-                           "not produce, with the command that recomputes them")
+    compare.add_argument(
+        "--report",
+        default=None,
+        help="folder of the figure report (default: CANDIDATE/reports/figures-PROFILE)",
+    )
+    stale = sub.add_parser(
+        "stale",
+        help="list committed results that the current code would "
+        "not produce, with the command that recomputes them",
+    )
     stale.add_argument("chapters", nargs="*", metavar="CHAPTER")
     stale.add_argument("--profile", default="paper", choices=PROFILES)
-    recompute = sub.add_parser("recompute", help="recompute the cheapest committed task of "
-                               "every task function and compare within the measured "
-                               "tolerances (data/tolerances/recompute.yaml)")
+    recompute = sub.add_parser(
+        "recompute",
+        help="recompute the cheapest committed task of "
+        "every task function and compare within the measured "
+        "tolerances (data/tolerances/recompute.yaml)",
+    )
     recompute.add_argument("chapters", nargs="*", metavar="CHAPTER")
     recompute.add_argument("--profile", default="paper", choices=PROFILES)
-    recompute.add_argument("--json", default=None, help="write the report (with the "
-                           "deviations of every output) here")
-    recompute.add_argument("--tolerances", default=None, help="tolerances file (default: "
-                           "data/tolerances/recompute.yaml)")
-    recompute.add_argument("--functions", nargs="+", default=None, metavar="FN",
-                           help="only these task functions (module:name or name)")
+    recompute.add_argument(
+        "--json", default=None, help="write the report (with the deviations of every output) here"
+    )
+    recompute.add_argument(
+        "--tolerances",
+        default=None,
+        help="tolerances file (default: data/tolerances/recompute.yaml)",
+    )
+    recompute.add_argument(
+        "--functions",
+        nargs="+",
+        default=None,
+        metavar="FN",
+        help="only these task functions (module:name or name)",
+    )
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
-    new = sub.add_parser("new-chapter", help="create a chapter (notebook, claims, profiles, "
-                         "package, model, tests, table-of-contents entry) from the template")
+    new = sub.add_parser(
+        "new-chapter",
+        help="create a chapter (notebook, claims, profiles, "
+        "package, model, tests, table-of-contents entry) from the template",
+    )
     new.add_argument("chapter", help="the chapter id (lowercase, underscores): names its files")
     new.add_argument("--title", default=None, help="the chapter's title")
-    new.add_argument("--paper", default="zhang2017understanding",
-                     help="the book/references.bib key of the paper it reproduces "
-                          "(default: the template's example)")
+    new.add_argument(
+        "--paper",
+        default="zhang2017understanding",
+        help="the book/references.bib key of the paper it reproduces "
+        "(default: the template's example)",
+    )
     return parser
 
 
@@ -129,12 +182,16 @@ def custom_profiles(args) -> tuple[list[str], dict]:
 
     from_file = args.profile not in PROFILES
     if from_file and not Path(args.profile).is_file():
-        raise ValueError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}, or "
-                         "a profile file (path/to/file.yaml)")
+        raise ValueError(
+            f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}, or "
+            "a profile file (path/to/file.yaml)"
+        )
     selected = validate(args.chapters, PROFILES[0] if from_file else args.profile, args.device)
     if from_file and len(selected) != 1:
-        raise ValueError("a profile file holds the profile of one chapter: name it "
-                         f"(python -m implicit_bias run CHAPTER --profile {args.profile})")
+        raise ValueError(
+            "a profile file holds the profile of one chapter: name it "
+            f"(python -m implicit_bias run CHAPTER --profile {args.profile})"
+        )
     customs, problems = {}, []
     for chapter in selected:
         try:
@@ -164,39 +221,56 @@ def main(argv=None) -> int:
             custom = customs[chapter]
             profile = custom.base if custom else args.profile
             changed = f" with {custom.source}" if custom else ""
-            print(f"running {chapter} (profile {profile}{changed}, device {args.device}) ...",
-                  flush=True)
-            summary = run_chapter(chapter, profile, args.device, args.refresh,
-                                  args.log_output, custom)
+            print(
+                f"running {chapter} (profile {profile}{changed}, device {args.device}) ...",
+                flush=True,
+            )
+            summary = run_chapter(
+                chapter, profile, args.device, args.refresh, args.log_output, custom
+            )
             results = f"{shown(custom.root)}/{profile}" if custom else f"results/{profile}"
             claims = summary["claims"] or {}
-            print(f"  {chapter}: {'ok' if summary['ok'] else 'FAILED'} in "
-                  f"{summary['seconds']:.0f} s; claims: "
-                  + (", ".join(f"{n} {s}" for s, n in sorted(claims.items())) or "none"),
-                  flush=True)
+            print(
+                f"  {chapter}: {'ok' if summary['ok'] else 'FAILED'} in "
+                f"{summary['seconds']:.0f} s; claims: "
+                + (", ".join(f"{n} {s}" for s, n in sorted(claims.items())) or "none"),
+                flush=True,
+            )
             tasks = summary["tasks"]
-            print(f"  tasks: {tasks['computed']} computed, {tasks['cached']} from the cache, "
-                  f"{tasks['failed']} failed", flush=True)
+            print(
+                f"  tasks: {tasks['computed']} computed, {tasks['cached']} from the cache, "
+                f"{tasks['failed']} failed",
+                flush=True,
+            )
             for error in tasks["errors"][:5]:
                 params = {k: v for k, v in error["task"].items() if k != "device"}
-                print(f"  failed task ({error['sweep']}) {params}: "
-                      f"{error['error'].strip().splitlines()[-1]}", file=sys.stderr)
+                print(
+                    f"  failed task ({error['sweep']}) {params}: "
+                    f"{error['error'].strip().splitlines()[-1]}",
+                    file=sys.stderr,
+                )
             if not summary["ok"]:
-                print(f"  error: {summary['error']}\n  the failed execution is kept at "
-                      f"{results}/{chapter}/.run/failed.ipynb", file=sys.stderr)
+                print(
+                    f"  error: {summary['error']}\n  the failed execution is kept at "
+                    f"{results}/{chapter}/.run/failed.ipynb",
+                    file=sys.stderr,
+                )
                 failed.append(chapter)
             elif not summary["claims_ok"]:
                 bad = summary["bad_claims"] or ["no claims report written"]
-                print(f"  claims not as expected in {chapter}: " + "; ".join(bad),
-                      file=sys.stderr)
+                print(f"  claims not as expected in {chapter}: " + "; ".join(bad), file=sys.stderr)
                 bad_claims.append(chapter)
             if custom:
-                print(f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
-                      flush=True)
+                print(
+                    f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
+                    flush=True,
+                )
         if failed or bad_claims:
-            print(f"error: {len(failed)} chapter(s) failed to execute {failed}, "
-                  f"{len(bad_claims)} with claims not as expected {bad_claims}",
-                  file=sys.stderr)
+            print(
+                f"error: {len(failed)} chapter(s) failed to execute {failed}, "
+                f"{len(bad_claims)} with claims not as expected {bad_claims}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if args.command == "status":
@@ -230,8 +304,10 @@ def main(argv=None) -> int:
         changed = [c for c in changes if not c.ok]
         for c in changed:
             rms = "" if c.rms is None else f", image RMS {c.rms:.2f}"
-            print(f"  {c.chapter}/{c.figure}: largest relative change "
-                  f"{c.largest_relative_change:.3g}{rms}; {c.problems[0]}")
+            print(
+                f"  {c.chapter}/{c.figure}: largest relative change "
+                f"{c.largest_relative_change:.3g}{rms}; {c.problems[0]}"
+            )
         print(f"{len(changed)} of {len(changes)} figures would change; report: {page}")
         if not (args.all or args.figures):
             print("nothing rewritten: name the figures (--figures) or pass --all")
@@ -250,12 +326,21 @@ def main(argv=None) -> int:
 
         for label, folder in (("reference", args.reference), ("candidate", args.candidate)):
             if not (Path(folder) / args.profile).is_dir():
-                print(f"error: no {args.profile}-profile results in the {label} folder "
-                      f"{folder!r} (expected {folder}/{args.profile}/)", file=sys.stderr)
+                print(
+                    f"error: no {args.profile}-profile results in the {label} folder "
+                    f"{folder!r} (expected {folder}/{args.profile}/)",
+                    file=sys.stderr,
+                )
                 return 2
-        return compare_with_reference(args.chapters or chapters(), args.reference,
-                                      args.candidate, args.profile, args.tolerances,
-                                      args.summary, args.report)
+        return compare_with_reference(
+            args.chapters or chapters(),
+            args.reference,
+            args.candidate,
+            args.profile,
+            args.tolerances,
+            args.summary,
+            args.report,
+        )
     if args.command == "stale":
         from .core.verify import recompute_command, stale_entries
 
@@ -268,8 +353,10 @@ def main(argv=None) -> int:
             by_chapter.setdefault(item["chapter"], []).append(item)
         for chapter, items in by_chapter.items():
             reasons = sorted({i["reason"] for i in items})
-            print(f"{chapter}: {len(items)} stale ({'; '.join(reasons)})\n"
-                  f"  recompute: {recompute_command(chapter, args.profile)}")
+            print(
+                f"{chapter}: {len(items)} stale ({'; '.join(reasons)})\n"
+                f"  recompute: {recompute_command(chapter, args.profile)}"
+            )
         print(f"{len(stale_list)} stale {args.profile}-profile results")
         return 1
     if args.command == "recompute":
@@ -282,8 +369,9 @@ def main(argv=None) -> int:
             wanted = set(args.functions)
             entries = [e for e in entries if {e[2]["fn"], e[2]["fn"].split(":")[-1]} & wanted]
         if not entries:
-            print(f"error: no committed {args.profile}-profile results to recompute",
-                  file=sys.stderr)
+            print(
+                f"error: no committed {args.profile}-profile results to recompute", file=sys.stderr
+            )
             return 2
         tolerances = load_tolerances(Path(args.tolerances) if args.tolerances else None)
         report = recompute(entries, tolerances)
@@ -308,8 +396,10 @@ def main(argv=None) -> int:
         print(f"created chapter {args.chapter}:")
         for path in written:
             print(f"  {path.relative_to(root) if path.is_relative_to(root) else path}")
-        print(f"next: write its claims from the paper, then `python -m implicit_bias run "
-              f"{args.chapter}` (CONTRIBUTING.md, 'Adding a paper')")
+        print(
+            f"next: write its claims from the paper, then `python -m implicit_bias run "
+            f"{args.chapter}` (CONTRIBUTING.md, 'Adding a paper')"
+        )
         return 0
     if args.command == "data":
         from .core.data import DATASETS, DataError, fetch

@@ -7,11 +7,21 @@ from implicit_bias.core import claims
 from implicit_bias.core.claims import ClaimsError, evaluate, load_claims, parse_expect
 
 
-@pytest.mark.parametrize("expect,value,holds", [
-    ("< 1", 0.5, True), ("< 1", 1.0, False), ("<= 1", 1.0, True), ("> -2e-3", 0.0, True),
-    (">= 3", 2.9, False), ("== 2", 2, True), ("in [0.1, 0.2]", 0.15, True),
-    ("in [0.1, 0.2]", 0.25, False), ("true", True, True), ("false", True, False),
-])
+@pytest.mark.parametrize(
+    "expect,value,holds",
+    [
+        ("< 1", 0.5, True),
+        ("< 1", 1.0, False),
+        ("<= 1", 1.0, True),
+        ("> -2e-3", 0.0, True),
+        (">= 3", 2.9, False),
+        ("== 2", 2, True),
+        ("in [0.1, 0.2]", 0.15, True),
+        ("in [0.1, 0.2]", 0.25, False),
+        ("true", True, True),
+        ("false", True, False),
+    ],
+)
 def test_parse_expect(expect, value, holds):
     assert parse_expect(expect)(value) is holds
 
@@ -22,8 +32,14 @@ def test_parse_expect_rejects(bad):
         parse_expect(bad)
 
 
-CLAIM = {"id": "c", "where": "Fig. 1", "quote": "q", "metric": "m", "expect": "< 1",
-         "profiles": ["smoke", "paper"]}
+CLAIM = {
+    "id": "c",
+    "where": "Fig. 1",
+    "quote": "q",
+    "metric": "m",
+    "expect": "< 1",
+    "profiles": ["smoke", "paper"],
+}
 
 
 def test_statuses():
@@ -43,11 +59,15 @@ def write_claims(root, entries):
     (folder / "demo.yaml").write_text(yaml.safe_dump(entries))
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"expect": "roughly 1"}, "cannot read"), ({"profiles": ["gpu"]}, "unknown profiles"),
-    ({"colour": "red"}, "unknown keys"), ({"known_deviation": {"profiles": ["smoke"]}},
-                                          "evidence"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"expect": "roughly 1"}, "cannot read"),
+        ({"profiles": ["gpu"]}, "unknown profiles"),
+        ({"colour": "red"}, "unknown keys"),
+        ({"known_deviation": {"profiles": ["smoke"]}}, "evidence"),
+    ],
+)
 def test_schema_errors(demo_project, change, message):
     write_claims(demo_project, [{**CLAIM, **change}])
     with pytest.raises(ClaimsError, match=message):
@@ -92,8 +112,10 @@ def test_failed_tasks_leave_every_claim_undecided(tmp_path, monkeypatch):
 
 
 def test_committed_report_is_decided_again_from_its_stored_values():
-    report = {"profile": "paper", "claims": [
-        {"id": "c", "metric": "m", "value": 0.5, "status": "pass", "expect": "< 1"}]}
+    report = {
+        "profile": "paper",
+        "claims": [{"id": "c", "metric": "m", "value": 0.5, "status": "pass", "expect": "< 1"}],
+    }
     assert claims.reevaluate(report, [CLAIM]) == []
     # an expectation edited so that the stored value must fail: caught without rerunning
     assert "fail" in claims.reevaluate(report, [{**CLAIM, "expect": "> 1"}])[0]
@@ -120,8 +142,12 @@ def test_concurrent_report_writes_do_not_collide(tmp_path):
     import sys
 
     target = tmp_path / "report.json"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(k)],
-                              stderr=subprocess.PIPE) for k in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target), str(k)], stderr=subprocess.PIPE
+        )
+        for k in range(3)
+    ]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
     assert json.loads(target.read_text())["i"] == 299

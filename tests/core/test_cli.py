@@ -29,13 +29,21 @@ from implicit_bias.core.schema import ProfileError
 
 ROOT = project_root()
 COMMANDS = ["run", "status", "status-page", "baselines", "compare", "stale", "recompute", "data"]
-HEAVY = ("torch", "pandas", "matplotlib", "papermill", "jupytext", "implicit_bias.core.chapter",
-         "implicit_bias.core.runner")
+HEAVY = (
+    "torch",
+    "pandas",
+    "matplotlib",
+    "papermill",
+    "jupytext",
+    "implicit_bias.core.chapter",
+    "implicit_bias.core.runner",
+)
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "implicit_bias", *args], capture_output=True,
-                          text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "implicit_bias", *args], capture_output=True, text=True, env=env
+    )
 
 
 # ---- help, version, make help ----------------------------------------------------------------
@@ -45,9 +53,11 @@ def cli(*args, env=None):
 def test_help_imports_nothing_heavy(command):
     """--help builds the parser only: the libraries a command needs are imported when it runs."""
     args = ["--help"] if command is None else [command, "--help"]
-    code = (f"import sys\nfrom implicit_bias.__main__ import main\ntry:\n    main({args!r})\n"
-            f"except SystemExit:\n    pass\nprint('LOADED', sorted(m for m in {HEAVY!r} if m in "
-            "sys.modules))")
+    code = (
+        f"import sys\nfrom implicit_bias.__main__ import main\ntry:\n    main({args!r})\n"
+        f"except SystemExit:\n    pass\nprint('LOADED', sorted(m for m in {HEAVY!r} if m in "
+        "sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "LOADED []" in result.stdout
@@ -94,29 +104,35 @@ def test_make_help_lists_every_target():
 # ---- parsing --set and merging -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("seeds=2", ("seeds", 2)),
-    ("widths=[10,50]", ("widths", [10, 50])),
-    ("dtype=float64", ("dtype", "float64")),
-    ("lr=0.5", ("lr", 0.5)),
-    ("lr=1e-3", ("lr", 1e-3)),  # a number, as YAML 1.2 reads it (PyYAML alone gives text)
-    ("scales=[1e-5, 3E2]", ("scales", [1e-5, 300.0])),
-    ("tag=e5", ("tag", "e5")),
-    ("flag=true", ("flag", True)),
-    ("name=a=b", ("name", "a=b")),
-    (" theorem1.n = 10", ("theorem1.n", 10)),
-    ("blocks=[{H: [10], C: [2]}]", ("blocks", [{"H": [10], "C": [2]}])),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("seeds=2", ("seeds", 2)),
+        ("widths=[10,50]", ("widths", [10, 50])),
+        ("dtype=float64", ("dtype", "float64")),
+        ("lr=0.5", ("lr", 0.5)),
+        ("lr=1e-3", ("lr", 1e-3)),  # a number, as YAML 1.2 reads it (PyYAML alone gives text)
+        ("scales=[1e-5, 3E2]", ("scales", [1e-5, 300.0])),
+        ("tag=e5", ("tag", "e5")),
+        ("flag=true", ("flag", True)),
+        ("name=a=b", ("name", "a=b")),
+        (" theorem1.n = 10", ("theorem1.n", 10)),
+        ("blocks=[{H: [10], C: [2]}]", ("blocks", [{"H": [10], "C": [2]}])),
+    ],
+)
 def test_set_values_are_read_as_yaml(text, expected):
     assert parse_set(text) == expected
 
 
-@pytest.mark.parametrize("text,message", [
-    ("seeds", "write KEY=VALUE"),
-    ("=3", "write KEY=VALUE"),
-    ("a..b=3", "write KEY=VALUE"),
-    ("seeds=[0,", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("seeds", "write KEY=VALUE"),
+        ("=3", "write KEY=VALUE"),
+        ("a..b=3", "write KEY=VALUE"),
+        ("seeds=[0,", "not valid YAML"),
+    ],
+)
 def test_malformed_set_is_rejected(text, message):
     with pytest.raises(ProfileError, match=re.escape(message)):
         parse_set(text)
@@ -156,15 +172,26 @@ def test_set_overrides_a_standard_profile():
 # ---- validation: the schema's message, naming the key --------------------------------------
 
 
-@pytest.mark.parametrize("chapter,sets,where,allowed", [
-    ("gln_norm", ["seeds=2"], "paper.seeds: got 2", "seeds must be a non-empty list"),
-    ("gln_norm", ["widths=[10,50]"], "paper: unknown keys ['widths']", "allowed keys: n_val"),
-    ("gln_norm", ["dtype=float16"], "paper.dtype: unknown dtype 'float16'",
-     "one of 'float32', 'float64'"),
-    ("gln_norm", ["workers=0"], "paper.workers: got 0", "a positive integer or 'auto'"),
-    ("untied_diagonal", ["theorem1.nn=5"], "paper.theorem1: unknown keys ['nn']",
-     "did you mean 'n'?"),
-])
+@pytest.mark.parametrize(
+    "chapter,sets,where,allowed",
+    [
+        ("gln_norm", ["seeds=2"], "paper.seeds: got 2", "seeds must be a non-empty list"),
+        ("gln_norm", ["widths=[10,50]"], "paper: unknown keys ['widths']", "allowed keys: n_val"),
+        (
+            "gln_norm",
+            ["dtype=float16"],
+            "paper.dtype: unknown dtype 'float16'",
+            "one of 'float32', 'float64'",
+        ),
+        ("gln_norm", ["workers=0"], "paper.workers: got 0", "a positive integer or 'auto'"),
+        (
+            "untied_diagonal",
+            ["theorem1.nn=5"],
+            "paper.theorem1: unknown keys ['nn']",
+            "did you mean 'n'?",
+        ),
+    ],
+)
 def test_bad_overrides_fail_with_the_schemas_message(chapter, sets, where, allowed):
     with pytest.raises(ProfileError) as caught:
         custom_profile(chapter, "paper", sets)
@@ -175,16 +202,27 @@ def test_bad_overrides_fail_with_the_schemas_message(chapter, sets, where, allow
 
 def test_cli_rejects_bad_overrides_before_running_anything(tmp_path):
     env = {**os.environ, "IMPLICIT_BIAS_RESULTS": str(tmp_path / "results")}
-    result = cli("run", "gln_norm", "--profile", "paper", "--set", "seeds=2",
-                 "--set", "widths=[10,50]", env=env)
+    result = cli(
+        "run",
+        "gln_norm",
+        "--profile",
+        "paper",
+        "--set",
+        "seeds=2",
+        "--set",
+        "widths=[10,50]",
+        env=env,
+    )
     assert result.returncode == 2
     assert "paper.seeds: got 2; seeds must be" in result.stderr
     assert "unknown keys ['widths']" in result.stderr
     assert "Traceback" not in result.stderr and "running" not in result.stdout
     assert not (tmp_path / "results").exists()  # nothing ran, nothing was written
-    for args, message in ((["--set", "seeds"], "write KEY=VALUE"),
-                          (["--profile", "no_such.yaml"], "valid: smoke, paper, or a profile"),
-                          (["warped_imd", "--profile", str(tmp_path)], "valid: smoke, paper")):
+    for args, message in (
+        (["--set", "seeds"], "write KEY=VALUE"),
+        (["--profile", "no_such.yaml"], "valid: smoke, paper, or a profile"),
+        (["warped_imd", "--profile", str(tmp_path)], "valid: smoke, paper"),
+    ):
         result = cli("run", "gln_norm", *args, env=env)
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
@@ -208,14 +246,17 @@ def test_profile_file_holds_one_profile_and_may_leave_keys_out(tmp_path):
     assert custom_profile("gln_norm", str(path), []).changes == {"n_val": 100}
 
 
-@pytest.mark.parametrize("text,message", [
-    ("smoke: {seeds: [0]}\npaper: {seeds: [0]}\n", "a profile file holds one profile"),
-    ("fast: {seeds: [0]}\n", "under the name of the profile they change, smoke or paper"),
-    ("[1, 2]\n", "found no mapping"),
-    ("paper: 3\n", "paper must be a mapping of parameters"),
-    ("paper: {seeds: 2}\n", "my.yaml: paper.seeds: got 2; seeds must be"),
-    ("paper: {seeds: [0}\n", "my.yaml: not valid YAML at line 1"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("smoke: {seeds: [0]}\npaper: {seeds: [0]}\n", "a profile file holds one profile"),
+        ("fast: {seeds: [0]}\n", "under the name of the profile they change, smoke or paper"),
+        ("[1, 2]\n", "found no mapping"),
+        ("paper: 3\n", "paper must be a mapping of parameters"),
+        ("paper: {seeds: 2}\n", "my.yaml: paper.seeds: got 2; seeds must be"),
+        ("paper: {seeds: [0}\n", "my.yaml: not valid YAML at line 1"),
+    ],
+)
 def test_bad_profile_files_are_rejected(tmp_path, text, message):
     path = tmp_path / "my.yaml"
     path.write_text(text)
@@ -228,7 +269,8 @@ def test_bad_profile_files_are_rejected(tmp_path, text, message):
 
 
 def test_custom_run_writes_under_results_custom_and_the_kernel_reads_its_profile(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     from implicit_bias.core.chapter import load_profile
     from implicit_bias.core.paths import chapter_results, claims_results, figures_dir, results_root
 
@@ -240,8 +282,12 @@ def test_custom_run_writes_under_results_custom_and_the_kernel_reads_its_profile
     with custom.active():
         root = results_root()
         assert root == custom.root
-        for path in (chapter_results("paper", "gln_norm"), claims_results("paper"),
-                     figures_dir("paper", "gln_norm"), custom.notebook):
+        for path in (
+            chapter_results("paper", "gln_norm"),
+            claims_results("paper"),
+            figures_dir("paper", "gln_norm"),
+            custom.notebook,
+        ):
             assert path.is_relative_to(custom.root)
         assert load_profile("gln_norm", "paper")["seeds"] == [0, 1]
         assert load_profile("warped_imd", "paper")["seeds"] == [0, 1, 2, 3, 4]  # not changed

@@ -13,11 +13,13 @@ def fake_dataset(root, dataset="mnist", n=3):
     for prefix, count in (("train", n), ("t10k", n - 1)):
         images = np.arange(count * 784, dtype=np.uint32).reshape(count, 784) % 256
         header = bytes([0, 0, 8, 3]) + count.to_bytes(4, "big") + (28).to_bytes(4, "big") * 2
-        (folder / f"{prefix}-images-idx3-ubyte").write_bytes(header + images.astype(
-            np.uint8).tobytes())
+        (folder / f"{prefix}-images-idx3-ubyte").write_bytes(
+            header + images.astype(np.uint8).tobytes()
+        )
         labels = np.arange(count, dtype=np.uint8)
         (folder / f"{prefix}-labels-idx1-ubyte").write_bytes(
-            bytes([0, 0, 8, 1]) + count.to_bytes(4, "big") + labels.tobytes())
+            bytes([0, 0, 8, 1]) + count.to_bytes(4, "big") + labels.tobytes()
+        )
     for path in folder.iterdir():
         sums[path.name] = data.sha256(path)
     return sums
@@ -69,8 +71,9 @@ def test_install_rejects_wrong_hash(tiny_mnist, tmp_path):
     src.mkdir()
     (src / "train-images-idx3-ubyte").write_bytes(b"not mnist")
     with pytest.raises(DataError, match="does not match"):
-        data._install_verified("mnist", {"train-images-idx3-ubyte":
-                                         src / "train-images-idx3-ubyte"}, tmp_path / "out")
+        data._install_verified(
+            "mnist", {"train-images-idx3-ubyte": src / "train-images-idx3-ubyte"}, tmp_path / "out"
+        )
 
 
 def test_unknown_dataset():

@@ -60,7 +60,16 @@ def test_gln_fast_solvers_honour_cpu_on_a_gpu_host(gpu_host):
 def test_gln_tasks_run_on_the_device_they_are_given(gpu_host):
     from implicit_bias.chapters.gln_norm import tasks as gln_tasks
 
-    task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 60, "median_init": False, "seeds": [0],
-            "n_val": 50, "solver": "fast", "device": "cpu"}
+    task = {
+        "method": "SVM-GLN",
+        "H": 2,
+        "C": 2,
+        "N": 60,
+        "median_init": False,
+        "seeds": [0],
+        "n_val": 50,
+        "solver": "fast",
+        "device": "cpu",
+    }
     result = gln_tasks.svm_task(task)
     assert result["solver_status"] == ["optimal"]

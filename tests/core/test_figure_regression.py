@@ -25,7 +25,7 @@ SMALLEST_CAUGHT_CHANGE = 0.01
 # still catch a 10% change.
 COARSE = {
     ("galu_expressivity", "fig1"): "accuracies of Adam-trained float32 nets: 1e-3 (two of 2,000 "
-                                   "test predictions) between machines, so atol 1e-2",
+    "test predictions) between machines, so atol 1e-2",
 }
 
 
@@ -59,8 +59,10 @@ def target_value(folder, meta) -> tuple[str, str, int]:
     assert entries, f"{meta['figure']}: no finite nonzero float value to perturb"
     table = entries[0][0]
     column = [e[1] for e in entries if e[0] == table][-1]
-    return max(((t, c, r, abs(v)) for t, c, r, v in entries if (t, c) == (table, column)),
-               key=lambda e: e[3])[:3]
+    return max(
+        ((t, c, r, abs(v)) for t, c, r, v in entries if (t, c) == (table, column)),
+        key=lambda e: e[3],
+    )[:3]
 
 
 def change_value(folder, table: str, column: str, row: int, new_value: float) -> None:
@@ -92,8 +94,13 @@ def test_perturbed_copy_is_reported(results, chapter, fig):
     meta, folder = copy_figure(chapter, fig, results)
     table, column, row = target_value(folder, meta)
     value = float(pd.read_csv(folder / table)[column].iloc[row])
-    change_value(folder, table, column, row,
-                 value + PERTURBATION * (meta["atol"] + meta["rtol"] * abs(value)))
+    change_value(
+        folder,
+        table,
+        column,
+        row,
+        value + PERTURBATION * (meta["atol"] + meta["rtol"] * abs(value)),
+    )
     problems = compare_figure(chapter, fig, baseline=baseline_dir(chapter), images=False)
     assert len(problems) == 1, problems
     assert f"{table}: column {column!r}" in problems[0], problems
@@ -106,6 +113,8 @@ def test_one_percent_change_is_caught(results, chapter, fig):
     change = 0.1 if (chapter, fig) in COARSE else SMALLEST_CAUGHT_CHANGE
     change_value(folder, table, column, row, value * (1 + change))
     problems = compare_figure(chapter, fig, baseline=baseline_dir(chapter), images=False)
-    assert problems, (f"{table}: {column} changed by {change:.0%} ({value!r}) "
-                      f"passes rtol {meta['rtol']}, atol {meta['atol']}: the tolerance "
-                      "regresses too little")
+    assert problems, (
+        f"{table}: {column} changed by {change:.0%} ({value!r}) "
+        f"passes rtol {meta['rtol']}, atol {meta['atol']}: the tolerance "
+        "regresses too little"
+    )

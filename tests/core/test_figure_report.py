@@ -31,7 +31,7 @@ def perturbed_run(tmp_path, monkeypatch):
     frame.loc[3:8, column] = frame.loc[3:8, column] * 1.05  # six values up 5 %
     frame.to_csv(table, index=False, float_format="%.10g")
     image = imread(str(current / f"{FIGURE}.png")).copy()
-    image[image.shape[0] // 3: image.shape[0] // 3 + 25, :, :3] = 1.0
+    image[image.shape[0] // 3 : image.shape[0] // 3 + 25, :, :3] = 1.0
     imsave(str(current / f"{FIGURE}.png"), image)
     return current, column
 
@@ -65,8 +65,12 @@ def test_report_shows_the_regression_and_the_figures_that_pass(perturbed_run, tm
 
 
 def _git_status():
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                          capture_output=True, text=True, cwd=project_root()).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        cwd=project_root(),
+    ).stdout
 
 
 def test_comparing_writes_nothing_next_to_the_compared_files(perturbed_run, tmp_path):
@@ -96,6 +100,9 @@ def test_ci_uploads_the_figure_report_when_tests_fail():
     assert upload and upload[0]["if"] == "failure()"
     assert upload[0]["with"]["path"].rstrip("/") == "results/reports"
     gpu = yaml.safe_load((project_root() / ".github/workflows/gpu.yml").read_text())
-    paths = [s["with"]["path"] for s in gpu["jobs"]["paper-profile"]["steps"]
-             if s.get("uses", "").startswith("actions/upload-artifact")]
+    paths = [
+        s["with"]["path"]
+        for s in gpu["jobs"]["paper-profile"]["steps"]
+        if s.get("uses", "").startswith("actions/upload-artifact")
+    ]
     assert paths and "results-gpu/figure-report/" in paths[0]

@@ -20,14 +20,14 @@ def helper(x):
     return SCALE * x  # the scale
 '''
 
-TASK = '''
+TASK = """
 from {package}.{helpers} import helper
 
 
 def task(t):
     # a comment
     return {{"y": helper(t["x"]) + 1}}
-'''
+"""
 
 
 def make_package(root, name, helpers=HELPERS, task=None, helpers_module="helpers"):
@@ -35,18 +35,20 @@ def make_package(root, name, helpers=HELPERS, task=None, helpers_module="helpers
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     (package / f"{helpers_module}.py").write_text(textwrap.dedent(helpers))
-    (package / "tasks.py").write_text(textwrap.dedent(
-        task or TASK.format(package=name, helpers=helpers_module)))
+    (package / "tasks.py").write_text(
+        textwrap.dedent(task or TASK.format(package=name, helpers=helpers_module))
+    )
     return package
 
 
 def fingerprint_of(root, name):
     """The task's fingerprint, computed in a fresh interpreter (as a later run would)."""
-    code = (f"import sys; sys.path.insert(0, {str(root)!r}); "
-            f"from implicit_bias.core.fingerprint import fingerprint; "
-            f"from {name}.tasks import task; print(fingerprint(task))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); "
+        f"from implicit_bias.core.fingerprint import fingerprint; "
+        f"from {name}.tasks import task; print(fingerprint(task))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
 
@@ -56,18 +58,27 @@ def base(tmp_path):
     return fingerprint_of(tmp_path / "base", "demo")
 
 
-@pytest.mark.parametrize("name,helpers,task", [
-    ("comment and docstring", HELPERS.replace("# the scale", "# why: x3").replace(
-        "Triple it.", "Multiply by three."), None),
-    ("formatting", HELPERS.replace("return SCALE * x", "return (SCALE *\n            x)"),
-     None),
-    ("task comment", None, TASK.replace("# a comment", "# another comment")),
-])
-def test_changes_that_do_not_execute_keep_the_fingerprint(tmp_path, base, name, helpers,
-                                                           task):
+@pytest.mark.parametrize(
+    "name,helpers,task",
+    [
+        (
+            "comment and docstring",
+            HELPERS.replace("# the scale", "# why: x3").replace("Triple it.", "Multiply by three."),
+            None,
+        ),
+        (
+            "formatting",
+            HELPERS.replace("return SCALE * x", "return (SCALE *\n            x)"),
+            None,
+        ),
+        ("task comment", None, TASK.replace("# a comment", "# another comment")),
+    ],
+)
+def test_changes_that_do_not_execute_keep_the_fingerprint(tmp_path, base, name, helpers, task):
     root = tmp_path / "edit"
-    make_package(root, "demo", helpers or HELPERS,
-                 (task or TASK).format(package="demo", helpers="helpers"))
+    make_package(
+        root, "demo", helpers or HELPERS, (task or TASK).format(package="demo", helpers="helpers")
+    )
     assert fingerprint_of(root, "demo") == base, name
 
 
@@ -77,15 +88,19 @@ def test_moving_a_function_to_another_module_keeps_the_fingerprint(tmp_path, bas
     assert fingerprint_of(root, "demo") == base
 
 
-@pytest.mark.parametrize("name,helpers,task", [
-    ("helper arithmetic", HELPERS.replace("SCALE * x", "SCALE * x * x"), None),
-    ("module constant", HELPERS.replace("SCALE = 3.0", "SCALE = 3.5"), None),
-    ("task arithmetic", None, TASK.replace("+ 1", "+ 2")),
-])
+@pytest.mark.parametrize(
+    "name,helpers,task",
+    [
+        ("helper arithmetic", HELPERS.replace("SCALE * x", "SCALE * x * x"), None),
+        ("module constant", HELPERS.replace("SCALE = 3.0", "SCALE = 3.5"), None),
+        ("task arithmetic", None, TASK.replace("+ 1", "+ 2")),
+    ],
+)
 def test_changes_to_what_executes_change_the_fingerprint(tmp_path, base, name, helpers, task):
     root = tmp_path / "edit"
-    make_package(root, "demo", helpers or HELPERS,
-                 (task or TASK).format(package="demo", helpers="helpers"))
+    make_package(
+        root, "demo", helpers or HELPERS, (task or TASK).format(package="demo", helpers="helpers")
+    )
     assert fingerprint_of(root, "demo") != base, name
 
 
@@ -104,11 +119,12 @@ def test_a_real_task_function_is_stable_within_and_across_processes():
     first = fp.fingerprint(tensor_networks.theorem6_task)
     fp.clear_cache()
     assert fp.fingerprint(tensor_networks.theorem6_task) == first
-    code = ("from implicit_bias.core.fingerprint import fingerprint; "
-            "from implicit_bias.chapters.tensor_networks import tasks as t; "
-            "print(fingerprint(t.theorem6_task))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "from implicit_bias.core.fingerprint import fingerprint; "
+        "from implicit_bias.chapters.tensor_networks import tasks as t; "
+        "print(fingerprint(t.theorem6_task))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == first
 
 
@@ -119,12 +135,20 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
 
     lib = Path(fp.__file__).resolve().parents[2]
     copy = tmp_path / "elsewhere" / "lib"
-    shutil.copytree(lib / "implicit_bias", copy / "implicit_bias",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("from implicit_bias.core.fingerprint import fingerprint; "
-            "from implicit_bias.chapters.gln_norm import tasks; print(fingerprint(tasks.gd_task))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**__import__("os").environ, "PYTHONPATH": str(copy)})
+    shutil.copytree(
+        lib / "implicit_bias", copy / "implicit_bias", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    code = (
+        "from implicit_bias.core.fingerprint import fingerprint; "
+        "from implicit_bias.chapters.gln_norm import tasks; print(fingerprint(tasks.gd_task))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(copy)},
+    )
     from implicit_bias.chapters.gln_norm import tasks
 
     assert out.stdout.strip() == fp.fingerprint(tasks.gd_task)
@@ -146,26 +170,32 @@ def test_a_source_edited_after_import_is_refused(tmp_path, monkeypatch):
 def test_a_local_import_from_another_module_keeps_the_fingerprint(tmp_path, base):
     """Where a helper is imported from is not what executes: a function-level import of
     project code may name another module after a move."""
-    local = '''
+    local = """
 def task(t):
     from {package}.{helpers} import helper
     return {{"y": helper(t["x"]) + 1}}
-'''
+"""
     root_a, root_b = tmp_path / "a", tmp_path / "b"
     make_package(root_a, "demo", task=local.format(package="demo", helpers="helpers"))
-    make_package(root_b, "demo", helpers_module="numerics",
-                 task=local.format(package="demo", helpers="numerics"))
+    make_package(
+        root_b,
+        "demo",
+        helpers_module="numerics",
+        task=local.format(package="demo", helpers="numerics"),
+    )
     assert fingerprint_of(root_a, "demo") == fingerprint_of(root_b, "demo") == base
 
 
 def test_the_task_declaration_is_transparent_but_other_decorators_count(tmp_path, base):
     declared = TASK.replace("def task(t):", "@task_decl(threads=1)\ndef task(t):").replace(
-        "import helper", "import helper\nfrom implicit_bias.core.tasks import task as task_decl")
+        "import helper", "import helper\nfrom implicit_bias.core.tasks import task as task_decl"
+    )
     root = tmp_path / "declared"
     make_package(root, "demo", task=declared.format(package="demo", helpers="helpers"))
     assert fingerprint_of(root, "demo") == base
     wrapped = TASK.replace("def task(t):", "@functools.lru_cache\ndef task(t):").replace(
-        "import helper", "import helper\nimport functools")
+        "import helper", "import helper\nimport functools"
+    )
     root = tmp_path / "wrapped"
     make_package(root, "demo", task=wrapped.format(package="demo", helpers="helpers"))
     assert fingerprint_of(root, "demo") != base
@@ -173,7 +203,7 @@ def test_the_task_declaration_is_transparent_but_other_decorators_count(tmp_path
 
 def test_a_parameter_named_like_a_project_function_is_the_parameter(tmp_path, base):
     """`def task(t)` reads its parameter `t`, whatever the module also calls `t`."""
-    shadowing = '''
+    shadowing = """
 from {package}.{helpers} import helper
 from implicit_bias.core.tasks import task as t
 
@@ -181,7 +211,7 @@ from implicit_bias.core.tasks import task as t
 def task(t):
     # `t` is the parameter, not the task declaration imported above
     return {{"y": helper(t["x"]) + 1}}
-'''
+"""
     root = tmp_path / "shadow"
     make_package(root, "demo", task=shadowing.format(package="demo", helpers="helpers"))
     assert fingerprint_of(root, "demo") == base

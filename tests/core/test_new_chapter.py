@@ -18,8 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def copy_project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    for name in ("lib", "data/claims", "data/profiles", "data/schemas", "book/references.bib",
-                 "notebooks", "_toc.yml", "tests/conftest.py", "pyproject.toml"):
+    for name in (
+        "lib",
+        "data/claims",
+        "data/profiles",
+        "data/schemas",
+        "book/references.bib",
+        "notebooks",
+        "_toc.yml",
+        "tests/conftest.py",
+        "pyproject.toml",
+    ):
         source, target = ROOT / name, root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
@@ -32,8 +41,9 @@ def copy_project(tmp_path: Path) -> Path:
 def run(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "IMPLICIT_BIAS_ROOT": str(root), "PYTHONPATH": str(root / "lib")}
     env.pop("IMPLICIT_BIAS_RESULTS", None)
-    return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.book
@@ -41,22 +51,36 @@ def test_a_new_chapter_runs_green(tmp_path):
     root = copy_project(tmp_path)
     made = run(root, "-m", "implicit_bias", "new-chapter", "toy_paper", "--title", "A toy")
     assert made.returncode == 0, made.stdout + made.stderr
-    for path in ("notebooks/toy_paper.md", "data/claims/toy_paper.yaml",
-                 "data/profiles/toy_paper.yaml", "data/schemas/profiles/toy_paper.yaml",
-                 "lib/implicit_bias/chapters/toy_paper/tasks.py",
-                 "lib/implicit_bias/models/toy_paper.py", "tests/models/test_toy_paper.py",
-                 "tests/chapters/toy_paper/test_toy_paper_chapter.py"):
+    for path in (
+        "notebooks/toy_paper.md",
+        "data/claims/toy_paper.yaml",
+        "data/profiles/toy_paper.yaml",
+        "data/schemas/profiles/toy_paper.yaml",
+        "lib/implicit_bias/chapters/toy_paper/tasks.py",
+        "lib/implicit_bias/models/toy_paper.py",
+        "tests/models/test_toy_paper.py",
+        "tests/chapters/toy_paper/test_toy_paper_chapter.py",
+    ):
         assert (root / path).exists(), path
     assert "book/chapters/toy_paper" in (root / "_toc.yml").read_text()
     assert "__chapter__" not in (root / "notebooks/toy_paper.md").read_text()
 
-    smoke = run(root, "-m", "implicit_bias", "run", "toy_paper", "--profile", "smoke",
-                "--device", "cpu")
+    smoke = run(
+        root, "-m", "implicit_bias", "run", "toy_paper", "--profile", "smoke", "--device", "cpu"
+    )
     assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
     claims = (root / "results/smoke/claims/toy_paper.json").read_text()
     assert '"status": "pass"' in claims
-    tests = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                "tests/models/test_toy_paper.py", "tests/chapters/toy_paper")
+    tests = run(
+        root,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/models/test_toy_paper.py",
+        "tests/chapters/toy_paper",
+    )
     assert tests.returncode == 0, tests.stdout[-3000:]
 
 

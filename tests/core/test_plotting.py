@@ -78,7 +78,6 @@ def test_a_figure_drawn_by_the_library_names_its_function():
 
     frame = pd.DataFrame({"d": [4, 8], "seed": [0, 0], "rel_distance": [1e-9, 2e-9]})
     fig = figures.distance_to_min_norm(frame)
-    assert fig.drawn_by == ("lib/implicit_bias/chapters/_template/figures.py, "
-                            "distance_to_min_norm")
+    assert fig.drawn_by == ("lib/implicit_bias/chapters/_template/figures.py, distance_to_min_norm")
     own, _ = figure()  # drawn here, outside the library: the notebook cell is named instead
     assert own.drawn_by is None

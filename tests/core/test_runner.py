@@ -10,15 +10,19 @@ from implicit_bias.core.runner import format_status, write_status_page
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "implicit_bias", *args], capture_output=True,
-                          text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "implicit_bias", *args], capture_output=True, text=True, env=env
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["run", "gln_norm", "--profile", "nonsense"], "valid: smoke, paper"),
-    (["run", "no_such_chapter"], "unknown chapter 'no_such_chapter'; valid:"),
-    (["run", "gln_norm", "--device", "tpu"], "valid devices"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "gln_norm", "--profile", "nonsense"], "valid: smoke, paper"),
+        (["run", "no_such_chapter"], "unknown chapter 'no_such_chapter'; valid:"),
+        (["run", "gln_norm", "--device", "tpu"], "valid devices"),
+    ],
+)
 def test_cli_rejects_bad_arguments(args, message):
     result = cli(*args)
     assert result.returncode != 0
@@ -90,11 +94,16 @@ def _claims_file(demo_project):
     return demo_project / "data" / "claims" / "demo.yaml"
 
 
-@pytest.mark.parametrize("edit,named", [
-    (("expect: \"< 0.5\"", "expect: \"> 0.5\""), "mean_is_small: fail"),
-    (("expect: \"in [1.9, 2.1]\"", "expect: \"in [0.5, 2.1]\""),
-     "variance_is_two: unexpected pass"),
-])
+@pytest.mark.parametrize(
+    "edit,named",
+    [
+        (('expect: "< 0.5"', 'expect: "> 0.5"'), "mean_is_small: fail"),
+        (
+            ('expect: "in [1.9, 2.1]"', 'expect: "in [0.5, 2.1]"'),
+            "variance_is_two: unexpected pass",
+        ),
+    ],
+)
 def test_run_fails_naming_claims_that_are_not_as_expected(demo_project, edit, named):
     import os
 
@@ -144,9 +153,14 @@ def test_failed_tasks_make_the_run_fail_and_are_retried(demo_project):
 
     tasks = demo_project / "tests_demo_tasks.py"
     source = tasks.read_text()
-    tasks.write_text(source.replace('    x = np.random', '    if task["seed"] == 1:\n'
-                                    '        raise MemoryError("out of memory")\n'
-                                    '    x = np.random'))
+    tasks.write_text(
+        source.replace(
+            "    x = np.random",
+            '    if task["seed"] == 1:\n'
+            '        raise MemoryError("out of memory")\n'
+            "    x = np.random",
+        )
+    )
     env = dict(os.environ)
     result = cli("run", "demo", "--device", "cpu", env=env)
     assert result.returncode == 1
@@ -161,8 +175,14 @@ def test_failed_tasks_make_the_run_fail_and_are_retried(demo_project):
 
 
 def test_compare_and_baselines_fail_with_a_message(demo_project, tmp_path):
-    result = cli("compare", "demo", "--reference", str(tmp_path / "none"),
-                 "--candidate", str(tmp_path / "none2"))
+    result = cli(
+        "compare",
+        "demo",
+        "--reference",
+        str(tmp_path / "none"),
+        "--candidate",
+        str(tmp_path / "none2"),
+    )
     assert result.returncode == 2 and "no paper-profile results" in result.stderr
     assert "Traceback" not in result.stderr
     import os
@@ -172,3 +192,30 @@ def test_compare_and_baselines_fail_with_a_message(demo_project, tmp_path):
     assert "Traceback" not in result.stderr
     result = cli("baselines", "no_such_chapter", env=dict(os.environ))
     assert result.returncode == 2 and "unknown chapter" in result.stderr
+
+
+def test_compare_writes_its_figure_report_with_claims_present(demo_project, tmp_path):
+    """A candidate with claims reports: the figure report still goes to its folder."""
+    import os
+
+    env = dict(os.environ)
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    results = str(demo_project / "results")
+    report = tmp_path / "report"
+    result = cli(
+        "compare",
+        "demo",
+        "--profile",
+        "smoke",
+        "--reference",
+        results,
+        "--candidate",
+        results,
+        "--report",
+        str(report),
+        env=env,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    assert (report / "index.html").exists() and (report / "summary.json").exists()
+    # the demo chapter's deliberate known deviation keeps the claims ok
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -46,8 +46,9 @@ def test_every_chapter_has_profiles_claims_and_a_parameter_schema():
     assert sorted(p.stem for p in (SCHEMAS / "profiles").glob("*.yaml")) == PROFILE_CHAPTERS
 
 
-@pytest.mark.parametrize("path", sorted(SCHEMAS.rglob("*.yaml")),
-                         ids=lambda p: str(p.relative_to(SCHEMAS)))
+@pytest.mark.parametrize(
+    "path", sorted(SCHEMAS.rglob("*.yaml")), ids=lambda p: str(p.relative_to(SCHEMAS))
+)
 def test_schemas_are_valid_draft_2020_12(path):
     Draft202012Validator.check_schema(yaml.safe_load(path.read_text()))
 
@@ -93,6 +94,7 @@ def put(path, value):
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return change
 
 
@@ -102,6 +104,7 @@ def drop(path):
         for key in path[:-1]:
             node = node[key]
         del node[path[-1]]
+
     return change
 
 
@@ -109,6 +112,7 @@ def both(*changes):
     def change(data):
         for one in changes:
             one(data)
+
     return change
 
 
@@ -118,75 +122,216 @@ def whole(value):
 
 # (chapter, change, key path in the message, words of what is allowed)
 BAD_PROFILES = [
-    pytest.param("gln_norm", put(["paper", "seeds", 2], -1), "paper.seeds[2]",
-                 "each entry of seeds must be a non-negative integer", id="negative-seed"),
-    pytest.param("gln_norm", put(["paper", "seeds"], []), "paper.seeds",
-                 "must be a non-empty list of distinct entries", id="empty-seeds"),
-    pytest.param("gln_norm", put(["smoke", "seeds"], [0, 1, 0]), "smoke.seeds",
-                 "repeated entries [0]", id="repeated-seed"),
-    pytest.param("gln_norm", put(["paper", "workers"], 0), "paper.workers",
-                 "workers must be a positive integer or 'auto'", id="workers-0"),
-    pytest.param("gln_norm", put(["smoke", "workers"], "many"), "smoke.workers",
-                 "workers must be a positive integer or 'auto'", id="workers-many"),
-    pytest.param("gln_norm", put(["smoke", "gln_blocks", 0, "median_init"], ["true"]),
-                 "smoke.gln_blocks[0].median_init[0]", "must be true or false",
-                 id="string-true-for-boolean"),
-    pytest.param("gln_norm", put(["smoke", "gln_blocks", 0, "colour"], [1]),
-                 "smoke.gln_blocks[0]", "unknown keys ['colour']; allowed keys: H, C, N",
-                 id="unknown-key-nested-object"),
-    pytest.param("gln_norm", both(put(["smoke", "n_step"], 800), put(["paper", "n_step"], 3200)),
-                 "smoke", "did you mean 'n_steps'?", id="unknown-key-in-profile"),
-    pytest.param("gln_norm", put(["fast"], {"n_val": 10}), "top level",
-                 "unknown keys ['fast']; allowed keys: smoke, paper", id="unknown-profile"),
-    pytest.param("gln_norm", drop(["paper"]), "top level",
-                 "missing keys ['paper']; paper must be a mapping", id="missing-profile"),
-    pytest.param("gln_norm", whole([]), "top level",
-                 "the file must be a mapping with the keys smoke, paper", id="profiles-list"),
-    pytest.param("gln_norm", put(["smoke", "solver"], "mosek"), "smoke.solver",
-                 "one of 'fast', 'ECOS', 'CLARABEL', 'OSQP', 'SCS'", id="unknown-solver"),
-    pytest.param("gln_norm", put(["paper", "dtype"], "float16"), "paper.dtype",
-                 "one of 'float32', 'float64'", id="unknown-dtype"),
-    pytest.param("gln_norm", put(["smoke", "n_steps"], 800.0), "smoke.n_steps",
-                 "n_steps must be a positive integer", id="float-for-integer"),
-    pytest.param("gln_norm", put(["paper", "toy_lr"], "1e-3"), "paper.toy_lr",
-                 "toy_lr must be a positive number", id="string-for-number"),
-    pytest.param("gln_norm", put(["smoke", "relu_blocks", 0, "momentum"], [1.0]),
-                 "smoke.relu_blocks[0].momentum[0]", "a number in [0, 1)", id="momentum-1"),
-    pytest.param("untied_diagonal", put(["smoke", "fig71_mirror"], "true"),
-                 "smoke.fig71_mirror", "fig71_mirror must be true or false",
-                 id="string-true-top-level"),
-    pytest.param("untied_diagonal", both(drop(["smoke", "data", "r_star"]),
-                                         drop(["paper", "data", "r_star"])),
-                 "smoke.data", "missing keys ['r_star']; r_star must be a positive integer",
-                 id="missing-nested-key"),
-    pytest.param("untied_diagonal", put(["smoke", "fig71_log10_alpha"], [-6, 1]),
-                 "smoke.fig71_log10_alpha", "a list [start, stop, num]", id="short-grid"),
-    pytest.param("untied_diagonal", put(["paper", "theorem1", "rel_steps", 1], 1.5),
-                 "paper.theorem1.rel_steps[1]", "a number in (0, 1]", id="rel-step-above-1"),
-    pytest.param("untied_diagonal", put(["paper", "gd", "max_steps"], 0),
-                 "paper.gd.max_steps", "max_steps must be a positive integer", id="zero-steps"),
-    pytest.param("galu_expressivity", put(["smoke", "thm1_cases", 0], [128, 8, 4, "relu"]),
-                 "smoke.thm1_cases[0][3]", "unknown gate 'relu'; gate must be one of 'step', "
-                 "'sigmoid'", id="unknown-gate"),
-    pytest.param("galu_expressivity", put(["smoke", "fig3_p", 0], 1.5), "smoke.fig3_p[0]",
-                 "a number in [0, 1]", id="probability-above-1"),
-    pytest.param("galu_expressivity", put(["paper", "fig1_datasets"], ["mnist", "cifar"]),
-                 "paper.fig1_datasets[1]", "one of 'mnist', 'fashion_mnist'",
-                 id="unknown-dataset"),
-    pytest.param("warped_imd", put(["smoke", "leaky", "rhos"], [0.0]), "smoke.leaky.rhos[0]",
-                 "a number in (0, 1]", id="leaky-slope-0"),
-    pytest.param("warped_imd", put(["paper", "time_warp", "colour"], 2.0), "paper.time_warp",
-                 "unknown keys ['colour']; allowed keys: alpha, s, seed, end, dt, n_plot",
-                 id="unknown-key-nested-mapping"),
-    pytest.param("tensor_networks", put(["smoke", "cls_depths"], [1, 2]), "smoke.cls_depths[0]",
-                 "an integer >= 2", id="depth-1"),
-    pytest.param("tensor_networks", put(["smoke", "thm6_y"], 0), "smoke.thm6_y",
-                 "a number other than 0", id="zero-label"),
-    pytest.param("low_rank_invariants", put(["smoke", "description"], 3), "smoke.description",
-                 "description must be a non-empty string", id="reserved-description-type"),
-    pytest.param("low_rank_invariants", drop(["smoke", "mnist_steps"]), "top level",
-                 "smoke and paper must have the same keys; differ in ['mnist_steps']",
-                 id="different-keys"),
+    pytest.param(
+        "gln_norm",
+        put(["paper", "seeds", 2], -1),
+        "paper.seeds[2]",
+        "each entry of seeds must be a non-negative integer",
+        id="negative-seed",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["paper", "seeds"], []),
+        "paper.seeds",
+        "must be a non-empty list of distinct entries",
+        id="empty-seeds",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "seeds"], [0, 1, 0]),
+        "smoke.seeds",
+        "repeated entries [0]",
+        id="repeated-seed",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["paper", "workers"], 0),
+        "paper.workers",
+        "workers must be a positive integer or 'auto'",
+        id="workers-0",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "workers"], "many"),
+        "smoke.workers",
+        "workers must be a positive integer or 'auto'",
+        id="workers-many",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "gln_blocks", 0, "median_init"], ["true"]),
+        "smoke.gln_blocks[0].median_init[0]",
+        "must be true or false",
+        id="string-true-for-boolean",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "gln_blocks", 0, "colour"], [1]),
+        "smoke.gln_blocks[0]",
+        "unknown keys ['colour']; allowed keys: H, C, N",
+        id="unknown-key-nested-object",
+    ),
+    pytest.param(
+        "gln_norm",
+        both(put(["smoke", "n_step"], 800), put(["paper", "n_step"], 3200)),
+        "smoke",
+        "did you mean 'n_steps'?",
+        id="unknown-key-in-profile",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["fast"], {"n_val": 10}),
+        "top level",
+        "unknown keys ['fast']; allowed keys: smoke, paper",
+        id="unknown-profile",
+    ),
+    pytest.param(
+        "gln_norm",
+        drop(["paper"]),
+        "top level",
+        "missing keys ['paper']; paper must be a mapping",
+        id="missing-profile",
+    ),
+    pytest.param(
+        "gln_norm",
+        whole([]),
+        "top level",
+        "the file must be a mapping with the keys smoke, paper",
+        id="profiles-list",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "solver"], "mosek"),
+        "smoke.solver",
+        "one of 'fast', 'ECOS', 'CLARABEL', 'OSQP', 'SCS'",
+        id="unknown-solver",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["paper", "dtype"], "float16"),
+        "paper.dtype",
+        "one of 'float32', 'float64'",
+        id="unknown-dtype",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "n_steps"], 800.0),
+        "smoke.n_steps",
+        "n_steps must be a positive integer",
+        id="float-for-integer",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["paper", "toy_lr"], "1e-3"),
+        "paper.toy_lr",
+        "toy_lr must be a positive number",
+        id="string-for-number",
+    ),
+    pytest.param(
+        "gln_norm",
+        put(["smoke", "relu_blocks", 0, "momentum"], [1.0]),
+        "smoke.relu_blocks[0].momentum[0]",
+        "a number in [0, 1)",
+        id="momentum-1",
+    ),
+    pytest.param(
+        "untied_diagonal",
+        put(["smoke", "fig71_mirror"], "true"),
+        "smoke.fig71_mirror",
+        "fig71_mirror must be true or false",
+        id="string-true-top-level",
+    ),
+    pytest.param(
+        "untied_diagonal",
+        both(drop(["smoke", "data", "r_star"]), drop(["paper", "data", "r_star"])),
+        "smoke.data",
+        "missing keys ['r_star']; r_star must be a positive integer",
+        id="missing-nested-key",
+    ),
+    pytest.param(
+        "untied_diagonal",
+        put(["smoke", "fig71_log10_alpha"], [-6, 1]),
+        "smoke.fig71_log10_alpha",
+        "a list [start, stop, num]",
+        id="short-grid",
+    ),
+    pytest.param(
+        "untied_diagonal",
+        put(["paper", "theorem1", "rel_steps", 1], 1.5),
+        "paper.theorem1.rel_steps[1]",
+        "a number in (0, 1]",
+        id="rel-step-above-1",
+    ),
+    pytest.param(
+        "untied_diagonal",
+        put(["paper", "gd", "max_steps"], 0),
+        "paper.gd.max_steps",
+        "max_steps must be a positive integer",
+        id="zero-steps",
+    ),
+    pytest.param(
+        "galu_expressivity",
+        put(["smoke", "thm1_cases", 0], [128, 8, 4, "relu"]),
+        "smoke.thm1_cases[0][3]",
+        "unknown gate 'relu'; gate must be one of 'step', 'sigmoid'",
+        id="unknown-gate",
+    ),
+    pytest.param(
+        "galu_expressivity",
+        put(["smoke", "fig3_p", 0], 1.5),
+        "smoke.fig3_p[0]",
+        "a number in [0, 1]",
+        id="probability-above-1",
+    ),
+    pytest.param(
+        "galu_expressivity",
+        put(["paper", "fig1_datasets"], ["mnist", "cifar"]),
+        "paper.fig1_datasets[1]",
+        "one of 'mnist', 'fashion_mnist'",
+        id="unknown-dataset",
+    ),
+    pytest.param(
+        "warped_imd",
+        put(["smoke", "leaky", "rhos"], [0.0]),
+        "smoke.leaky.rhos[0]",
+        "a number in (0, 1]",
+        id="leaky-slope-0",
+    ),
+    pytest.param(
+        "warped_imd",
+        put(["paper", "time_warp", "colour"], 2.0),
+        "paper.time_warp",
+        "unknown keys ['colour']; allowed keys: alpha, s, seed, end, dt, n_plot",
+        id="unknown-key-nested-mapping",
+    ),
+    pytest.param(
+        "tensor_networks",
+        put(["smoke", "cls_depths"], [1, 2]),
+        "smoke.cls_depths[0]",
+        "an integer >= 2",
+        id="depth-1",
+    ),
+    pytest.param(
+        "tensor_networks",
+        put(["smoke", "thm6_y"], 0),
+        "smoke.thm6_y",
+        "a number other than 0",
+        id="zero-label",
+    ),
+    pytest.param(
+        "low_rank_invariants",
+        put(["smoke", "description"], 3),
+        "smoke.description",
+        "description must be a non-empty string",
+        id="reserved-description-type",
+    ),
+    pytest.param(
+        "low_rank_invariants",
+        drop(["smoke", "mnist_steps"]),
+        "top level",
+        "smoke and paper must have the same keys; differ in ['mnist_steps']",
+        id="different-keys",
+    ),
 ]
 
 
@@ -210,50 +355,109 @@ def first_id(chapter, index=2):
 C2, C3 = f"claim '{first_id('gln_norm')}'", f"claim '{first_id('gln_norm', 3)}'"
 
 BAD_CLAIMS = [
-    pytest.param(put([2, "expect"], "in [1, 0]"), f"{C2}: expect", "needs a <= b",
-                 id="empty-interval"),
-    pytest.param(put([2, "expect"], "about 1"), f"{C2}: expect",
-                 "cannot read 'about 1'; expect must be an expectation", id="unreadable-expect"),
-    pytest.param(put([3, "expect"], True), f"{C3}: expect",
-                 "got true; expect must be an expectation", id="boolean-expect"),
-    pytest.param(put([2, "profiles"], []), f"{C2}: profiles",
-                 "profiles must be a non-empty list", id="empty-profiles"),
-    pytest.param(put([2, "profiles"], ["smoke", "gpu"]), f"{C2}: profiles[1]",
-                 "unknown profiles entry 'gpu'; each entry of profiles must be one of 'smoke', "
-                 "'paper'", id="unknown-profile-name"),
-    pytest.param(put([2, "colour"], "red"), f"{C2}",
-                 "unknown keys ['colour']; allowed keys: id, where, quote", id="unknown-claim-key"),
-    pytest.param(put([2, "known_deviation", "why"], "x"), f"{C2}: known_deviation",
-                 "unknown keys ['why']; allowed keys: evidence, profiles",
-                 id="unknown-deviation-key"),
-    pytest.param(put([2, "known_deviation"], {"profiles": ["smoke"]}), f"{C2}: known_deviation",
-                 "missing keys ['evidence']; evidence must be a non-empty string",
-                 id="deviation-without-evidence"),
-    pytest.param(put([2, "known_deviation"], ""), f"{C2}: known_deviation",
-                 "must be a non-empty string or a mapping", id="empty-deviation"),
-    pytest.param(both(put([2, "profiles"], ["paper"]),
-                      put([2, "known_deviation"], {"evidence": "e", "profiles": ["smoke"]})),
-                 f"{C2}: known_deviation.profiles[0]", "one of 'paper' (the claim's profiles)",
-                 id="deviation-profile-not-claimed"),
-    pytest.param(put([3, "id"], first_id("gln_norm")), f"{C2}: id",
-                 "duplicate id", id="duplicate-id"),
-    pytest.param(put([3, "id"], "Bad-Id"), "claim 'Bad-Id': id",
-                 "id must be a snake_case identifier", id="id-not-snake-case"),
-    pytest.param(put([3, "metric"], "9lives"), f"{C3}: metric",
-                 "metric must be a metric name", id="metric-not-identifier"),
-    pytest.param(put([3, "paper_value"], "0.5"), f"{C3}: paper_value",
-                 "must be a number, true or false", id="string-paper-value"),
-    pytest.param(drop([3, "quote"]), C3,
-                 "missing keys ['quote']; quote must be a non-empty string", id="missing-quote"),
-    pytest.param(put([3, "where"], ""), f"{C3}: where", "where must be a non-empty string",
-                 id="empty-where"),
-    pytest.param(whole({"claims": []}), "top level", "the file must be a non-empty list",
-                 id="claims-not-a-list"),
-    pytest.param(whole([]), "top level", "the file must be a non-empty list",
-                 id="no-claims"),
-    pytest.param(put([3], "a claim"), "claim #4",
-                 "got 'a claim'; claim must be a mapping with the keys id, where",
-                 id="claim-not-a-mapping"),
+    pytest.param(
+        put([2, "expect"], "in [1, 0]"), f"{C2}: expect", "needs a <= b", id="empty-interval"
+    ),
+    pytest.param(
+        put([2, "expect"], "about 1"),
+        f"{C2}: expect",
+        "cannot read 'about 1'; expect must be an expectation",
+        id="unreadable-expect",
+    ),
+    pytest.param(
+        put([3, "expect"], True),
+        f"{C3}: expect",
+        "got true; expect must be an expectation",
+        id="boolean-expect",
+    ),
+    pytest.param(
+        put([2, "profiles"], []),
+        f"{C2}: profiles",
+        "profiles must be a non-empty list",
+        id="empty-profiles",
+    ),
+    pytest.param(
+        put([2, "profiles"], ["smoke", "gpu"]),
+        f"{C2}: profiles[1]",
+        "unknown profiles entry 'gpu'; each entry of profiles must be one of 'smoke', 'paper'",
+        id="unknown-profile-name",
+    ),
+    pytest.param(
+        put([2, "colour"], "red"),
+        f"{C2}",
+        "unknown keys ['colour']; allowed keys: id, where, quote",
+        id="unknown-claim-key",
+    ),
+    pytest.param(
+        put([2, "known_deviation", "why"], "x"),
+        f"{C2}: known_deviation",
+        "unknown keys ['why']; allowed keys: evidence, profiles",
+        id="unknown-deviation-key",
+    ),
+    pytest.param(
+        put([2, "known_deviation"], {"profiles": ["smoke"]}),
+        f"{C2}: known_deviation",
+        "missing keys ['evidence']; evidence must be a non-empty string",
+        id="deviation-without-evidence",
+    ),
+    pytest.param(
+        put([2, "known_deviation"], ""),
+        f"{C2}: known_deviation",
+        "must be a non-empty string or a mapping",
+        id="empty-deviation",
+    ),
+    pytest.param(
+        both(
+            put([2, "profiles"], ["paper"]),
+            put([2, "known_deviation"], {"evidence": "e", "profiles": ["smoke"]}),
+        ),
+        f"{C2}: known_deviation.profiles[0]",
+        "one of 'paper' (the claim's profiles)",
+        id="deviation-profile-not-claimed",
+    ),
+    pytest.param(
+        put([3, "id"], first_id("gln_norm")), f"{C2}: id", "duplicate id", id="duplicate-id"
+    ),
+    pytest.param(
+        put([3, "id"], "Bad-Id"),
+        "claim 'Bad-Id': id",
+        "id must be a snake_case identifier",
+        id="id-not-snake-case",
+    ),
+    pytest.param(
+        put([3, "metric"], "9lives"),
+        f"{C3}: metric",
+        "metric must be a metric name",
+        id="metric-not-identifier",
+    ),
+    pytest.param(
+        put([3, "paper_value"], "0.5"),
+        f"{C3}: paper_value",
+        "must be a number, true or false",
+        id="string-paper-value",
+    ),
+    pytest.param(
+        drop([3, "quote"]),
+        C3,
+        "missing keys ['quote']; quote must be a non-empty string",
+        id="missing-quote",
+    ),
+    pytest.param(
+        put([3, "where"], ""), f"{C3}: where", "where must be a non-empty string", id="empty-where"
+    ),
+    pytest.param(
+        whole({"claims": []}),
+        "top level",
+        "the file must be a non-empty list",
+        id="claims-not-a-list",
+    ),
+    pytest.param(whole([]), "top level", "the file must be a non-empty list", id="no-claims"),
+    pytest.param(
+        put([3], "a claim"),
+        "claim #4",
+        "got 'a claim'; claim must be a mapping with the keys id, where",
+        id="claim-not-a-mapping",
+    ),
 ]
 
 
@@ -309,7 +513,9 @@ def test_claims_problems_at_once_in_file_order(tmp_path):
     with pytest.raises(ClaimsError) as caught:
         load_claims("gln_norm", path=path)
     assert [line.split(": ")[1] for line in caught.value.messages] == [
-        f"claim '{data[1]['id']}'", f"claim '{data[5]['id']}'"]
+        f"claim '{data[1]['id']}'",
+        f"claim '{data[5]['id']}'",
+    ]
 
 
 def test_chapter_without_parameter_schema(tmp_path):
@@ -339,8 +545,10 @@ def test_load_claims_normalizes_and_returns_fresh_copies(tmp_path):
     path = tmp_path / "claims.yaml"
     path.write_text(yaml.safe_dump(data))
     claims = load_claims("gln_norm", path=path)
-    assert claims[0]["known_deviation"] == {"profiles": data[0]["profiles"],
-                                            "evidence": "evidence as a string"}
+    assert claims[0]["known_deviation"] == {
+        "profiles": data[0]["profiles"],
+        "evidence": "evidence as a string",
+    }
     assert claims[1]["known_deviation"]["profiles"] == data[1]["profiles"]
     claims[0]["id"] = "changed"
     assert load_claims("gln_norm", path=path)[0]["id"] == data[0]["id"]

@@ -23,8 +23,9 @@ def test_results_in_task_order_and_cached(tmp_path):
     assert len(list(tmp_path.glob("*.json"))) == 5
     log = tmp_path / "log"
     log.mkdir()
-    again = sweep(square, [{**t, "log": str(log)} for t in tasks[:2]] + tasks, tmp_path,
-                  progress=False)
+    again = sweep(
+        square, [{**t, "log": str(log)} for t in tasks[:2]] + tasks, tmp_path, progress=False
+    )
     assert len(list(log.iterdir())) == 2  # only the two new tasks ran
     assert [r["y"] for r in again[2:]] == [r["y"] for r in first]
 
@@ -36,8 +37,9 @@ def test_task_hash_ignores_key_order():
 
 def test_failure_is_returned_not_raised_and_never_cached(tmp_path):
     outcome = SweepOutcome("demo")
-    results = sweep(square, [{"x": 2, "fail": True}, {"x": 3}], tmp_path, progress=False,
-                    outcome=outcome)
+    results = sweep(
+        square, [{"x": 2, "fail": True}, {"x": 3}], tmp_path, progress=False, outcome=outcome
+    )
     assert results[0]["status"] == "error" and "solver died" in results[0]["error"]
     assert results[1]["y"] == 9
     assert len(list(tmp_path.glob("*.json"))) == 1  # only the success is stored
@@ -178,12 +180,14 @@ def test_joblib_matches_serial(tmp_path):
 
 def test_dask_local_cluster_matches_local(tmp_path, monkeypatch):
     pytest.importorskip("dask.distributed")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get(
-        "PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    )
     tasks = [{"x": x} for x in range(6)]
     local = sweep(square, tasks, tmp_path / "a", progress=False)
-    distributed = sweep(square, tasks, tmp_path / "b", backend="dask", scheduler="local",
-                        progress=False)
+    distributed = sweep(
+        square, tasks, tmp_path / "b", backend="dask", scheduler="local", progress=False
+    )
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in local]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in distributed]
 

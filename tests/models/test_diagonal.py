@@ -29,7 +29,7 @@ def problem():
 
 
 def _single(params: dg.DiagonalParams, b: int) -> dg.DiagonalParams:
-    return dg.DiagonalParams(*(t[b:b + 1] for t in params.tensors()))
+    return dg.DiagonalParams(*(t[b : b + 1] for t in params.tensors()))
 
 
 def test_q_function_values_and_small_argument_accuracy():
@@ -47,8 +47,12 @@ def test_gradient_of_q_matches_finite_differences():
     m = rng.uniform(0.01, 3.0, 7)
     grad = dg.grad_regularizer_q(beta, m)
     h = 1e-6
-    fd = np.array([(dg.regularizer_q(beta + h * e, m) - dg.regularizer_q(beta - h * e, m))
-                   / (2 * h) for e in np.eye(7)])
+    fd = np.array(
+        [
+            (dg.regularizer_q(beta + h * e, m) - dg.regularizer_q(beta - h * e, m)) / (2 * h)
+            for e in np.eye(7)
+        ]
+    )
     assert np.allclose(grad, fd, rtol=1e-7, atol=1e-8)
     # A wrong scale gives a visibly different gradient (the check can fail).
     assert not np.allclose(dg.grad_regularizer_q(beta, 2 * m), fd, rtol=1e-3)
@@ -61,8 +65,9 @@ def test_paper_q_k_and_woodworth_forms_agree():
     assert np.allclose(dg.q_paper(beta, 4 * m**2), m * dg.q_function(beta / m) / 2, rtol=1e-12)
     # Woodworth et al.'s tied regularizer with alpha_w^2 = m / 2 is exactly Q.
     alpha_w = np.sqrt(m / 2)
-    assert np.allclose(dg.woodworth_q(beta[:, None], alpha_w),
-                       dg.regularizer_q(beta[:, None], m), rtol=1e-12)
+    assert np.allclose(
+        dg.woodworth_q(beta[:, None], alpha_w), dg.regularizer_q(beta[:, None], m), rtol=1e-12
+    )
 
 
 def test_general_regularizer_reduces_to_unbiased_and_is_a_bregman_divergence():
@@ -70,7 +75,8 @@ def test_general_regularizer_reduces_to_unbiased_and_is_a_bregman_divergence():
     beta, beta0 = rng.standard_normal(5), rng.standard_normal(5)
     k = rng.uniform(0.1, 2, 5)
     assert dg.regularizer_q_general(beta, k, np.zeros(5)) == pytest.approx(
-        dg.regularizer_q(beta, k), rel=1e-12)
+        dg.regularizer_q(beta, k), rel=1e-12
+    )
     assert dg.regularizer_q_general(beta0, k, beta0) == pytest.approx(0.0, abs=1e-14)
     assert dg.regularizer_q_general(beta, k, beta0) > 0
 
@@ -184,8 +190,7 @@ def test_gradient_descent_batches_independent_runs(problem):
     params = dg.scale_shape_init(alpha, shape, 15)
     steps = dg.stable_steps(Xt, params, 3.0, 0.4)
     batch = dg.gradient_descent(Xt, yt, params, steps, tol=1e-9, max_steps=20_000)
-    one = dg.gradient_descent(Xt, yt, _single(params, 1), steps[1:2], tol=1e-9,
-                              max_steps=20_000)
+    one = dg.gradient_descent(Xt, yt, _single(params, 1), steps[1:2], tol=1e-9, max_steps=20_000)
     assert torch.allclose(batch.beta[1], one.beta[0], rtol=1e-12, atol=1e-14)
     assert int(batch.steps[1]) == int(one.steps[0])
 

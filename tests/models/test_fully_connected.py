@@ -72,9 +72,14 @@ def test_grad_and_hessian_of_q_match_finite_differences(delta, problem):
     w0 = 0.7 * u
     g = fc.grad_q_single_neuron(beta, w0, delta, -1.0)
     np.testing.assert_allclose(
-        _fd_grad(lambda b: fc.q_single_neuron(b, w0, delta, -1.0), beta), g, atol=1e-7)
-    hess_fd = np.array([_fd_grad(lambda b, i=i: fc.grad_q_single_neuron(b, w0, delta, -1.0)[i],
-                                 beta) for i in range(9)])
+        _fd_grad(lambda b: fc.q_single_neuron(b, w0, delta, -1.0), beta), g, atol=1e-7
+    )
+    hess_fd = np.array(
+        [
+            _fd_grad(lambda b, i=i: fc.grad_q_single_neuron(b, w0, delta, -1.0)[i], beta)
+            for i in range(9)
+        ]
+    )
     np.testing.assert_allclose(fc.hess_q_single_neuron(beta, delta), hess_fd, atol=1e-7)
 
 
@@ -90,8 +95,11 @@ def test_warped_metric_is_the_hessian_of_q_and_a_hessian_map(delta):
     assert fc.hessian_map_asymmetry(metric(0.0), beta) > 0.1
     assert fc.hessian_map_asymmetry(metric(2.0), beta) > 0.1
     # the two derivative methods agree on the failing one too
-    assert np.isclose(fc.hessian_map_asymmetry(metric(0.0), beta),
-                      fc.hessian_map_asymmetry(metric(0.0), beta, method="fd"), rtol=1e-6)
+    assert np.isclose(
+        fc.hessian_map_asymmetry(metric(0.0), beta),
+        fc.hessian_map_asymmetry(metric(0.0), beta, method="fd"),
+        rtol=1e-6,
+    )
 
 
 def test_hessian_map_test_accepts_a_known_hessian_map():
@@ -111,8 +119,10 @@ def test_closed_form_q_min_is_feasible_kkt_and_matches_newton(delta, sigma, prob
     np.testing.assert_allclose(X @ sol.beta, y, atol=1e-12)
     assert fc.kkt_residual(sol.beta, X, w0, delta, sigma) < 1e-12
     assert np.isclose(sol.a_abs**2, fc.a_squared(np.linalg.norm(sol.beta), delta), rtol=1e-12)
-    args = (lambda b: fc.q_single_neuron(b, w0, delta, sigma),
-            lambda b: fc.grad_q_single_neuron(b, w0, delta, sigma))
+    args = (
+        lambda b: fc.q_single_neuron(b, w0, delta, sigma),
+        lambda b: fc.grad_q_single_neuron(b, w0, delta, sigma),
+    )
     newton = fc.q_min_numeric(X, y, *args, lambda b: fc.hess_q_single_neuron(b, delta))
     bfgs = fc.q_min_numeric(X, y, *args)
     np.testing.assert_allclose(newton, sol.beta, atol=1e-11)
@@ -150,7 +160,6 @@ def test_q_level_grid_quadratic_model_is_exact_to_second_order():
     assert near["quad_mismatch"] < 1e-2 < far["quad_mismatch"]
 
 
-
 def test_model_module_is_pure_numerics():
     """No pandas, matplotlib or project code outside implicit_bias.models."""
     tree = ast.parse(inspect.getsource(fc))
@@ -158,5 +167,6 @@ def test_model_module_is_pure_numerics():
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     top = {name.split(".")[0] for name in imported}
     assert not top & {"pandas", "matplotlib"}
-    assert all(not m.startswith("implicit_bias") or m.startswith("implicit_bias.models")
-               for m in imported)
+    assert all(
+        not m.startswith("implicit_bias") or m.startswith("implicit_bias.models") for m in imported
+    )

@@ -124,8 +124,9 @@ def test_acs_is_monotone_and_exact_at_dout_one():
 
 def test_train_one_hidden_width_masking_matches_separate_runs():
     X, Y = galu.random_regression(60, 3, 1, seed=14)
-    both = galu.train_one_hidden(X.expand(2, -1, -1), Y.expand(2, -1, -1), 5, "relu", [0, 0],
-                                 50, 0.01, widths=[2, 5])["train_mse"]
+    both = galu.train_one_hidden(
+        X.expand(2, -1, -1), Y.expand(2, -1, -1), 5, "relu", [0, 0], 50, 0.01, widths=[2, 5]
+    )["train_mse"]
     alone = galu.train_one_hidden(X[None], Y[None], 5, "relu", [0], 50, 0.01)["train_mse"]
     assert both[1] == pytest.approx(alone[0], rel=1e-10)
     assert both[0] != pytest.approx(both[1])

@@ -118,8 +118,9 @@ def test_svm_l2_closed_form_matches_bruteforce_enumeration(H, C):
     value, zeta_bf = _bruteforce_l2(X, y, ctx, C)
     # the reported objective is ||beta||^2 / C^(H-1)
     assert res.objective * C ** (H - 1) == pytest.approx(value, rel=1e-6)
-    np.testing.assert_allclose(gln_theory.all_predictors(res.primal),
-                               gln_theory.all_predictors(zeta_bf), atol=1e-4)
+    np.testing.assert_allclose(
+        gln_theory.all_predictors(res.primal), gln_theory.all_predictors(zeta_bf), atol=1e-4
+    )
 
 
 def test_svm_l2_eq23_variant_is_a_different_program():
@@ -128,7 +129,8 @@ def test_svm_l2_eq23_variant_is_a_different_program():
     eq23 = gln_svm.svm_l2(X, y, ctx, 2, variant="eq23")
     # the eq23 solution is feasible but not the minimum of sum ||beta||^2
     assert gln_theory.beta_norm_sq_closed_form(eq23.primal) > (
-        1.001 * gln_theory.beta_norm_sq_closed_form(exact.primal))
+        1.001 * gln_theory.beta_norm_sq_closed_form(exact.primal)
+    )
     # its reported objective is ||A zeta||^2 / C^2 with the printed A
     assert eq23.objective == pytest.approx(gln_theory.a_zeta_norm_sq(eq23.primal) / 4, rel=1e-6)
 
@@ -142,8 +144,7 @@ def test_shallow_svm_is_one_svm_per_context():
     for c in range(3):  # the same SVMs, one at a time, without the row-space reduction
         idx = ctx[:, 0] == c
         b = cp.Variable(5)
-        prob = cp.Problem(cp.Minimize(cp.sum_squares(b)),
-                          [cp.multiply(y[idx], X[idx] @ b) >= 1])
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(b)), [cp.multiply(y[idx], X[idx] @ b) >= 1])
         total += prob.solve(solver="ECOS")
         np.testing.assert_allclose(res.primal[c], b.value, atol=1e-3)
     assert res.objective == pytest.approx(total, rel=1e-6)
@@ -160,8 +161,9 @@ def test_frelu_svm_against_direct_formulation():
     prob = cp.Problem(cp.Minimize(cp.sum(cp.norm(z, 2, axis=1))), [cp.multiply(y, f) >= 1])
     prob.solve(solver="ECOS")
     assert res.objective == pytest.approx(prob.value, rel=1e-6)
-    np.testing.assert_allclose(gln.predict_frelu(res.primal, X, gates),
-                               np.sum(gates * (X @ z.value.T), 1), atol=1e-4)
+    np.testing.assert_allclose(
+        gln.predict_frelu(res.primal, X, gates), np.sum(gates * (X @ z.value.T), 1), atol=1e-4
+    )
 
 
 def test_linear_svm_margins():
@@ -178,8 +180,9 @@ def test_fast_solver_dispatch_agrees_with_cvxpy():
         fast = gln_svm.solve_program(method, X, y, ctx, 2, solver="fast")
         ref = gln_svm.solve_program(method, X, y, ctx, 2, solver="CLARABEL")
         assert fast.status == "optimal"
-        np.testing.assert_allclose(gln_theory.all_predictors(fast.primal),
-                                   gln_theory.all_predictors(ref.primal), atol=1e-4)
+        np.testing.assert_allclose(
+            gln_theory.all_predictors(fast.primal), gln_theory.all_predictors(ref.primal), atol=1e-4
+        )
     with pytest.raises(ValueError):
         gln_svm.solve_program("SVM-GLN", X, y, ctx, 2, solver="nope")
 
@@ -225,8 +228,9 @@ def test_lemma_b6_equivariance_and_b7_rank():
 def test_theorem_3_1_toy_approaches_svm_gln():
     p = gln_theory.toy_problem(30, seed=1)
     svm = gln_svm.svm_gln(p["X"], p["y"], p["ctx"], 2)
-    snaps = gln_theory.train_full_batch_gln(p["X"], p["y"], p["ctx"], 2, n_steps=3000, lr=0.5,
-                                            record=[300, 3000])
+    snaps = gln_theory.train_full_batch_gln(
+        p["X"], p["y"], p["ctx"], 2, n_steps=3000, lr=0.5, record=[300, 3000]
+    )
     traj = gln_theory.theorem_trajectory(p, snaps, svm)
     assert traj[1]["cos_beta"] > traj[0]["cos_beta"] > 0.8
     assert traj[1]["margin_ratio"] > traj[0]["margin_ratio"]
@@ -267,8 +271,9 @@ def test_shallow_and_relu_forward():
     X, _, ctx = _problem(N=7, D=5, H=1, C=4, seed=15)
     p = gln.init_shallow_gln([0], 4, 5, dtype=torch.float64)
     out = gln.forward_shallow_gln(p, torch.as_tensor(X)[None], torch.as_tensor(ctx[:, 0])[None])
-    np.testing.assert_allclose(out[0].numpy(),
-                               gln.predict_shallow(p["w"][0].numpy(), X, ctx), atol=1e-12)
+    np.testing.assert_allclose(
+        out[0].numpy(), gln.predict_shallow(p["w"][0].numpy(), X, ctx), atol=1e-12
+    )
     r = gln.init_relu([0], 6, 5, dtype=torch.float64)
     out = gln.forward_relu(r, torch.as_tensor(X)[None])
     ref = np.maximum(X @ r["w1"][0].numpy().T, 0) @ r["w2"][0].numpy()
@@ -281,10 +286,12 @@ def test_batched_training_equals_separate_runs():
     ys = torch.as_tensor(np.stack([y, y[::-1].copy()]))
     cs = torch.as_tensor(np.stack([ctx, ctx[::-1].copy()]))
     sched = gln.Schedule(n_steps=30, batch_size=16, lr_drop_step=15, momentum=0.9)
-    both = gln.train_batched("deep", gln.init_deep_gln([0, 1], 3, 2, 5, torch.float64),
-                             Xs, ys, cs, sched, [0, 1])
-    alone = gln.train_batched("deep", gln.init_deep_gln([1], 3, 2, 5, torch.float64),
-                              Xs[1:], ys[1:], cs[1:], sched, [1])
+    both = gln.train_batched(
+        "deep", gln.init_deep_gln([0, 1], 3, 2, 5, torch.float64), Xs, ys, cs, sched, [0, 1]
+    )
+    alone = gln.train_batched(
+        "deep", gln.init_deep_gln([1], 3, 2, 5, torch.float64), Xs[1:], ys[1:], cs[1:], sched, [1]
+    )
     for k in both:
         torch.testing.assert_close(both[k][1], alone[k][0], rtol=1e-10, atol=1e-12)
     start = gln.init_deep_gln([0, 1], 3, 2, 5, torch.float64)
@@ -326,8 +333,14 @@ def test_training_separates_a_small_problem():
     X = torch.as_tensor(p["X"])[None]
     y = torch.as_tensor(p["y"])[None]
     ctx = torch.as_tensor(p["ctx"])[None]
-    params = gln.train_batched("deep", gln.init_deep_gln([0], 2, 2, 3, torch.float64), X, y,
-                               ctx, gln.Schedule(n_steps=400, batch_size=8, lr=0.5,
-                                                 lr_drop_step=200), [0])
+    params = gln.train_batched(
+        "deep",
+        gln.init_deep_gln([0], 2, 2, 3, torch.float64),
+        X,
+        y,
+        ctx,
+        gln.Schedule(n_steps=400, batch_size=8, lr=0.5, lr_drop_step=200),
+        [0],
+    )
     f = gln.predict_batched("deep", params, X, ctx)[0].numpy()
     assert gln.error_rate(f, p["y"]) == 0.0

@@ -30,8 +30,9 @@ SOLVERS = ("ECOS", "CLARABEL")
 # problems
 
 
-def teacher_problem(seed: int, n: int = 40, d: int = 6, h: int = 3, c: int = 2,
-                    n_test: int = 200) -> dict:
+def teacher_problem(
+    seed: int, n: int = 40, d: int = 6, h: int = 3, c: int = 2, n_test: int = 200
+) -> dict:
     """Labels from a random teacher GLN (separable by construction), constant feature last."""
     rng = np.random.default_rng(seed)
 
@@ -63,8 +64,7 @@ def mnist_problem(n: int = 80, h: int = 3, c: int = 2, seed: int = 0) -> dict:
     proj = np.einsum("nd,hkd->nhk", Xall, planes)
     bits = proj - np.median(proj[:n], axis=0) >= 0
     ctx = (bits * (2 ** np.arange(k))).sum(-1)
-    return {"X": Xall[:n], "y": yall[:n], "ctx": ctx[:n], "C": c, "Xt": Xall[n:],
-            "ctx_t": ctx[n:]}
+    return {"X": Xall[:n], "y": yall[:n], "ctx": ctx[:n], "C": c, "Xt": Xall[n:], "ctx_t": ctx[n:]}
 
 
 def one_hot(ctx: np.ndarray, c: int) -> np.ndarray:
@@ -82,8 +82,9 @@ def cvx_group_lasso(X, y, gates, solver, bias=False):
     b = cp.Variable()
     score = sum(cp.sum(cp.multiply(gates[:, h, :], X @ z[h].T), axis=1) for h in range(H))
     score = score + b if bias else score
-    prob = cp.Problem(cp.Minimize(sum(cp.norm(zh, "fro") for zh in z)),
-                      [cp.multiply(y, score) >= 1])
+    prob = cp.Problem(
+        cp.Minimize(sum(cp.norm(zh, "fro") for zh in z)), [cp.multiply(y, score) >= 1]
+    )
     prob.solve(solver=solver, **TIGHT[solver])
     assert prob.status == "optimal", prob.status
     return prob.value, np.stack([zh.value for zh in z]), (b.value if bias else 0.0)
@@ -94,11 +95,13 @@ def cvx_l2_enumerated(X, y, ctx, C, solver):
     gamma_h} (the definition of SVM-L2, enumerated: small H only)."""
     N, H = ctx.shape
     z = cp.Variable((H * C, X.shape[1]))
-    beta = {g: sum(z[h * C + g[h]] for h in range(H)) for g in
-            itertools.product(range(C), repeat=H)}
+    beta = {
+        g: sum(z[h * C + g[h]] for h in range(H)) for g in itertools.product(range(C), repeat=H)
+    }
     score = cp.hstack([beta[tuple(ctx[n])] @ X[n] for n in range(N)])
-    prob = cp.Problem(cp.Minimize(sum(cp.sum_squares(b) for b in beta.values())),
-                      [cp.multiply(y, score) >= 1])
+    prob = cp.Problem(
+        cp.Minimize(sum(cp.sum_squares(b) for b in beta.values())), [cp.multiply(y, score) >= 1]
+    )
     prob.solve(solver=solver, **TIGHT[solver])
     assert prob.status == "optimal", prob.status
     return prob.value, z.value.reshape(H, C, -1)
@@ -121,8 +124,9 @@ def cvx_l2_eq23(X, y, ctx, C, solver):
 
 def cvx_svm(F, y, solver, bias=False):
     w, b = cp.Variable(F.shape[1]), cp.Variable()
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(w)),
-                      [cp.multiply(y, F @ w + (b if bias else 0)) >= 1])
+    prob = cp.Problem(
+        cp.Minimize(cp.sum_squares(w)), [cp.multiply(y, F @ w + (b if bias else 0)) >= 1]
+    )
     prob.solve(solver=solver, **TIGHT[solver])
     return prob
 
@@ -163,8 +167,10 @@ def test_svm_gln_matches_cvxpy(solver, seed, h, c, bias):
     value, zeta, b = cvx_group_lasso(p["X"], p["y"], one_hot(p["ctx"], c), solver, bias)
     assert rel(sol.objective, value) <= REL
     assert rel(sol.dual_objective, value) <= REL  # strong duality: the dual's constant is 1
-    assert_same_predictions(gln_scores(sol.zeta, p["Xt"], p["ctx_t"], sol.bias),
-                            gln_scores(zeta, p["Xt"], p["ctx_t"], b))
+    assert_same_predictions(
+        gln_scores(sol.zeta, p["Xt"], p["ctx_t"], sol.bias),
+        gln_scores(zeta, p["Xt"], p["ctx_t"], b),
+    )
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -174,8 +180,9 @@ def test_svm_gln_matches_cvxpy_on_mnist(solver):
     assert_certified(sol)
     value, zeta, _ = cvx_group_lasso(p["X"], p["y"], one_hot(p["ctx"], p["C"]), solver)
     assert rel(sol.objective, value) <= REL
-    assert_same_predictions(gln_scores(sol.zeta, p["Xt"], p["ctx_t"]),
-                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+    assert_same_predictions(
+        gln_scores(sol.zeta, p["Xt"], p["ctx_t"]), gln_scores(zeta, p["Xt"], p["ctx_t"])
+    )
 
 
 def test_svm_gln_dual_is_feasible_and_zeta_is_its_kkt_point():
@@ -196,8 +203,9 @@ def test_svm_gln_dual_is_feasible_and_zeta_is_its_kkt_point():
 
 def test_svm_gln_batch_equals_single_solves():
     probs = [teacher_problem(s, n=30, h=3, c=2) for s in (4, 5, 6)]
-    batch = gs.svm_gln_batch([p["X"] for p in probs], [p["y"] for p in probs],
-                             [p["ctx"] for p in probs], 2)
+    batch = gs.svm_gln_batch(
+        [p["X"] for p in probs], [p["y"] for p in probs], [p["ctx"] for p in probs], 2
+    )
     for p, b in zip(probs, batch):
         single = gs.svm_gln(p["X"], p["y"], p["ctx"], 2)
         assert b.status == single.status == "optimal"
@@ -290,11 +298,14 @@ def test_svm_l2_exact_matches_enumerated_predictors(solver, h, c):
     assert rel(sol.objective * c ** (h - 1), value) <= REL
     # and it is the actual sum over the C^H predictors of the recovered zeta
     z = sol.primal
-    brute = sum(np.sum(sum(z[k, g[k]] for k in range(h)) ** 2)
-                for g in itertools.product(range(c), repeat=h))
+    brute = sum(
+        np.sum(sum(z[k, g[k]] for k in range(h)) ** 2)
+        for g in itertools.product(range(c), repeat=h)
+    )
     assert rel(brute, value) <= REL
-    assert_same_predictions(gln_scores(z, p["Xt"], p["ctx_t"]),
-                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+    assert_same_predictions(
+        gln_scores(z, p["Xt"], p["ctx_t"]), gln_scores(zeta, p["Xt"], p["ctx_t"])
+    )
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -304,8 +315,9 @@ def test_svm_l2_eq23_matches_cvxpy(solver):
     assert_certified(sol)
     value, zeta = cvx_l2_eq23(p["X"], p["y"], p["ctx"], 2, solver)
     assert rel(sol.objective * 2**2, value) <= REL  # reported as ||A zeta||^2 / C^2
-    assert_same_predictions(gln_scores(sol.primal, p["Xt"], p["ctx_t"]),
-                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+    assert_same_predictions(
+        gln_scores(sol.primal, p["Xt"], p["ctx_t"]), gln_scores(zeta, p["Xt"], p["ctx_t"])
+    )
 
 
 def test_svm_l2_on_mnist_matches_cvxpy():
@@ -314,8 +326,9 @@ def test_svm_l2_on_mnist_matches_cvxpy():
     assert_certified(sol)
     value, zeta = cvx_l2_enumerated(p["X"], p["y"], p["ctx"], 2, "CLARABEL")
     assert rel(sol.objective * 2**2, value) <= REL
-    assert_same_predictions(gln_scores(sol.primal, p["Xt"], p["ctx_t"]),
-                            gln_scores(zeta, p["Xt"], p["ctx_t"]))
+    assert_same_predictions(
+        gln_scores(sol.primal, p["Xt"], p["ctx_t"]), gln_scores(zeta, p["Xt"], p["ctx_t"])
+    )
 
 
 def test_eq23_is_not_the_l2_norm():
@@ -388,8 +401,11 @@ def test_primal_svm_ipm_matches_cvxpy_with_padding(solver):
     yb = torch.ones(2, m, dtype=torch.float64)
     mask = torch.zeros(2, m, dtype=torch.bool)
     for i, (X, y) in enumerate(probs):
-        Xb[i, :len(X)], yb[i, :len(X)], mask[i, :len(X)] = (torch.as_tensor(X),
-                                                            torch.as_tensor(y), True)
+        Xb[i, : len(X)], yb[i, : len(X)], mask[i, : len(X)] = (
+            torch.as_tensor(X),
+            torch.as_tensor(y),
+            True,
+        )
     out = gs._primal_svm_ipm(Xb, yb, mask, 1e-10, 100)
     assert out["status"] == ["optimal", "optimal"]
     for i, (X, y) in enumerate(probs):
@@ -397,9 +413,9 @@ def test_primal_svm_ipm_matches_cvxpy_with_padding(solver):
         w = out["w"][i].numpy()
         assert rel(float(w @ w), prob.value) <= REL
         assert np.all(y * (X @ w) >= 1 - 1e-8)
-        assert np.allclose(out["lam"][i, len(X):].numpy(), 0)  # padding carries no multiplier
+        assert np.allclose(out["lam"][i, len(X) :].numpy(), 0)  # padding carries no multiplier
         # stationarity: w = sum_n lam_n y_n x_n
-        np.testing.assert_allclose(X.T @ (out["lam"][i, :len(X)].numpy() * y), w, atol=1e-6)
+        np.testing.assert_allclose(X.T @ (out["lam"][i, : len(X)].numpy() * y), w, atol=1e-6)
 
 
 def test_svm_shallow_falls_back_to_the_primal_form_when_the_kernel_form_stalls(monkeypatch):

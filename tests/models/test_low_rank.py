@@ -90,8 +90,7 @@ def test_residual_block_definition5_by_hand():
 
 @pytest.mark.parametrize(
     "spec,shape",
-    [(FC, (3,)), (CONV_LINEAR, (2, 6)), (RES_LINEAR, (3,))]
-    + list(lemma1_architectures().values()),
+    [(FC, (3,)), (CONV_LINEAR, (2, 6)), (RES_LINEAR, (3,))] + list(lemma1_architectures().values()),
 )
 def test_graph_forward_matches_forward(spec, shape):
     params = lr.init_params(spec, shape, seed=3)

@@ -21,8 +21,11 @@ def _random_case(arch, rng, d):
         return [d, d, d], [rng.standard_normal(d) for _ in range(3)]
     if arch == "conv_short":
         return [2, 4, d], [rng.standard_normal(k) for k in (2, 4, d)]
-    return [d, 3, 4], [rng.standard_normal((d, 3)), rng.standard_normal((3, 4)),
-                       rng.standard_normal(4)]
+    return [d, 3, 4], [
+        rng.standard_normal((d, 3)),
+        rng.standard_normal((3, 4)),
+        rng.standard_normal(4),
+    ]
 
 
 @pytest.mark.parametrize("case", ["diag", "conv_full", "conv_short", "fc"])
@@ -35,8 +38,9 @@ def test_contraction_equals_forward_pass(case):
     for _ in range(3):
         x = rng.standard_normal(d)
         M = tn.data_tensor(arch, x, shape)
-        value = float(tn.predict(arch, torch.as_tensor(x)[None],
-                                 [torch.as_tensor(v) for v in vs])[0])
+        value = float(
+            tn.predict(arch, torch.as_tensor(x)[None], [torch.as_tensor(v) for v in vs])[0]
+        )
         assert tn.contract(M, vs) == pytest.approx(value, rel=1e-12, abs=1e-12)
         # the contraction with one slot left open is the gradient in that layer
         grads = tn.layer_gradients(arch, torch.as_tensor(x), [torch.as_tensor(v) for v in vs])
@@ -112,14 +116,17 @@ def test_max_margin_duals_satisfy_kkt():
 @pytest.mark.parametrize("L", [2, 3, 4, 5])
 def test_h_and_H_against_lemma4_ode(L):
     """Lemma 4 / Thm 5: the closed forms of h_L, h_L^{-1} and H_L against the ODE."""
+
     def rhs(t, s):
         p, q, _ = s
-        return [p ** (L - 2) * q, p ** (L - 1),
-                t * ((L - 1) * p ** (2 * L - 4) * q**2 + p ** (2 * L - 2))]
+        return [
+            p ** (L - 2) * q,
+            p ** (L - 1),
+            t * ((L - 1) * p ** (2 * L - 4) * q**2 + p ** (2 * L - 2)),
+        ]
 
     t_end = min(2.5, 0.9 * th.escape_time(L))
-    sol = solve_ivp(rhs, (0, t_end), [1.0, 0.0, 0.0], rtol=1e-12, atol=1e-13,
-                    dense_output=True)
+    sol = solve_ivp(rhs, (0, t_end), [1.0, 0.0, 0.0], rtol=1e-12, atol=1e-13, dense_output=True)
     taus = np.linspace(0.05, t_end, 12)
     p, q, integral = sol.sol(taus)
     h = p ** (L - 1) * q
@@ -150,13 +157,17 @@ def test_q_minimizer_kkt_and_limits():
 
     rng = np.random.default_rng(6)
     X, y = rng.standard_normal((3, 7)), rng.standard_normal(3)
-    scale, weight = 0.3 ** 2 * np.ones(7), 0.3 ** 2 * np.ones(7)
+    scale, weight = 0.3**2 * np.ones(7), 0.3**2 * np.ones(7)
     sol = th.q_minimizer(X, y, 2, scale, weight)
     np.testing.assert_allclose(X @ sol["z"], y, atol=1e-10)
     assert sol["kkt_residual"] < 1e-8
-    ref = minimize(lambda z: th.q_value(z, 2, scale, weight), np.linalg.pinv(X) @ y,
-                   constraints={"type": "eq", "fun": lambda z: X @ z - y},
-                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    ref = minimize(
+        lambda z: th.q_value(z, 2, scale, weight),
+        np.linalg.pinv(X) @ y,
+        constraints={"type": "eq", "fun": lambda z: X @ z - y},
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     np.testing.assert_allclose(sol["z"], ref.x, atol=1e-5)
 
 
@@ -182,8 +193,9 @@ def test_renormalize_keeps_single_point_directions():
     for a, b in zip(plain["params"], renorm["params"]):
         assert tn.abs_cosine(a, b) == pytest.approx(1.0, abs=1e-12)
     with pytest.raises(ValueError):
-        tn.train_exponential("conv", np.vstack([X, X]), np.array([1.0, 1.0]), params, 2, 0.2,
-                             renormalize=True)
+        tn.train_exponential(
+            "conv", np.vstack([X, X]), np.array([1.0, 1.0]), params, 2, 0.2, renormalize=True
+        )
 
 
 def test_fourier_l1_max_margin_feasible_and_lp_stationary_point():

@@ -80,8 +80,10 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
         return overrides.load_active_profile(custom, chapter, profile)[0]
     path = path or profiles_file(chapter)
     if not path.exists():
-        raise ProfileError(f"no profiles file {path.name} for chapter {chapter!r}: create "
-                           f"data/profiles/{chapter}.yaml with the profiles {PROFILES}")
+        raise ProfileError(
+            f"no profiles file {path.name} for chapter {chapter!r}: create "
+            f"data/profiles/{chapter}.yaml with the profiles {PROFILES}"
+        )
     return load_profiles_file(path, chapter)[profile]
 
 
@@ -92,16 +94,24 @@ class Chapter:
     resolves the device, seeds torch, and (with `threads`) pins the notebook's own torch
     threads; task functions pin theirs through their `@task` declaration."""
 
-    def __init__(self, chapter: str, profile: str = "smoke", device: str = "auto",
-                 refresh: bool = False, threads: int | None = None):
+    def __init__(
+        self,
+        chapter: str,
+        profile: str = "smoke",
+        device: str = "auto",
+        refresh: bool = False,
+        threads: int | None = None,
+    ):
         self.chapter = check_chapter(chapter)
         self.profile = check_profile(profile)
         custom = overrides.active_profile_file(chapter)  # a run with --set or a profile file
         self.custom = custom is not None
         # profile_changes: the parameters a custom run changed (dotted key -> value)
         self.config, self.profile_changes = (
-            overrides.load_active_profile(custom, chapter, profile) if custom
-            else (load_profile(chapter, profile), {}))
+            overrides.load_active_profile(custom, chapter, profile)
+            if custom
+            else (load_profile(chapter, profile), {})
+        )
         claims_module.load_claims(chapter)  # a malformed claims file fails before computing
         self.device = resolve_device(device)
         self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
@@ -116,8 +126,7 @@ class Chapter:
         torch.manual_seed(0)
 
     def __repr__(self) -> str:
-        return (f"Chapter({self.chapter!r}, profile={self.profile!r}, "
-                f"device={str(self.device)!r})")
+        return f"Chapter({self.chapter!r}, profile={self.profile!r}, device={str(self.device)!r})"
 
     def profile_table(self) -> pd.DataFrame:
         rows = [{"parameter": k, "value": str(v)} for k, v in self.config.items()]
@@ -132,7 +141,8 @@ class Chapter:
             title = f"**Profile `{self.profile}`**"
             if self.profile_changes:  # a custom run: say what it changed
                 title += " with overrides " + ", ".join(
-                    f"`{key} = {json.dumps(value)}`" for key, value in self.profile_changes.items())
+                    f"`{key} = {json.dumps(value)}`" for key, value in self.profile_changes.items()
+                )
             elif self.custom:
                 title += " (custom run: no parameter differs from it)"
             display(Markdown(f"{title} on {describe_device(self.device)}"))
@@ -149,12 +159,21 @@ class Chapter:
         if setting == "auto":
             return (os.cpu_count() or 1) if self.device.type == "cpu" else 1
         if not isinstance(setting, int) or setting < 1:
-            raise ProfileError(f"{self.chapter}/{self.profile}: workers must be a positive "
-                               f"integer or 'auto', got {setting!r}")
+            raise ProfileError(
+                f"{self.chapter}/{self.profile}: workers must be a positive "
+                f"integer or 'auto', got {setting!r}"
+            )
         return setting
 
-    def sweep(self, fn, tasks, name: str, desc: str | None = None, n_jobs: int | None = None,
-              backend: str | None = None) -> list[dict]:
+    def sweep(
+        self,
+        fn,
+        tasks,
+        name: str,
+        desc: str | None = None,
+        n_jobs: int | None = None,
+        backend: str | None = None,
+    ) -> list[dict]:
         """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.sweep`).
 
         Every task receives this run's device as `task["device"]` (part of its cache key: a
@@ -165,12 +184,21 @@ class Chapter:
         """
         n_jobs = self.workers if n_jobs is None else n_jobs
         if backend is None:
-            backend = "dask" if os.environ.get(DASK_ENV) else (
-                "joblib" if n_jobs != 1 else "serial")
+            backend = (
+                "dask" if os.environ.get(DASK_ENV) else ("joblib" if n_jobs != 1 else "serial")
+            )
         tasks = [{**task, "device": str(self.device)} for task in tasks]
         outcome = SweepOutcome(name)
-        results = sweep(fn, tasks, self.results_dir / name, refresh=self.refresh,
-                        backend=backend, n_jobs=n_jobs, desc=desc or name, outcome=outcome)
+        results = sweep(
+            fn,
+            tasks,
+            self.results_dir / name,
+            refresh=self.refresh,
+            backend=backend,
+            n_jobs=n_jobs,
+            desc=desc or name,
+            outcome=outcome,
+        )
         self.outcomes.append(outcome)
         self._write_run_log()
         if outcome.errors:
@@ -180,16 +208,22 @@ class Chapter:
     def _write_run_log(self) -> None:
         """What this run's sweeps did, for the runner: counts, errors, cache entries used."""
         self.run_log.parent.mkdir(parents=True, exist_ok=True)
-        log = {"chapter": self.chapter, "profile": self.profile, "device": str(self.device),
-               "sweeps": [o.to_json() for o in self.outcomes]}
+        log = {
+            "chapter": self.chapter,
+            "profile": self.profile,
+            "device": str(self.device),
+            "sweeps": [o.to_json() for o in self.outcomes],
+        }
         tmp = self.run_log.with_name(f".{self.run_log.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(log, indent=1))
         tmp.replace(self.run_log)
 
     def _report_errors(self, outcome: SweepOutcome) -> None:
-        lines = [f"{len(outcome.errors)} of {outcome.total} tasks of sweep `{outcome.name}` "
-                 "failed; they are missing from what follows, the claims of this run are "
-                 "not checked, and they are computed again on the next run."]
+        lines = [
+            f"{len(outcome.errors)} of {outcome.total} tasks of sweep `{outcome.name}` "
+            "failed; they are missing from what follows, the claims of this run are "
+            "not checked, and they are computed again on the next run."
+        ]
         for error in outcome.errors[:5]:
             params = {k: v for k, v in error["task"].items() if k != "device"}
             lines.append(f"- `{params}`: {error['error'].strip().splitlines()[-1]}")
@@ -205,10 +239,17 @@ class Chapter:
     def failed_tasks(self) -> list[dict]:
         return [dict(error, sweep=o.name) for o in self.outcomes for error in o.errors]
 
-    def save_figure(self, fig, fig_id: str, data, rtol: float = 1e-6, atol: float = 1e-9,
-                    sweeps: list[str] | tuple[str, ...] = (),
-                    claims: list[str] | tuple[str, ...] = (),
-                    drawn_by: str | None = None) -> None:
+    def save_figure(
+        self,
+        fig,
+        fig_id: str,
+        data,
+        rtol: float = 1e-6,
+        atol: float = 1e-9,
+        sweeps: list[str] | tuple[str, ...] = (),
+        claims: list[str] | tuple[str, ...] = (),
+        drawn_by: str | None = None,
+    ) -> None:
         """Write the figure and its data (see `implicit_bias.core.plotting.save_figure`) and show
         its provenance under it: a download link for the data it plots, what drew it, the
         sweeps (and task functions) that computed it, the claims it checks (linked to their
@@ -216,26 +257,37 @@ class Chapter:
         known_sweeps = {o.name: o for o in self.outcomes}
         unknown = [s for s in sweeps if s not in known_sweeps]
         if unknown:
-            raise ValueError(f"figure {fig_id!r}: no sweep {unknown} ran before it; this run's "
-                             f"sweeps: {', '.join(known_sweeps) or 'none'}")
+            raise ValueError(
+                f"figure {fig_id!r}: no sweep {unknown} ran before it; this run's "
+                f"sweeps: {', '.join(known_sweeps) or 'none'}"
+            )
         all_claims = claims_module.load_claims(self.chapter)
         claim_ids = {c["id"] for c in all_claims}
         active = [c["id"] for c in all_claims if self.profile in c["profiles"]]
         unknown = [c for c in claims if c not in claim_ids]
         if unknown:
-            raise ValueError(f"figure {fig_id!r}: no claim {unknown} in "
-                             f"data/claims/{self.chapter}.yaml")
+            raise ValueError(
+                f"figure {fig_id!r}: no claim {unknown} in data/claims/{self.chapter}.yaml"
+            )
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
-        provenance = {"figure": fig_id, "data": sorted(p.name for p in png.parent.glob(
-            f"{fig_id}*.csv") if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")),
-            "drawn_by": drawn_by or getattr(fig, "drawn_by", None)
+        provenance = {
+            "figure": fig_id,
+            "data": sorted(
+                p.name
+                for p in png.parent.glob(f"{fig_id}*.csv")
+                if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")
+            ),
+            "drawn_by": drawn_by
+            or getattr(fig, "drawn_by", None)
             or f"notebooks/{self.chapter}.md, this cell",
-            "sweeps": {s: known_sweeps[s].fn for s in sweeps}, "claims": list(claims),
+            "sweeps": {s: known_sweeps[s].fn for s in sweeps},
+            "claims": list(claims),
             "claims_in_table": [c for c in claims if c in active],
-            "profile": self.profile, "commit": self.commit}
+            "profile": self.profile,
+            "commit": self.commit,
+        }
         (png.parent / "provenance").mkdir(exist_ok=True)
-        (png.parent / "provenance" / f"{fig_id}.json").write_text(
-            json.dumps(provenance, indent=1))
+        (png.parent / "provenance" / f"{fig_id}.json").write_text(json.dumps(provenance, indent=1))
         try:
             from IPython import get_ipython
             from IPython.display import HTML, display
@@ -250,9 +302,13 @@ class Chapter:
         display(HTML(provenance_html(provenance, png.parent)))
 
     def check_claims(self, metrics: dict) -> claims_module.ClaimsReport:
-        return claims_module.check(self.chapter, metrics, self.profile,
-                                   failed_tasks=self.failed_tasks,
-                                   code={o.fn: o.fingerprint for o in self.outcomes})
+        return claims_module.check(
+            self.chapter,
+            metrics,
+            self.profile,
+            failed_tasks=self.failed_tasks,
+            code={o.fn: o.fingerprint for o in self.outcomes},
+        )
 
 
 def source_commit() -> str:
@@ -262,13 +318,31 @@ def source_commit() -> str:
 
     root = project_root()
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                              capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                "lib", "notebooks", "data"], cwd=root, capture_output=True,
-                               text=True, timeout=20).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "lib",
+                "notebooks",
+                "data",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + (" + changes" if dirty else "")
@@ -287,21 +361,35 @@ def provenance_html(provenance: dict, folder: Path) -> str:
     links = []
     for name in provenance["data"]:
         payload = base64.b64encode((folder / name).read_bytes()).decode()
-        links.append(f"<a download='{esc(name)}' href='data:text/csv;base64,{payload}'>"
-                     f"{esc(name)}</a>")
+        links.append(
+            f"<a download='{esc(name)}' href='data:text/csv;base64,{payload}'>{esc(name)}</a>"
+        )
     commit = provenance["commit"]
     source = esc(provenance["drawn_by"])
     base = os.environ.get(SOURCE_URL_ENV)
     if base and commit not in ("unknown",) and "+" not in commit:
         path = provenance["drawn_by"].split(",")[0]
         source = f"<a href='{esc(base.rstrip('/'))}/blob/{esc(commit)}/{esc(path)}'>{source}</a>"
-    sweeps = ", ".join(f"<code>{esc(s)}</code> (<code>{esc(fn.split(':')[-1])}</code>)"
-                       for s, fn in provenance["sweeps"].items()) or "none (computed in the cell)"
+    sweeps = (
+        ", ".join(
+            f"<code>{esc(s)}</code> (<code>{esc(fn.split(':')[-1])}</code>)"
+            for s, fn in provenance["sweeps"].items()
+        )
+        or "none (computed in the cell)"
+    )
     in_table = provenance.get("claims_in_table", provenance["claims"])
-    claims = ", ".join(f"<a href='#claim-{esc(c)}'>{esc(c)}</a>" if c in in_table else
-                       f"{esc(c)} (checked at another profile)"
-                       for c in provenance["claims"]) or "none"
-    return (f"<p class='figure-provenance'><small>Data: {', '.join(links)} · "
-            f"drawn by: {source} · computed by: {sweeps} · checks: {claims} · profile "
-            f"<code>{esc(provenance['profile'])}</code>, commit <code>{esc(commit)}</code>"
-            "</small></p>")
+    claims = (
+        ", ".join(
+            f"<a href='#claim-{esc(c)}'>{esc(c)}</a>"
+            if c in in_table
+            else f"{esc(c)} (checked at another profile)"
+            for c in provenance["claims"]
+        )
+        or "none"
+    )
+    return (
+        f"<p class='figure-provenance'><small>Data: {', '.join(links)} · "
+        f"drawn by: {source} · computed by: {sweeps} · checks: {claims} · profile "
+        f"<code>{esc(provenance['profile'])}</code>, commit <code>{esc(commit)}</code>"
+        "</small></p>"
+    )

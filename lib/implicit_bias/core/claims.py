@@ -20,7 +20,13 @@ from .paths import claims_results, project_root
 
 PROFILES = ("smoke", "paper")
 PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS = (
-    "pass", "fail", "known deviation", "unexpected pass", "missing metric", "missing tasks")
+    "pass",
+    "fail",
+    "known deviation",
+    "unexpected pass",
+    "missing metric",
+    "missing tasks",
+)
 OK_STATUSES = (PASS, KNOWN)
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -41,18 +47,27 @@ def parse_expect(expect: str):
     match = _COMPARISON.match(text)
     if match:
         op, bound = match.group(1), float(match.group(2))
-        ops = {"<": lambda v: v < bound, "<=": lambda v: v <= bound, ">": lambda v: v > bound,
-               ">=": lambda v: v >= bound, "==": lambda v: v == bound}
+        ops = {
+            "<": lambda v: v < bound,
+            "<=": lambda v: v <= bound,
+            ">": lambda v: v > bound,
+            ">=": lambda v: v >= bound,
+            "==": lambda v: v == bound,
+        }
         return ops[op]
     match = _INTERVAL.match(text)
     if match:
         low, high = float(match.group(1)), float(match.group(2))
         if low > high:
-            raise ClaimsError(f"cannot read expectation {expect!r}: an interval [a, b] needs "
-                              f"a <= b, got a = {match.group(1)} > b = {match.group(2)}")
+            raise ClaimsError(
+                f"cannot read expectation {expect!r}: an interval [a, b] needs "
+                f"a <= b, got a = {match.group(1)} > b = {match.group(2)}"
+            )
         return lambda v: low <= v <= high
-    raise ClaimsError(f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
-                      "'== x', 'in [a, b]', 'true' or 'false'")
+    raise ClaimsError(
+        f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
+        "'== x', 'in [a, b]', 'true' or 'false'"
+    )
 
 
 def claims_file(chapter: str) -> Path:
@@ -69,14 +84,14 @@ def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
 
     path = path or claims_file(chapter)
     if not path.exists():
-        raise ClaimsError(f"no claims file {path.name} for chapter {chapter!r}: create "
-                          f"data/claims/{chapter}.yaml")
+        raise ClaimsError(
+            f"no claims file {path.name} for chapter {chapter!r}: create data/claims/{chapter}.yaml"
+        )
     claims = load_claims_file(path)  # a fresh copy: the caller may change it
     for claim in claims:
         deviation = claim.get("known_deviation")
         if isinstance(deviation, str):
-            claim["known_deviation"] = {"profiles": list(claim["profiles"]),
-                                        "evidence": deviation}
+            claim["known_deviation"] = {"profiles": list(claim["profiles"]), "evidence": deviation}
         elif deviation is not None:
             deviation.setdefault("profiles", list(claim["profiles"]))
     return claims
@@ -103,9 +118,14 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         else:
             status = PASS if holds else FAIL
     return {
-        "id": claim["id"], "where": claim["where"], "quote": claim["quote"],
-        "metric": claim["metric"], "expect": str(claim["expect"]),
-        "paper_value": claim.get("paper_value"), "value": value, "status": status,
+        "id": claim["id"],
+        "where": claim["where"],
+        "quote": claim["quote"],
+        "metric": claim["metric"],
+        "expect": str(claim["expect"]),
+        "paper_value": claim.get("paper_value"),
+        "value": value,
+        "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
     }
 
@@ -128,19 +148,44 @@ class ClaimsReport:
         return counts
 
     def to_frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows, columns=[
-            "id", "where", "quote", "paper_value", "value", "expect", "status", "evidence"])
+        frame = pd.DataFrame(
+            self.rows,
+            columns=[
+                "id",
+                "where",
+                "quote",
+                "paper_value",
+                "value",
+                "expect",
+                "status",
+                "evidence",
+            ],
+        )
         return frame.rename(columns={"paper_value": "paper", "value": "ours"})
 
     def to_json(self) -> dict:
-        return {"chapter": self.chapter, "profile": self.profile, "ok": self.ok,
-                "counts": self.counts(), "claims": self.rows, "code": self.code}
+        return {
+            "chapter": self.chapter,
+            "profile": self.profile,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "claims": self.rows,
+            "code": self.code,
+        }
 
     def _repr_html_(self) -> str:
-        colors = {PASS: "#1a7f37", FAIL: "#cf222e", KNOWN: "#9a6700", UNEXPECTED: "#cf222e",
-                  MISSING: "#cf222e", MISSING_TASKS: "#cf222e"}
-        lines = ["<table class='claims-table'><thead><tr><th>claim</th><th>where</th>"
-                 "<th>paper</th><th>ours</th><th>expected</th><th>status</th></tr></thead><tbody>"]
+        colors = {
+            PASS: "#1a7f37",
+            FAIL: "#cf222e",
+            KNOWN: "#9a6700",
+            UNEXPECTED: "#cf222e",
+            MISSING: "#cf222e",
+            MISSING_TASKS: "#cf222e",
+        }
+        lines = [
+            "<table class='claims-table'><thead><tr><th>claim</th><th>where</th>"
+            "<th>paper</th><th>ours</th><th>expected</th><th>status</th></tr></thead><tbody>"
+        ]
         for row in self.rows:
             color = colors.get(row["status"], "black")
             note = f"<br><small>{_escape(row['evidence'])}</small>" if row["evidence"] else ""
@@ -149,7 +194,8 @@ class ClaimsReport:
                 f"<small>“{_escape(row['quote'])}”</small></td>"
                 f"<td>{_escape(row['where'])}</td><td>{_fmt(row['paper_value'])}</td>"
                 f"<td>{_fmt(row['value'])}</td><td>{_escape(row['expect'])}</td>"
-                f"<td style='color:{color}'><b>{row['status']}</b>{note}</td></tr>")
+                f"<td style='color:{color}'><b>{row['status']}</b>{note}</td></tr>"
+            )
         summary = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         lines.append(f"</tbody></table><p>{self.chapter} ({self.profile} profile): {summary}</p>")
         return "\n".join(lines)
@@ -160,6 +206,7 @@ class ClaimsReport:
 
 def _escape(text) -> str:
     import html
+
     return html.escape(str(text)) if text is not None else ""
 
 
@@ -173,8 +220,14 @@ def _fmt(value) -> str:
     return _escape(value)
 
 
-def check(chapter: str, metrics: dict, profile: str, write: bool = True,
-          failed_tasks: list[dict] | None = None, code: dict | None = None) -> ClaimsReport:
+def check(
+    chapter: str,
+    metrics: dict,
+    profile: str,
+    write: bool = True,
+    failed_tasks: list[dict] | None = None,
+    code: dict | None = None,
+) -> ClaimsReport:
     """Check every claim of `chapter` active at `profile`; write the JSON report.
 
     `failed_tasks` (from `Chapter.failed_tasks`): when any task of the run failed, the
@@ -189,8 +242,10 @@ def check(chapter: str, metrics: dict, profile: str, write: bool = True,
     rows = [evaluate(c, metrics, profile) for c in claims]
     if failed_tasks:
         sweeps = sorted({t.get("sweep", "?") for t in failed_tasks})
-        reason = (f"{len(failed_tasks)} task(s) failed in sweep(s) {', '.join(sweeps)}; "
-                  f"first: {failed_tasks[0]['error'].strip().splitlines()[-1]}")
+        reason = (
+            f"{len(failed_tasks)} task(s) failed in sweep(s) {', '.join(sweeps)}; "
+            f"first: {failed_tasks[0]['error'].strip().splitlines()[-1]}"
+        )
         for row in rows:
             row.update(status=MISSING_TASKS, evidence=reason)
     report = ClaimsReport(chapter, profile, rows, dict(code or {}))
@@ -255,21 +310,30 @@ def reevaluate(report: dict, claims: list[dict]) -> list[str]:
     profile = report["profile"]
     current = {c["id"]: c for c in claims if profile in c["profiles"]}
     stored = {row["id"]: row for row in report["claims"]}
-    problems = [f"{cid}: in the claims file but not in the stored report (rerun)"
-                for cid in sorted(set(current) - set(stored))]
-    problems += [f"{cid}: in the stored report but no longer a {profile} claim (rerun)"
-                 for cid in sorted(set(stored) - set(current))]
+    problems = [
+        f"{cid}: in the claims file but not in the stored report (rerun)"
+        for cid in sorted(set(current) - set(stored))
+    ]
+    problems += [
+        f"{cid}: in the stored report but no longer a {profile} claim (rerun)"
+        for cid in sorted(set(stored) - set(current))
+    ]
     for cid in sorted(set(current) & set(stored)):
         claim, row = current[cid], stored[cid]
         if row["metric"] != claim["metric"]:
-            problems.append(f"{cid}: stored metric {row['metric']!r}, the claim now reads "
-                            f"{claim['metric']!r} (rerun)")
+            problems.append(
+                f"{cid}: stored metric {row['metric']!r}, the claim now reads "
+                f"{claim['metric']!r} (rerun)"
+            )
             continue
         decided = evaluate(claim, {claim["metric"]: row["value"]}, profile)
         if decided["status"] not in OK_STATUSES:
-            problems.append(f"{cid}: {decided['status']} (stored value {row['value']}, "
-                            f"expected {claim['expect']})")
+            problems.append(
+                f"{cid}: {decided['status']} (stored value {row['value']}, "
+                f"expected {claim['expect']})"
+            )
         elif decided["status"] != row["status"]:
-            problems.append(f"{cid}: stored status {row['status']!r}, now {decided['status']!r}"
-                            " (rerun)")
+            problems.append(
+                f"{cid}: stored status {row['status']!r}, now {decided['status']!r} (rerun)"
+            )
     return problems

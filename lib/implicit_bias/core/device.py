@@ -24,8 +24,10 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         return torch.device("cpu")
     if name == "cuda" or re.fullmatch(r"cuda:\d+", name):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but no CUDA device is available; "
-                             "use device='auto' or 'cpu'")
+            raise ValueError(
+                f"device {device!r} requested but no CUDA device is available; "
+                "use device='auto' or 'cpu'"
+            )
         return torch.device(name)
     raise ValueError(f"unknown device {device!r}; valid values: {', '.join(VALID_DEVICES)}")
 

@@ -54,8 +54,12 @@ def _strip_docstrings(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
             body = node.body
-            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
 
 
@@ -67,8 +71,7 @@ def _strip_annotations(tree: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             args = node.args
-            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
-                        args.kwarg):
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
                 if arg is not None:
                     arg.annotation = None
         elif isinstance(node, ast.AnnAssign):
@@ -102,8 +105,7 @@ def _strip_project_imports(tree: ast.AST, roots: tuple[str, ...]) -> None:
 def _strip_transparent_decorators(tree: ast.AST, namespace: dict) -> None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            node.decorator_list = [d for d in node.decorator_list
-                                   if not _transparent(d, namespace)]
+            node.decorator_list = [d for d in node.decorator_list if not _transparent(d, namespace)]
 
 
 def _transparent(decorator: ast.AST, namespace: dict) -> bool:
@@ -158,14 +160,17 @@ class _Collector:
         except (OSError, TypeError, SyntaxError):  # no source (built in a REPL): its name only
             self.entries[f"{name} (no source)"] = name
             return
-        namespace = dict(vars(sys.modules[obj.__module__])) if obj.__module__ in sys.modules \
-            else {}
+        namespace = dict(vars(sys.modules[obj.__module__])) if obj.__module__ in sys.modules else {}
         if isinstance(obj, types.FunctionType):
             namespace.update(obj.__globals__)
             if obj.__closure__:
-                namespace.update({var: cell.cell_contents for var, cell in
-                                  zip(obj.__code__.co_freevars, obj.__closure__)
-                                  if _cell_filled(cell)})
+                namespace.update(
+                    {
+                        var: cell.cell_contents
+                        for var, cell in zip(obj.__code__.co_freevars, obj.__closure__)
+                        if _cell_filled(cell)
+                    }
+                )
         namespace.update(_local_imports(tree, obj.__module__))
         _strip_docstrings(tree)
         _strip_annotations(tree)
@@ -199,8 +204,9 @@ class _Collector:
         if isinstance(value, (set, frozenset)):
             return "set{" + ", ".join(sorted(self.describe(v, depth + 1) for v in value)) + "}"
         if isinstance(value, dict):
-            items = sorted((self.describe(k, depth + 1), self.describe(v, depth + 1))
-                           for k, v in value.items())
+            items = sorted(
+                (self.describe(k, depth + 1), self.describe(v, depth + 1)) for k, v in value.items()
+            )
             return "dict{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
         array = _as_array(value)
         if array is not None:
@@ -232,7 +238,8 @@ def _check_unchanged_since_import(obj) -> None:
     if path and os.path.getmtime(path) > IMPORTED_AT:
         raise SourceChangedError(
             f"{path.rsplit('/', 1)[-1]} changed after this process imported it: restart the "
-            "kernel (or rerun the command) so that the code that runs is the code on disk")
+            "kernel (or rerun the command) so that the code that runs is the code on disk"
+        )
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict:
@@ -250,9 +257,11 @@ def _local_imports(tree: ast.AST, module: str) -> dict:
                     target = alias.name if alias.asname else top
                     bound[alias.asname or top] = importlib.import_module(target)
             elif isinstance(node, ast.ImportFrom):
-                base = importlib.import_module(
-                    "." * node.level + (node.module or ""), package) if node.level \
+                base = (
+                    importlib.import_module("." * node.level + (node.module or ""), package)
+                    if node.level
                     else importlib.import_module(node.module or "")
+                )
                 for alias in node.names:
                     value = getattr(base, alias.name, None)
                     if value is None:
@@ -351,8 +360,11 @@ class _Rewriter(ast.NodeTransformer):
         if self._local(parts[0]):
             return None  # a parameter or local variable, whatever the module also names so
         obj, used = self._resolve(parts)
-        if used == 0 or used < len(parts) and not isinstance(_unwrapped(obj),
-                                                             (type, types.FunctionType)):
+        if (
+            used == 0
+            or used < len(parts)
+            and not isinstance(_unwrapped(obj), (type, types.FunctionType))
+        ):
             return None
         roots = self.collector.roots
         if isinstance(obj, types.ModuleType):
@@ -362,8 +374,7 @@ class _Rewriter(ast.NodeTransformer):
             if not _in_project(target, roots):
                 return None
             self.collector.visit(obj)
-            name: ast.expr = ast.Name(id=getattr(target, "__qualname__", "partial"),
-                                     ctx=ast.Load())
+            name: ast.expr = ast.Name(id=getattr(target, "__qualname__", "partial"), ctx=ast.Load())
             for attr in parts[used:]:  # e.g. a class attribute: Class.method
                 name = ast.Attribute(value=name, attr=attr, ctx=ast.Load())
             return name
@@ -391,7 +402,8 @@ class _Rewriter(ast.NodeTransformer):
             root = (_dotted(node) or [""])[0]
             holder = self.namespace.get(root)
             if isinstance(holder, types.ModuleType) and not holder.__name__.startswith(
-                    self.collector.roots):
+                self.collector.roots
+            ):
                 return node  # numpy.linalg.norm and the like: leave as written
         return self.generic_visit(node)
 

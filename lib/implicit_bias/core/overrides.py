@@ -77,8 +77,10 @@ def apply_set(config: dict, key: str, value: Any) -> None:
     for depth, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ProfileError(f"--set {key}=...: {'.'.join(parts[:depth + 1])} is not a mapping "
-                               f"(it is {json.dumps(child)}); set it whole")
+            raise ProfileError(
+                f"--set {key}=...: {'.'.join(parts[: depth + 1])} is not a mapping "
+                f"(it is {json.dumps(child)}); set it whole"
+            )
         node = child
     node[parts[-1]] = value
 
@@ -110,8 +112,10 @@ def standard_profile(chapter: str, profile: str) -> dict:
     """The profile as `data/profiles/<chapter>.yaml` defines it (validated)."""
     path = project_root() / "data" / "profiles" / f"{chapter}.yaml"
     if not path.exists():
-        raise ProfileError(f"no profiles file {path.name} for chapter {chapter!r}: create "
-                           f"data/profiles/{chapter}.yaml with the profiles {PROFILES}")
+        raise ProfileError(
+            f"no profiles file {path.name} for chapter {chapter!r}: create "
+            f"data/profiles/{chapter}.yaml with the profiles {PROFILES}"
+        )
     return load_profiles_file(path, chapter)[profile]
 
 
@@ -132,7 +136,8 @@ def read_profile_file(path: Path) -> tuple[str, dict]:
         found = f"the keys {names}" if isinstance(data, dict) else "no mapping"
         raise ProfileError(
             f"{path.name}: a profile file holds one profile: its parameters under the name of the "
-            f"profile they change, smoke or paper (whose claims the run checks); found {found}")
+            f"profile they change, smoke or paper (whose claims the run checks); found {found}"
+        )
     params = data[names[0]]
     if not isinstance(params, dict):
         raise ProfileError(f"{path.name}: {names[0]} must be a mapping of parameters")
@@ -148,12 +153,12 @@ class CustomProfile:
     """One chapter's custom profile, validated."""
 
     chapter: str
-    base: str                  # smoke or paper: the notebook's `profile`, the claims checked
-    config: dict               # every parameter of the run
-    name: str                  # the run's folder: results/custom/<name>/
-    source: str                # how it was asked for, e.g. "--set seeds=[0,1]"
-    changes: dict              # dotted key -> value, what differs from the standard `base`
-    root: Path                 # where the run writes: results/custom/<name>/
+    base: str  # smoke or paper: the notebook's `profile`, the claims checked
+    config: dict  # every parameter of the run
+    name: str  # the run's folder: results/custom/<name>/
+    source: str  # how it was asked for, e.g. "--set seeds=[0,1]"
+    changes: dict  # dotted key -> value, what differs from the standard `base`
+    root: Path  # where the run writes: results/custom/<name>/
 
     @property
     def profile_file(self) -> Path:
@@ -171,10 +176,12 @@ class CustomProfile:
     def write(self) -> Path:
         """The complete profile, as a profile file the kernel reads (and `--profile` accepts)."""
         self.profile_file.parent.mkdir(parents=True, exist_ok=True)
-        header = (f"# {self.chapter}: profile {self.base} changed by {self.source}.\n"
-                  f"# Written by `python -m implicit_bias run`; rerun it with\n"
-                  f"#   python -m implicit_bias run {self.chapter} --profile "
-                  f"{shown(self.profile_file)}\n")
+        header = (
+            f"# {self.chapter}: profile {self.base} changed by {self.source}.\n"
+            f"# Written by `python -m implicit_bias run`; rerun it with\n"
+            f"#   python -m implicit_bias run {self.chapter} --profile "
+            f"{shown(self.profile_file)}\n"
+        )
         body = yaml.safe_dump({self.base: self.config}, sort_keys=False, width=100)
         tmp = self.profile_file.with_name(f".{self.profile_file.name}.{os.getpid()}.tmp")
         tmp.write_text(header + body)
@@ -199,8 +206,9 @@ class CustomProfile:
                     os.environ[key] = value
 
 
-def custom_profile(chapter: str, profile: str, sets: list[str] | tuple[str, ...] = ()
-                   ) -> CustomProfile | None:
+def custom_profile(
+    chapter: str, profile: str, sets: list[str] | tuple[str, ...] = ()
+) -> CustomProfile | None:
     """The custom profile that `--profile PROFILE --set ...` asks for, validated; None for a
     standard profile without overrides. `profile` is smoke, paper or a profile file's path.
     Raises `ProfileError` with the schema's message naming the key."""
@@ -214,8 +222,10 @@ def custom_profile(chapter: str, profile: str, sets: list[str] | tuple[str, ...]
     else:
         path = Path(profile)
         if not path.is_file():
-            raise ProfileError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}, or a "
-                               "profile file (path/to/file.yaml)")
+            raise ProfileError(
+                f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}, or a "
+                "profile file (path/to/file.yaml)"
+            )
         base, params = read_profile_file(path)
         source = path.name + (" and --set " + " ".join(sets) if sets else "")
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem)
@@ -225,8 +235,15 @@ def custom_profile(chapter: str, profile: str, sets: list[str] | tuple[str, ...]
     for key, value in pairs:
         apply_set(config, key, value)
     validate_profile(config, chapter, base, f"{chapter}, profile {base} with {source}")
-    return CustomProfile(chapter, base, config, name, source, differences(standard, config),
-                         results_root() / "custom" / name)
+    return CustomProfile(
+        chapter,
+        base,
+        config,
+        name,
+        source,
+        differences(standard, config),
+        results_root() / "custom" / name,
+    )
 
 
 def active_profile_file(chapter: str) -> Path | None:
@@ -241,8 +258,9 @@ def load_active_profile(path: Path, chapter: str, profile: str) -> tuple[dict, d
     validated; its profile must be the one the notebook asks for."""
     base, params = read_profile_file(path)
     if base != profile:
-        raise ProfileError(f"{path.name}: holds the {base} profile, but the chapter runs the "
-                           f"{profile} profile")
+        raise ProfileError(
+            f"{path.name}: holds the {base} profile, but the chapter runs the {profile} profile"
+        )
     standard = standard_profile(chapter, base)
     config = deep_merge(standard, params)
     validate_profile(config, chapter, base, path.name)

@@ -12,8 +12,7 @@ from .paths import figures_dir
 
 STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
 # Okabe-Ito palette (colorblind-safe), in the style's cycle order.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
-           "#000000"]
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 PANEL_WIDTH, PANEL_HEIGHT = 3.4, 2.8  # inches
 
 
@@ -21,8 +20,13 @@ def use_style() -> None:
     plt.style.use(str(STYLE))
 
 
-def figure(nrows: int = 1, ncols: int = 1, width: float | None = None,
-           height: float | None = None, **kwargs):
+def figure(
+    nrows: int = 1,
+    ncols: int = 1,
+    width: float | None = None,
+    height: float | None = None,
+    **kwargs,
+):
     """A new figure in the book's style: `fig, axes = figure(1, 2)`.
 
     The figure remembers the function that asked for it (`drawn_by`, e.g.
@@ -55,8 +59,9 @@ def _frames(data) -> dict[str, pd.DataFrame]:
     raise TypeError("figure data must be a pandas DataFrame or a dict of DataFrames")
 
 
-def save_figure(fig, chapter: str, fig_id: str, data, profile: str,
-                rtol: float = 1e-6, atol: float = 1e-9) -> Path:
+def save_figure(
+    fig, chapter: str, fig_id: str, data, profile: str, rtol: float = 1e-6, atol: float = 1e-9
+) -> Path:
     """Write `<fig_id>.png`, its data (`<fig_id>.csv`, or `<fig_id>__<name>.csv` for several
     tables) and `<fig_id>.json` (tolerances for the figure-regression test).
 
@@ -72,8 +77,14 @@ def save_figure(fig, chapter: str, fig_id: str, data, profile: str,
         csv = out / (f"{fig_id}.csv" if not name else f"{fig_id}__{name}.csv")
         frame.to_csv(csv, index=False, float_format="%.10g")
         tables.append(csv.name)
-    meta = {"chapter": chapter, "figure": fig_id, "profile": profile, "rtol": rtol,
-            "atol": atol, "tables": tables}
+    meta = {
+        "chapter": chapter,
+        "figure": fig_id,
+        "profile": profile,
+        "rtol": rtol,
+        "atol": atol,
+        "tables": tables,
+    }
     (out / f"{fig_id}.json").write_text(json.dumps(meta, indent=2))
     png = out / f"{fig_id}.png"
     # Fixed metadata so identical figures give identical files.

@@ -21,9 +21,19 @@ from .figure_report import PNG_RMS_TOLERANCE, FigureComparison, table_changes, w
 from .figure_report import compare_figure as _compare
 from .paths import figures_dir, project_root, results_root
 
-__all__ = ["PNG_RMS_TOLERANCE", "baseline_dir", "baseline_figures", "compare_figure",
-           "compare_figure_report", "compare_runs", "compare_tables", "largest_deviation",
-           "report_folder", "write_baselines", "write_report"]
+__all__ = [
+    "PNG_RMS_TOLERANCE",
+    "baseline_dir",
+    "baseline_figures",
+    "compare_figure",
+    "compare_figure_report",
+    "compare_runs",
+    "compare_tables",
+    "largest_deviation",
+    "report_folder",
+    "write_baselines",
+    "write_report",
+]
 
 
 def baseline_dir(chapter: str) -> Path:
@@ -35,23 +45,40 @@ def report_folder(name: str) -> Path:
     return results_root() / "reports" / name
 
 
-def compare_tables(current: pd.DataFrame, baseline: pd.DataFrame, rtol: float,
-                   atol: float) -> list[str]:
+def compare_tables(
+    current: pd.DataFrame, baseline: pd.DataFrame, rtol: float, atol: float
+) -> list[str]:
     """Differences between two figure tables, as readable messages (empty: they agree)."""
     return table_changes(current, baseline, rtol, atol)[0]
 
 
-def compare_figure_report(chapter: str, fig_id: str, profile: str = "smoke",
-                          baseline: Path | None = None, images: bool = True,
-                          report_dir: Path | None = None) -> FigureComparison:
+def compare_figure_report(
+    chapter: str,
+    fig_id: str,
+    profile: str = "smoke",
+    baseline: Path | None = None,
+    images: bool = True,
+    report_dir: Path | None = None,
+) -> FigureComparison:
     """Compare one figure of `profile`'s current run with its baseline (structured)."""
-    return _compare(chapter, fig_id, baseline or baseline_dir(chapter),
-                    figures_dir(profile, chapter), report_dir, images=images)
+    return _compare(
+        chapter,
+        fig_id,
+        baseline or baseline_dir(chapter),
+        figures_dir(profile, chapter),
+        report_dir,
+        images=images,
+    )
 
 
-def compare_figure(chapter: str, fig_id: str, profile: str = "smoke",
-                   baseline: Path | None = None, images: bool = True,
-                   report_dir: Path | None = None) -> list[str]:
+def compare_figure(
+    chapter: str,
+    fig_id: str,
+    profile: str = "smoke",
+    baseline: Path | None = None,
+    images: bool = True,
+    report_dir: Path | None = None,
+) -> list[str]:
     """Compare one figure's data (and PNG) with its baseline; returns the problems found."""
     result = compare_figure_report(chapter, fig_id, profile, baseline, images, report_dir)
     return [f"{chapter}/{fig_id}: {p}" for p in result.problems]
@@ -62,26 +89,29 @@ def baseline_figures(chapter: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
 
 
-def baseline_changes(chapter: str, profile: str = "smoke",
-                     report_dir: Path | None = None) -> list[FigureComparison]:
+def baseline_changes(
+    chapter: str, profile: str = "smoke", report_dir: Path | None = None
+) -> list[FigureComparison]:
     """What rewriting the baselines of `chapter` would change: one comparison per figure of
     the current run (a figure without a baseline is a change too)."""
     source = figures_dir(profile, chapter)
     if not source.exists():
-        raise FileNotFoundError(f"no {profile} figures for {chapter}: run the chapter first "
-                                f"(python -m implicit_bias run {chapter})")
+        raise FileNotFoundError(
+            f"no {profile} figures for {chapter}: run the chapter first "
+            f"(python -m implicit_bias run {chapter})"
+        )
     results = []
     for meta in sorted(source.glob("*.json")):
         if not (baseline_dir(chapter) / meta.name).exists():
             results.append(FigureComparison(chapter, meta.stem, ["new figure: no baseline"]))
             continue
-        results.append(compare_figure_report(chapter, meta.stem, profile,
-                                             report_dir=report_dir))
+        results.append(compare_figure_report(chapter, meta.stem, profile, report_dir=report_dir))
     return results
 
 
-def write_baselines(chapter: str, profile: str = "smoke",
-                    figures: list[str] | None = None) -> list[str]:
+def write_baselines(
+    chapter: str, profile: str = "smoke", figures: list[str] | None = None
+) -> list[str]:
     """Copy the current figures of `chapter` into `tests/baselines/<chapter>/` (on purpose):
     the named `figures`, or all of them (a full rewrite also drops baselines of figures the
     chapter no longer produces)."""
@@ -92,8 +122,9 @@ def write_baselines(chapter: str, profile: str = "smoke",
     if figures is not None:
         unknown = sorted(set(figures) - set(produced))
         if unknown:
-            raise ValueError(f"{chapter} produces no figure {unknown}; its figures: "
-                             f"{', '.join(produced)}")
+            raise ValueError(
+                f"{chapter} produces no figure {unknown}; its figures: {', '.join(produced)}"
+            )
     target = baseline_dir(chapter)
     if figures is None and target.exists():
         shutil.rmtree(target)
@@ -124,8 +155,13 @@ def largest_deviation(current: pd.DataFrame, reference: pd.DataFrame) -> float:
     return worst
 
 
-def compare_runs(chapter: str, reference_figures: Path, candidate_figures: Path,
-                 tolerances: dict | None = None, report_dir: Path | None = None) -> dict:
+def compare_runs(
+    chapter: str,
+    reference_figures: Path,
+    candidate_figures: Path,
+    tolerances: dict | None = None,
+    report_dir: Path | None = None,
+) -> dict:
     """Compare a chapter's regenerated figures with a reference run (e.g. a GPU run of the
     paper profile against the committed `results/paper/`).
 
@@ -138,13 +174,28 @@ def compare_runs(chapter: str, reference_figures: Path, candidate_figures: Path,
     for meta_path in sorted(reference_figures.glob("*.json")):
         fig_id = meta_path.stem
         override = {**tolerances.get("*", {}), **tolerances.get(fig_id, {})}
-        result = _compare(chapter, fig_id, reference_figures, candidate_figures, report_dir,
-                          tolerances=override or None)
+        result = _compare(
+            chapter,
+            fig_id,
+            reference_figures,
+            candidate_figures,
+            report_dir,
+            tolerances=override or None,
+        )
         comparisons.append(result)
         problems += [f"{chapter}/{fig_id}: {p}" for p in result.problems]
         for table in json.loads(meta_path.read_text())["tables"]:
             if (candidate_figures / table).exists():
-                worst = max(worst, largest_deviation(pd.read_csv(candidate_figures / table),
-                                                     pd.read_csv(reference_figures / table)))
-    return {"problems": problems, "largest_deviation": worst, "figures": len(comparisons),
-            "comparisons": comparisons}
+                worst = max(
+                    worst,
+                    largest_deviation(
+                        pd.read_csv(candidate_figures / table),
+                        pd.read_csv(reference_figures / table),
+                    ),
+                )
+    return {
+        "problems": problems,
+        "largest_deviation": worst,
+        "figures": len(comparisons),
+        "comparisons": comparisons,
+    }

@@ -72,9 +72,14 @@ def _ipc_kernel_manager():
     return IPCKernelManager
 
 
-def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
-                refresh: bool = False, log_output: bool = False,
-                custom: CustomProfile | None = None) -> dict:
+def run_chapter(
+    chapter: str,
+    profile: str = "smoke",
+    device: str = "auto",
+    refresh: bool = False,
+    log_output: bool = False,
+    custom: CustomProfile | None = None,
+) -> dict:
     """Execute one chapter; returns a summary (seconds, ok, error, claims counts, tasks).
 
     The executed notebook is published (`book/chapters/<chapter>.ipynb`) only after a complete
@@ -90,19 +95,34 @@ def run_chapter(chapter: str, profile: str = "smoke", device: str = "auto",
     """
     if custom is not None:
         with custom.active():
-            return _execute(chapter, custom.base, device, refresh, log_output, custom.notebook,
-                            {"custom": custom.record()})
+            return _execute(
+                chapter,
+                custom.base,
+                device,
+                refresh,
+                log_output,
+                custom.notebook,
+                {"custom": custom.record()},
+            )
     return _execute(chapter, profile, device, refresh, log_output, executed_notebook(chapter))
 
 
-def _execute(chapter: str, profile: str, device: str, refresh: bool, log_output: bool,
-             out: Path, record: dict | None = None) -> dict:
+def _execute(
+    chapter: str,
+    profile: str,
+    device: str,
+    refresh: bool,
+    log_output: bool,
+    out: Path,
+    record: dict | None = None,
+) -> dict:
     import papermill as pm
 
     validate([chapter], profile, device)
     nb = jupytext.read(notebook_source(chapter))
-    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3",
-                                          "language": "python"})
+    nb.metadata.setdefault(
+        "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     run_dir = run_log_path(profile, chapter).parent
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -113,11 +133,16 @@ def _execute(chapter: str, profile: str, device: str, refresh: bool, log_output:
     error = None
     try:
         executed = pm.execute_notebook(
-            nb, str(partial), parameters={"profile": profile, "device": device,
-                                          "refresh": bool(refresh)},
-            kernel_name="python3", cwd=str(project_root()), progress_bar=False,
-            log_output=log_output, coalesce_streams=True,
-            kernel_manager_class=_ipc_kernel_manager())
+            nb,
+            str(partial),
+            parameters={"profile": profile, "device": device, "refresh": bool(refresh)},
+            kernel_name="python3",
+            cwd=str(project_root()),
+            progress_bar=False,
+            log_output=log_output,
+            coalesce_streams=True,
+            kernel_manager_class=_ipc_kernel_manager(),
+        )
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
@@ -136,12 +161,19 @@ def _execute(chapter: str, profile: str, device: str, refresh: bool, log_output:
     log = _read_run_log(profile, chapter)
     tasks = _task_summary(log)
     summary = {
-        "chapter": chapter, "profile": profile, "device": str(resolve_device(device)),
-        "seconds": round(seconds, 1), "ok": error is None, "error": error,
+        "chapter": chapter,
+        "profile": profile,
+        "device": str(resolve_device(device)),
+        "seconds": round(seconds, 1),
+        "ok": error is None,
+        "error": error,
         "claims": report["counts"] if report else None,
         "claims_ok": bool(report and report["ok"]),
-        "bad_claims": [f"{row['id']}: {row['status']}" for row in (report or {}).get(
-            "claims", []) if row["status"] not in claims_module.OK_STATUSES],
+        "bad_claims": [
+            f"{row['id']}: {row['status']}"
+            for row in (report or {}).get("claims", [])
+            if row["status"] not in claims_module.OK_STATUSES
+        ],
         "tasks": tasks,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
@@ -169,13 +201,15 @@ def _read_run_log(profile: str, chapter: str) -> dict | None:
 def _task_summary(log: dict | None) -> dict:
     """Tasks of the run: total, read from the cache, computed, failed; devices they ran on."""
     sweeps = (log or {}).get("sweeps", [])
-    return {"total": sum(s["total"] for s in sweeps),
-            "cached": sum(s["cached"] for s in sweeps),
-            "computed": sum(s["computed"] for s in sweeps),
-            "failed": sum(len(s["errors"]) for s in sweeps),
-            "devices": sorted({(log or {}).get("device", "?")} if sweeps else []),
-            "errors": [{"sweep": s["name"], **e} for s in sweeps for e in s["errors"]][:20],
-            "code": {s["fn"]: s["fingerprint"] for s in sweeps if s.get("fn")}}
+    return {
+        "total": sum(s["total"] for s in sweeps),
+        "cached": sum(s["cached"] for s in sweeps),
+        "computed": sum(s["computed"] for s in sweeps),
+        "failed": sum(len(s["errors"]) for s in sweeps),
+        "devices": sorted({(log or {}).get("device", "?")} if sweeps else []),
+        "errors": [{"sweep": s["name"], **e} for s in sweeps for e in s["errors"]][:20],
+        "code": {s["fn"]: s["fingerprint"] for s in sweeps if s.get("fn")},
+    }
 
 
 def prune_unused(folder: Path, log: dict) -> int:
@@ -212,8 +246,7 @@ def dashboard_rows(profiles=PROFILES) -> list[dict]:
             report = json.loads(path.read_text())
             stale = claims_module.stale_code(report)
             for claim in report["claims"]:
-                rows.append({"chapter": chapter, "profile": profile, **claim,
-                             "stale": stale})
+                rows.append({"chapter": chapter, "profile": profile, **claim, "stale": stale})
     return rows
 
 
@@ -238,8 +271,9 @@ def format_status(profiles=PROFILES) -> str:
                 value = r["value"]
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
                 status = f"{r['status']} (stale)" if r["stale"] else r["status"]
-                lines.append(f"    {status:<16} {r['id']:<44} ours={shown:<12} "
-                             f"expect {r['expect']}")
+                lines.append(
+                    f"    {status:<16} {r['id']:<44} ours={shown:<12} expect {r['expect']}"
+                )
         counts: dict[str, int] = {}
         for r in prof_rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -255,22 +289,31 @@ def _md_cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-STATUS_BADGES = {"pass": "✅ pass", "fail": "❌ fail", "known deviation": "⚠️ known deviation",
-                 "unexpected pass": "❗ unexpected pass", "missing metric": "❌ missing metric",
-                 "missing tasks": "❌ missing tasks"}
+STATUS_BADGES = {
+    "pass": "✅ pass",
+    "fail": "❌ fail",
+    "known deviation": "⚠️ known deviation",
+    "unexpected pass": "❗ unexpected pass",
+    "missing metric": "❌ missing metric",
+    "missing tasks": "❌ missing tasks",
+}
 
 
 def write_status_page(path: Path | None = None) -> Path:
     """Write `book/status.md`: every claim of every chapter, per profile."""
     path = path or project_root() / "book" / "status.md"
     rows = dashboard_rows()
-    out = ["# Status of every claim", "",
-           "Each row is one quantitative claim of a paper, written down in "
-           "`data/claims/<chapter>.yaml` before the experiment was run, and checked "
-           "automatically when the chapter executes. *smoke* is the small profile that CI runs "
-           "on every change; *paper* is the papers' full protocol, whose results are committed "
-           "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
-           "chapter explains why, and CI fails if it ever starts passing unnoticed.", ""]
+    out = [
+        "# Status of every claim",
+        "",
+        "Each row is one quantitative claim of a paper, written down in "
+        "`data/claims/<chapter>.yaml` before the experiment was run, and checked "
+        "automatically when the chapter executes. *smoke* is the small profile that CI runs "
+        "on every change; *paper* is the papers' full protocol, whose results are committed "
+        "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
+        "chapter explains why, and CI fails if it ever starts passing unnoticed.",
+        "",
+    ]
     for profile in PROFILES:
         prof_rows = [r for r in rows if r["profile"] == profile]
         out += [f"## Profile `{profile}`", ""]
@@ -283,26 +326,38 @@ def write_status_page(path: Path | None = None) -> Path:
         out += ["Summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), ""]
         stale_chapters = sorted({r["chapter"] for r in prof_rows if r["stale"]})
         if stale_chapters:
-            out += ["**Stale:** the results of " + ", ".join(stale_chapters) + " were computed "
-                    "by code that has changed since (their rows say *stale*); recompute with "
-                    f"`python -m implicit_bias run <chapter> --profile {profile}`.", ""]
-        out += ["| chapter | claim | where | paper | ours | expected | status |",
-                "|---|---|---|---|---|---|---|"]
+            out += [
+                "**Stale:** the results of " + ", ".join(stale_chapters) + " were computed "
+                "by code that has changed since (their rows say *stale*); recompute with "
+                f"`python -m implicit_bias run <chapter> --profile {profile}`.",
+                "",
+            ]
+        out += [
+            "| chapter | claim | where | paper | ours | expected | status |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in prof_rows:
-            out.append(f"| {r['chapter']} | {r['id']} | {_md_cell(r['where'])} | "
-                       f"{_md_cell(r['paper_value'])} | {_md_cell(r['value'])} | "
-                       f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])}"
-                       f"{' (stale)' if r['stale'] else ''} |")
+            out.append(
+                f"| {r['chapter']} | {r['id']} | {_md_cell(r['where'])} | "
+                f"{_md_cell(r['paper_value'])} | {_md_cell(r['value'])} | "
+                f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])}"
+                f"{' (stale)' if r['stale'] else ''} |"
+            )
         out.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out))
     return path
 
 
-def compare_with_reference(selected, reference: str, candidate: str, profile: str,
-                           tolerances_file: str | None = None,
-                           summary_path: str | None = None,
-                           report_dir: str | None = None) -> int:
+def compare_with_reference(
+    selected,
+    reference: str,
+    candidate: str,
+    profile: str,
+    tolerances_file: str | None = None,
+    summary_path: str | None = None,
+    report_dir: str | None = None,
+) -> int:
     """Per chapter: claims of the candidate run, and its figures against the reference.
 
     Prints a table, writes a JSON summary and the figure report (default
@@ -313,8 +368,9 @@ def compare_with_reference(selected, reference: str, candidate: str, profile: st
 
     from .regression import compare_runs, write_report
 
-    report = Path(report_dir) if report_dir else Path(candidate) / "reports" / (
-        f"figures-{profile}")
+    report = (
+        Path(report_dir) if report_dir else Path(candidate) / "reports" / (f"figures-{profile}")
+    )
     comparisons = []
 
     tolerances = yaml.safe_load(Path(tolerances_file).read_text()) if tolerances_file else {}
@@ -326,30 +382,42 @@ def compare_with_reference(selected, reference: str, candidate: str, profile: st
         run = json.loads(run_path.read_text()) if run_path.exists() else {}
         claims_path = cand_root / profile / "claims" / f"{chapter}.json"
         claims_report = json.loads(claims_path.read_text()) if claims_path.exists() else None
-        figures = compare_runs(chapter, ref_root / profile / "figures" / chapter,
-                               cand_root / profile / "figures" / chapter,
-                               tolerances.get(chapter), claims_report)
+        figures = compare_runs(
+            chapter,
+            ref_root / profile / "figures" / chapter,
+            cand_root / profile / "figures" / chapter,
+            tolerances.get(chapter),
+            report,  # the report folder
+        )
         comparisons += figures["comparisons"]
         if figures["figures"] == 0:
-            figures["problems"].insert(0, f"{chapter}: no reference figures in "
-                                          f"{ref_root / profile / 'figures' / chapter}")
+            figures["problems"].insert(
+                0, f"{chapter}: no reference figures in {ref_root / profile / 'figures' / chapter}"
+            )
         claims_ok = bool(claims_report and claims_report["ok"])
         ok = bool(run.get("ok")) and claims_ok and not figures["problems"]
         failed |= not ok
-        summary[chapter] = {"ok": ok, "seconds": run.get("seconds"), "device": run.get("device"),
-                            "claims": claims_report["counts"] if claims_report else None,
-                            "figures_compared": figures["figures"],
-                            "largest_relative_deviation": figures["largest_deviation"],
-                            "problems": figures["problems"][:20]}
-        print(f"{chapter:<22} {'ok ' if ok else 'FAIL'} {run.get('seconds', '?')!s:>8} s  "
-              f"claims {claims_report['counts'] if claims_report else 'missing'}  figures "
-              f"{figures['figures']} largest rel. deviation {figures['largest_deviation']:.2e}")
+        summary[chapter] = {
+            "ok": ok,
+            "seconds": run.get("seconds"),
+            "device": run.get("device"),
+            "claims": claims_report["counts"] if claims_report else None,
+            "figures_compared": figures["figures"],
+            "largest_relative_deviation": figures["largest_deviation"],
+            "problems": figures["problems"][:20],
+        }
+        print(
+            f"{chapter:<22} {'ok ' if ok else 'FAIL'} {run.get('seconds', '?')!s:>8} s  "
+            f"claims {claims_report['counts'] if claims_report else 'missing'}  figures "
+            f"{figures['figures']} largest rel. deviation {figures['largest_deviation']:.2e}"
+        )
         for problem in figures["problems"][:5]:
             print(f"    {problem}")
     if summary_path:
         Path(summary_path).parent.mkdir(parents=True, exist_ok=True)
         Path(summary_path).write_text(json.dumps(summary, indent=2))
-    page = write_report(comparisons, report, f"Figures of the {profile} profile: {candidate} "
-                        f"against {reference}")
+    page = write_report(
+        comparisons, report, f"Figures of the {profile} profile: {candidate} against {reference}"
+    )
     print(f"figure report: {page}")
     return 1 if failed else 0

@@ -46,23 +46,31 @@ def bib_keys(root: Path) -> set[str]:
     return set(re.findall(r"^@\w+\{([^,\s]+),", bib.read_text(), re.M)) if bib.exists() else set()
 
 
-def new_chapter(chapter: str, title: str | None = None, paper: str = EXAMPLE_PAPER,
-                root: Path | None = None) -> list[Path]:
+def new_chapter(
+    chapter: str, title: str | None = None, paper: str = EXAMPLE_PAPER, root: Path | None = None
+) -> list[Path]:
     """Create chapter `chapter`; returns the files written. Nothing is written if any check
     fails."""
     root = root or project_root()
     if not CHAPTER_ID.fullmatch(chapter):
-        raise ScaffoldError(f"chapter id {chapter!r}: use 3-40 lowercase letters, digits and "
-                            "underscores, starting with a letter (it names files and a package)")
+        raise ScaffoldError(
+            f"chapter id {chapter!r}: use 3-40 lowercase letters, digits and "
+            "underscores, starting with a letter (it names files and a package)"
+        )
     files = planned_files(chapter, root)
-    existing = [str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
-                for p in files.values() if p.exists()]
+    existing = [
+        str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+        for p in files.values()
+        if p.exists()
+    ]
     if existing:
         raise ScaffoldError(f"chapter {chapter!r} exists already: {', '.join(existing)}")
     keys = bib_keys(root)
     if paper not in keys:
-        raise ScaffoldError(f"paper {paper!r} is not in book/references.bib: add its entry "
-                            f"first (keys there: {', '.join(sorted(keys)) or 'none'})")
+        raise ScaffoldError(
+            f"paper {paper!r} is not in book/references.bib: add its entry "
+            f"first (keys there: {', '.join(sorted(keys)) or 'none'})"
+        )
     toc = root / "_toc.yml"
     toc_text = toc.read_text()
     entries = list(re.finditer(r"^(\s*- file: book/chapters/)(\S+)\s*$", toc_text, re.M))
@@ -72,12 +80,15 @@ def new_chapter(chapter: str, title: str | None = None, paper: str = EXAMPLE_PAP
     written = []
     for name, target in files.items():
         text = (TEMPLATE / name).read_text()
-        text = (text.replace("__chapter__", chapter).replace("__title__", title)
-                .replace("__paper__", paper))
+        text = (
+            text.replace("__chapter__", chapter)
+            .replace("__title__", title)
+            .replace("__paper__", paper)
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         written.append(target)
     last = entries[-1]
-    toc.write_text(toc_text[:last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end():])
+    toc.write_text(toc_text[: last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end() :])
     written.append(toc)
     return written

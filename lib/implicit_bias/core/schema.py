@@ -52,7 +52,8 @@ def _is_integer(checker, instance) -> bool:
 
 Validator = validators.extend(
     Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -93,8 +94,10 @@ def _validator(path: str, mtime_ns: int, variant: str = "") -> Any:
         props = schema.get("properties", {})
         clash = [k for k in RESERVED_PROFILE_KEYS if k in props]
         if clash:
-            raise ProfileError(f"{Path(path).name}: a chapter's parameter schema must not define "
-                               f"the reserved keys {clash} (data/schemas/profiles.yaml does)")
+            raise ProfileError(
+                f"{Path(path).name}: a chapter's parameter schema must not define "
+                f"the reserved keys {clash} (data/schemas/profiles.yaml does)"
+            )
         schema = {**schema, "properties": {**props, **dict.fromkeys(RESERVED_PROFILE_KEYS, True)}}
     return Validator(_inline_refs(schema, schema))
 
@@ -140,19 +143,27 @@ def _stamp(*paths: Path) -> tuple:
 
 def load_profiles_file(path: Path, chapter: str) -> dict:
     """A profiles file's data, validated (`validate_profiles`); raises `ProfileError`."""
-    stamp = (chapter, str(project_root()), *_stamp(schemas_dir() / "profiles.yaml",
-                                                   parameter_schema(chapter),
-                                                   project_root() / "data" / "schemas"))
-    return _load_validated(path, ProfileError,
-                           lambda data, where: validate_profiles(data, where, chapter), stamp)
+    stamp = (
+        chapter,
+        str(project_root()),
+        *_stamp(
+            schemas_dir() / "profiles.yaml",
+            parameter_schema(chapter),
+            project_root() / "data" / "schemas",
+        ),
+    )
+    return _load_validated(
+        path, ProfileError, lambda data, where: validate_profiles(data, where, chapter), stamp
+    )
 
 
 def load_claims_file(path: Path) -> list[dict]:
     """A claims file's data, validated (`validate_claims`); raises `ClaimsError`."""
     from .claims import ClaimsError
 
-    return _load_validated(path, ClaimsError, validate_claims,
-                           _stamp(schemas_dir() / "claims.yaml"))
+    return _load_validated(
+        path, ClaimsError, validate_claims, _stamp(schemas_dir() / "claims.yaml")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,13 +181,15 @@ def validate_profiles(data: Any, path: Path, chapter: str) -> None:
         checker = _validator_for(params, "parameters")
         for name in ("smoke", "paper"):
             if isinstance(data, dict) and isinstance(data.get(name), dict):
-                problems += [((name, *where), text)
-                             for where, text in _schema_problems(checker, data[name])]
+                problems += [
+                    ((name, *where), text) for where, text in _schema_problems(checker, data[name])
+                ]
     elif own.is_dir():  # a project with schemas of its own needs one for every chapter
         raise ProfileError(
             f"{path.name}: no parameter schema for chapter {chapter!r}: create "
             f"data/schemas/profiles/{chapter}.yaml (every key of the chapter's profiles with its "
-            "type, range and description; see data/schemas/profiles/gln_norm.yaml)")
+            "type, range and description; see data/schemas/profiles/gln_norm.yaml)"
+        )
     if isinstance(data, dict) and all(isinstance(data.get(p), dict) for p in ("smoke", "paper")):
         differ = sorted(set(data["smoke"]) ^ set(data["paper"]))
         if differ:
@@ -194,8 +207,10 @@ def validate_profile(config: Any, chapter: str, profile: str, source: str) -> No
     if params.exists():
         problems += _schema_problems(_validator_for(params, "parameters"), config)
     elif (project_root() / "data" / "schemas").is_dir():
-        raise ProfileError(f"{source}: no parameter schema for chapter {chapter!r}: create "
-                           f"data/schemas/profiles/{chapter}.yaml")
+        raise ProfileError(
+            f"{source}: no parameter schema for chapter {chapter!r}: create "
+            f"data/schemas/profiles/{chapter}.yaml"
+        )
     _raise(ProfileError, source, problems, lambda where: _dotted((profile, *where)))
 
 
@@ -216,8 +231,13 @@ def validate_claims(data: Any, path: Path) -> None:
         cid = claim.get("id")
         if isinstance(cid, str) and (i, "id") not in flagged:
             if cid in first:
-                problems.append(((i, "id"), f"duplicate id {cid!r} (claim #{first[cid] + 1} has "
-                                            f"it too); {_allowed((i, 'id'), root)}"))
+                problems.append(
+                    (
+                        (i, "id"),
+                        f"duplicate id {cid!r} (claim #{first[cid] + 1} has "
+                        f"it too); {_allowed((i, 'id'), root)}",
+                    )
+                )
             first.setdefault(cid, i)
         expect = claim.get("expect")
         if isinstance(expect, str) and (i, "expect") not in flagged:
@@ -227,14 +247,23 @@ def validate_claims(data: Any, path: Path) -> None:
                 problems.append(((i, "expect"), f"{err}; {_allowed((i, 'expect'), root)}"))
         deviation, own = claim.get("known_deviation"), claim.get("profiles")
         own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
-        if (isinstance(deviation, dict) and isinstance(deviation.get("profiles"), list)
-                and isinstance(own, list) and own_ok):
+        if (
+            isinstance(deviation, dict)
+            and isinstance(deviation.get("profiles"), list)
+            and isinstance(own, list)
+            and own_ok
+        ):
             for j, name in enumerate(deviation["profiles"]):
                 where = (i, "known_deviation", "profiles", j)
                 if name not in own and where not in flagged:
-                    problems.append((where, f"profile {name!r} is not one of the claim's "
-                                            f"profiles; each entry of profiles must be one of "
-                                            f"{', '.join(map(repr, own))} (the claim's profiles)"))
+                    problems.append(
+                        (
+                            where,
+                            f"profile {name!r} is not one of the claim's "
+                            f"profiles; each entry of profiles must be one of "
+                            f"{', '.join(map(repr, own))} (the claim's profiles)",
+                        )
+                    )
     _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
 
 
@@ -269,23 +298,31 @@ def _schema_problems(validator, data: Any) -> list[tuple[tuple, str]]:
             where = tuple(error.absolute_path)
             if error.validator == "required":
                 keys = missing.setdefault(where, (error.schema, []))[1]
-                keys += [k for k in error.validator_value
-                         if isinstance(error.instance, dict) and k not in error.instance
-                         and k not in keys]
+                keys += [
+                    k
+                    for k in error.validator_value
+                    if isinstance(error.instance, dict)
+                    and k not in error.instance
+                    and k not in keys
+                ]
             else:
                 out.append((where, _problem(error, root)))
     for where, (node, keys) in missing.items():
         props = node.get("properties", {})
-        wanted = "; ".join(_allowed((*where, k), root, props.get(k, {}), use_path=False)
-                           for k in keys)
+        wanted = "; ".join(
+            _allowed((*where, k), root, props.get(k, {}), use_path=False) for k in keys
+        )
         out.append((where, f"missing keys {keys}; {wanted}"))
     return out
 
 
 def _leaf_errors(error, root: dict) -> list:
     if error.validator in ("oneOf", "anyOf") and error.context:
-        fitting = [i for i, branch in enumerate(error.validator_value)
-                   if _fits_type(branch, error.instance, root)]
+        fitting = [
+            i
+            for i, branch in enumerate(error.validator_value)
+            if _fits_type(branch, error.instance, root)
+        ]
         if len(fitting) == 1:
             sub = [e for e in error.context if e.relative_schema_path[0] == fitting[0]]
             if sub:
@@ -299,8 +336,11 @@ def _problem(error, root: dict) -> str:
     if kind == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
         extra = sorted(k for k in value if k not in allowed) if isinstance(value, dict) else []
-        hints = [f"{k!r}: did you mean {close[0]!r}?" for k in extra
-                 if (close := difflib.get_close_matches(str(k), allowed, n=1))]
+        hints = [
+            f"{k!r}: did you mean {close[0]!r}?"
+            for k in extra
+            if (close := difflib.get_close_matches(str(k), allowed, n=1))
+        ]
         hint = f" ({'; '.join(hints)})" if hints else ""
         return f"unknown keys {extra}{hint}; allowed keys: {', '.join(allowed)}"
     if kind in ("enum", "const"):
@@ -324,8 +364,7 @@ def _problem(error, root: dict) -> str:
     return f"{found}; {_allowed(where, root, error.schema)}"
 
 
-def _allowed(where: tuple, root: dict, fallback: dict | None = None,
-             use_path: bool = True) -> str:
+def _allowed(where: tuple, root: dict, fallback: dict | None = None, use_path: bool = True) -> str:
     """'<key> must be <words> - <description>' for the value at `where` (described by the
     schema node found along `where`, else by `fallback`)."""
     node = (_node(root, where) if use_path else None) or _resolve(fallback or {}, root)
@@ -434,8 +473,15 @@ def _resolve(node: Any, root: dict) -> Any:
     return {**_resolve(target, root), **{k: v for k, v in node.items() if k != "$ref"}}
 
 
-_JSON_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float), "string": (str,),
-               "array": (list,), "object": (dict,), "null": (type(None),)}
+_JSON_TYPES = {
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
 
 
 def _fits_type(branch: Any, value: Any, root: dict) -> bool:
@@ -445,9 +491,11 @@ def _fits_type(branch: Any, value: Any, root: dict) -> bool:
         return True
     if "type" in branch:
         types = branch["type"] if isinstance(branch["type"], list) else [branch["type"]]
-        return any(isinstance(value, _JSON_TYPES[t])
-                   and not (isinstance(value, bool) and t in ("integer", "number"))
-                   for t in types)
+        return any(
+            isinstance(value, _JSON_TYPES[t])
+            and not (isinstance(value, bool) and t in ("integer", "number"))
+            for t in types
+        )
     options = [branch["const"]] if "const" in branch else branch.get("enum")
     if options is not None:
         return any(type(value) is type(option) for option in options)

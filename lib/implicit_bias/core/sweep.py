@@ -99,8 +99,11 @@ def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
         canonical_json(result)  # a value JSON cannot hold is the task's error, found here
         result.setdefault("status", "ok")
     except Exception as err:  # noqa: BLE001 - reported and retried, never cached
-        result = {"status": "error", "error": f"{type(err).__name__}: {err}",
-                  "traceback": traceback.format_exc(limit=5)}
+        result = {
+            "status": "error",
+            "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(limit=5),
+        }
     result["seconds"] = time.perf_counter() - start
     if "device" in task:
         result.setdefault("device", task["device"])
@@ -183,9 +186,13 @@ class ResultCache:
         """Write the entry atomically (unique temporary file, then rename)."""
         if result.get("status") == "error":
             raise ValueError("errors are never cached")
-        entry = {"schema": ENTRY_SCHEMA, "fn": function_name(fn) if fn is not None else None,
-                 "fingerprint": self.fingerprint, "task": json.loads(canonical_json(task)),
-                 "result": json.loads(canonical_json(result))}
+        entry = {
+            "schema": ENTRY_SCHEMA,
+            "fn": function_name(fn) if fn is not None else None,
+            "fingerprint": self.fingerprint,
+            "task": json.loads(canonical_json(task)),
+            "result": json.loads(canonical_json(result)),
+        }
         entry["checksum"] = _checksum(entry)
         text = json.dumps(entry)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -200,8 +207,9 @@ class ResultCache:
         return self.path(task)
 
 
-def compute_cached(fn: Callable[[dict], dict], task: dict, folder: str, fn_fingerprint: str,
-                   refresh: bool = False) -> tuple[dict, str]:
+def compute_cached(
+    fn: Callable[[dict], dict], task: dict, folder: str, fn_fingerprint: str, refresh: bool = False
+) -> tuple[dict, str]:
     """Compute one task under its lock and store the result; if another process stored it
     meanwhile, read that instead. Returns (result, "computed" | "cached" | "error"). Runs in
     the worker (process or cluster node), so only finished results ever reach the cache."""
@@ -234,15 +242,31 @@ class SweepOutcome:
     entries: list[str] = field(default_factory=list)  # cache files this sweep used
 
     def to_json(self) -> dict:
-        return {"name": self.name, "fn": self.fn, "fingerprint": self.fingerprint,
-                "total": self.total, "cached": self.cached,
-                "computed": self.computed, "errors": self.errors, "entries": self.entries}
+        return {
+            "name": self.name,
+            "fn": self.fn,
+            "fingerprint": self.fingerprint,
+            "total": self.total,
+            "cached": self.cached,
+            "computed": self.computed,
+            "errors": self.errors,
+            "entries": self.entries,
+        }
 
 
-def sweep(fn: Callable[[dict], dict], tasks: Sequence[dict], cache_dir: Path | str,
-          *, refresh: bool = False, backend: str = "serial", n_jobs: int = 1,
-          scheduler: str | None = None, desc: str = "tasks", progress: bool = True,
-          outcome: SweepOutcome | None = None) -> list[dict]:
+def sweep(
+    fn: Callable[[dict], dict],
+    tasks: Sequence[dict],
+    cache_dir: Path | str,
+    *,
+    refresh: bool = False,
+    backend: str = "serial",
+    n_jobs: int = 1,
+    scheduler: str | None = None,
+    desc: str = "tasks",
+    progress: bool = True,
+    outcome: SweepOutcome | None = None,
+) -> list[dict]:
     """Results of `fn` on every task, in order, computing only what the cache lacks.
 
     Results are written to the cache as soon as each finishes, so killing the process
@@ -262,10 +286,16 @@ def sweep(fn: Callable[[dict], dict], tasks: Sequence[dict], cache_dir: Path | s
     todo = [i for i, r in enumerate(results) if r is None]
     outcome.total = len(tasks)
     outcome.cached = len(tasks) - len(todo)
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=desc,
-               disable=not progress, mininterval=1.0)
-    for i, (result, how) in _execute(fn, tasks, todo, backend, n_jobs, scheduler,
-                                     str(cache.folder), code, refresh):
+    bar = tqdm(
+        total=len(tasks),
+        initial=len(tasks) - len(todo),
+        desc=desc,
+        disable=not progress,
+        mininterval=1.0,
+    )
+    for i, (result, how) in _execute(
+        fn, tasks, todo, backend, n_jobs, scheduler, str(cache.folder), code, refresh
+    ):
         results[i] = result
         if how == "error":
             outcome.errors.append({"task": tasks[i], "error": result["error"]})
@@ -275,8 +305,11 @@ def sweep(fn: Callable[[dict], dict], tasks: Sequence[dict], cache_dir: Path | s
             outcome.computed += 1
         bar.update(1)
     bar.close()
-    outcome.entries = [cache.path(t).name for t, r in zip(tasks, results)
-                       if r is not None and r.get("status") != "error"]
+    outcome.entries = [
+        cache.path(t).name
+        for t, r in zip(tasks, results)
+        if r is not None and r.get("status") != "error"
+    ]
     return results  # type: ignore[return-value]
 
 
@@ -295,11 +328,14 @@ def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh)
         # loky replaces workers that sat idle or grew (e.g. after a large task) and warns on the
         # next submission; the tasks themselves are unaffected, so keep the message out of
         # the chapters' output
-        warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given",
-                                category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message="A worker stopped while some jobs were given", category=UserWarning
+        )
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-        yield from zip(todo, parallel(delayed(compute_cached)(fn, tasks[i], folder, code,
-                                                              refresh) for i in todo))
+        yield from zip(
+            todo,
+            parallel(delayed(compute_cached)(fn, tasks[i], folder, code, refresh) for i in todo),
+        )
     else:
         yield from _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh)
 
@@ -309,17 +345,22 @@ def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh):
 
     address = scheduler or os.environ.get(DASK_ENV)
     if not address:
-        raise ValueError(f"backend 'dask' needs a scheduler address (argument or ${DASK_ENV}), "
-                         "or 'local' for a LocalCluster")
+        raise ValueError(
+            f"backend 'dask' needs a scheduler address (argument or ${DASK_ENV}), "
+            "or 'local' for a LocalCluster"
+        )
     cluster = None
     if address == "local":
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
         address = cluster
     client = Client(address)
     try:
-        futures = {client.submit(compute_cached, fn, tasks[i], folder, code, refresh,
-                                 pure=False): i for i in todo}
+        futures = {
+            client.submit(compute_cached, fn, tasks[i], folder, code, refresh, pure=False): i
+            for i in todo
+        }
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:

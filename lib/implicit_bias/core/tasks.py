@@ -35,7 +35,8 @@ def task(fn: Callable | None = None, *, threads: int | None = 1, uses_device: bo
 
     def declare(function: Callable) -> Callable:
         function.task_spec = TaskSpec(  # type: ignore[attr-defined]
-            function.__name__, threads, uses_device)
+            function.__name__, threads, uses_device
+        )
         return function
 
     return declare(fn) if fn is not None else declare

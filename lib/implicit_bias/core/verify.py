@@ -43,9 +43,15 @@ _TORCH_KERNELS = {  # what torch computes on a CPU of that generation (MKL code 
 KERNEL_CONFIGS = {
     "native-1thread": {"threads": "1"},
     "native-2threads": {"threads": "2"},
-    **{f"{kind}-{n}thread{'s' if n > 1 else ''}": {"OPENBLAS_CORETYPE": kind, **torch,
-                                                    "threads": str(n)}
-       for kind, torch in _TORCH_KERNELS.items() for n in (1, 2)},
+    **{
+        f"{kind}-{n}thread{'s' if n > 1 else ''}": {
+            "OPENBLAS_CORETYPE": kind,
+            **torch,
+            "threads": str(n),
+        }
+        for kind, torch in _TORCH_KERNELS.items()
+        for n in (1, 2)
+    },
 }
 
 
@@ -54,11 +60,18 @@ def kernel_env(config: str, base: dict | None = None) -> dict:
     import os
 
     settings = KERNEL_CONFIGS[config]
-    env = {k: v for k, v in (base if base is not None else os.environ).items()
-           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    env = {
+        k: v
+        for k, v in (base if base is not None else os.environ).items()
+        if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+    }
     threads = settings["threads"]
-    env.update({k: v for k, v in settings.items() if k != "threads"},
-               OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    env.update(
+        {k: v for k, v in settings.items() if k != "threads"},
+        OPENBLAS_NUM_THREADS=threads,
+        OMP_NUM_THREADS=threads,
+        MKL_NUM_THREADS=threads,
+    )
     return env
 
 
@@ -71,8 +84,9 @@ SMALL, SMALL_FRACTION = 1e-9, 1e-3
 _INDEX = re.compile(r"\[\d+\]")
 
 
-def committed_entries(profile: str = "paper", chapters: list[str] | None = None,
-                      root: Path | None = None) -> Iterator[tuple[str, Path, dict | None]]:
+def committed_entries(
+    profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
+) -> Iterator[tuple[str, Path, dict | None]]:
     """(chapter, path, entry or None if unreadable) for every cache entry of `profile`."""
     base = (root or results_root()) / profile
     for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.exists() else []:
@@ -97,8 +111,9 @@ def _current_fingerprint(name: str, memo: dict) -> str | None:
     return memo[name]
 
 
-def stale_entries(profile: str = "paper", chapters: list[str] | None = None,
-                  root: Path | None = None) -> list[dict]:
+def stale_entries(
+    profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
+) -> list[dict]:
     """Committed entries the current code would not produce, each with the reason."""
     memo: dict = {}
     stale = []
@@ -112,8 +127,14 @@ def stale_entries(profile: str = "paper", chapters: list[str] | None = None,
             elif current != entry["fingerprint"]:
                 problem = f"code of {entry['fn']} has changed"
         if problem:
-            stale.append({"chapter": chapter, "sweep": path.parent.name, "file": path.name,
-                          "reason": problem})
+            stale.append(
+                {
+                    "chapter": chapter,
+                    "sweep": path.parent.name,
+                    "file": path.name,
+                    "reason": problem,
+                }
+            )
     return stale
 
 
@@ -146,8 +167,7 @@ def tolerance(tolerances: dict, fn: str, key: str) -> tuple[float, float]:
     section = (tolerances.get("functions") or {}).get(fn) or {}
     best = None
     for pattern, tol in section.items():
-        if fnmatch.fnmatchcase(key, pattern) and (
-                best is None or len(pattern) > len(best[0])):
+        if fnmatch.fnmatchcase(key, pattern) and (best is None or len(pattern) > len(best[0])):
             best = (pattern, tol)
     tol = best[1] if best else default
     return float(tol["rtol"]), float(tol["atol"])
@@ -171,8 +191,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple[list[str],
-                                                                                   dict]:
+def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple[list[str], dict]:
     """Mismatches (readable lines) and, per output, the largest deviations seen (for deriving
     tolerances): relative for values of the output's own scale, absolute for values below
     SMALL_FRACTION of its largest |value| (a vector's tiny components, a curve's tail near
@@ -190,11 +209,22 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
         if _is_number(a) and _is_number(b):
             if math.isnan(a) and math.isnan(b):
                 continue
-            diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else (
-                0.0 if a == b else math.inf)
+            diff = (
+                abs(a - b)
+                if math.isfinite(a) and math.isfinite(b)
+                else (0.0 if a == b else math.inf)
+            )
             rel = diff / abs(a) if a else (0.0 if diff == 0 else math.inf)
-            worst = spread.setdefault(key, {"abs": 0.0, "rel": 0.0, "magnitude": scale.get(
-                key, 0.0), "rel_of_large": 0.0, "abs_of_small": 0.0})
+            worst = spread.setdefault(
+                key,
+                {
+                    "abs": 0.0,
+                    "rel": 0.0,
+                    "magnitude": scale.get(key, 0.0),
+                    "rel_of_large": 0.0,
+                    "abs_of_small": 0.0,
+                },
+            )
             worst["abs"], worst["rel"] = max(worst["abs"], diff), max(worst["rel"], rel)
             if abs(a) >= max(SMALL, SMALL_FRACTION * scale.get(key, 0.0)):
                 worst["rel_of_large"] = max(worst["rel_of_large"], rel)
@@ -202,18 +232,22 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
                 worst["abs_of_small"] = max(worst["abs_of_small"], diff)
             rtol, atol = tolerance(tolerances, fn, key)
             if not diff <= atol + rtol * abs(a):
-                problems.append(f"{path}: committed {a:.10g}, now {b:.10g} (|diff| {diff:.3g}, "
-                                f"rel {rel:.3g}; rtol {rtol:g}, atol {atol:g})")
+                problems.append(
+                    f"{path}: committed {a:.10g}, now {b:.10g} (|diff| {diff:.3g}, "
+                    f"rel {rel:.3g}; rtol {rtol:g}, atol {atol:g})"
+                )
         elif a != b:
-            spread.setdefault(key, {"abs": math.inf, "rel": math.inf, "magnitude": 0.0,
-                                    "text": True})
+            spread.setdefault(
+                key, {"abs": math.inf, "rel": math.inf, "magnitude": 0.0, "text": True}
+            )
             shown_a, shown_b = str(a)[:40], str(b)[:40]
             problems.append(f"{path}: committed {shown_a!r}, now {shown_b!r}")
     return problems, spread
 
 
-def cheapest_entries(chapters: list[str] | None = None, profile: str = "paper",
-                     root: Path | None = None) -> list[tuple[str, Path, dict]]:
+def cheapest_entries(
+    chapters: list[str] | None = None, profile: str = "paper", root: Path | None = None
+) -> list[tuple[str, Path, dict]]:
     """The cheapest committed entry (by its recorded compute time) of every task function."""
     best: dict[str, tuple[float, str, Path, dict]] = {}
     for chapter, path, entry in committed_entries(profile, chapters, root):
@@ -237,14 +271,24 @@ def recompute(entries, tolerances: dict | None = None, progress: bool = True) ->
         start = time.perf_counter()
         fn = entry["fn"]
         if progress:
-            print(f"recomputing {chapter} {fn.split(':')[1]} ({path.parent.name}/"
-                  f"{path.name[:12]})", flush=True)
+            print(
+                f"recomputing {chapter} {fn.split(':')[1]} ({path.parent.name}/{path.name[:12]})",
+                flush=True,
+            )
         result = run_task(load_function(fn), entry["task"])  # as the sweep computes it
         if result["status"] == "error":
             problems, spread = [f"raised {result['error']}"], dict[str, dict]()
         else:
             problems, spread = compare_results(entry["result"], result, fn, tolerances)
-        rows.append({"chapter": chapter, "fn": fn, "file": f"{path.parent.name}/{path.name}",
-                     "seconds": round(time.perf_counter() - start, 2), "problems": problems,
-                     "spread": spread, "result": result})
+        rows.append(
+            {
+                "chapter": chapter,
+                "fn": fn,
+                "file": f"{path.parent.name}/{path.name}",
+                "seconds": round(time.perf_counter() - start, 2),
+                "problems": problems,
+                "spread": spread,
+                "result": result,
+            }
+        )
     return {"ok": all(not r["problems"] for r in rows), "tasks": rows}

@@ -35,8 +35,9 @@ def _solve(problem: cp.Problem, variable: cp.Variable, solver: str) -> ConvexSol
     return ConvexSolution(x, str(problem.status), objective, solver)
 
 
-def min_l2_interpolator(X: np.ndarray, y: np.ndarray,
-                        weights: np.ndarray | None = None) -> ConvexSolution:
+def min_l2_interpolator(
+    X: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
+) -> ConvexSolution:
     """argmin sum_i x_i^2 / w_i  s.t.  X x = y  (closed form; w = 1 gives X^+ y).
 
     With weights w the solution is W X^T (X W X^T)^+ y, W = diag(w): the RKHS-norm interpolator
@@ -54,7 +55,7 @@ def min_l2_interpolator(X: np.ndarray, y: np.ndarray,
         XW = X * w
         x = w * (X.T @ np.linalg.lstsq(XW @ X.T, y, rcond=None)[0])
         objective = float(np.sum(x**2 / w))
-    residual = np.linalg.norm(X @ x - y) / max(np.linalg.norm(y), 1e-300)
+    residual = np.linalg.norm(X @ x - y) / max(np.linalg.norm(y), 1e-300)  # type: ignore[operator]  # max of a numpy floating and a float
     status = "optimal" if residual < 1e-8 else f"inconsistent (residual {residual:.1e})"
     return ConvexSolution(x, status, objective, "closed_form")
 
@@ -67,8 +68,9 @@ def min_l1_interpolator(X: np.ndarray, y: np.ndarray, solver: str = "CLARABEL") 
     return _solve(problem, x, solver)
 
 
-def max_margin(X: np.ndarray, y: np.ndarray, norm: str = "l2",
-               solver: str = "CLARABEL") -> ConvexSolution:
+def max_margin(
+    X: np.ndarray, y: np.ndarray, norm: str = "l2", solver: str = "CLARABEL"
+) -> ConvexSolution:
     """Hard-margin classifier: argmin ||w|| s.t. y_i <x_i, w> >= 1 (no bias term).
 
     `norm` is "l2" (the SVM; objective reported as ||w||_2) or "l1" (an LP).

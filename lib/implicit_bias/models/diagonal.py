@@ -113,7 +113,7 @@ def tied_to_untied_init(alpha_w: torch.Tensor) -> DiagonalParams:
 # ----------------------------------------------------------------------------------------------
 
 
-def q_function(z: np.ndarray) -> np.ndarray:
+def q_function(z: np.ndarray | float) -> np.ndarray:
     """q(z) = z asinh(z) - sqrt(1 + z^2) + 1 (Eq. (9) up to the constant factor, m = 1)."""
     z = np.asarray(z, dtype=float)
     # 1 - sqrt(1+z^2) = -z^2 / (1 + sqrt(1+z^2)) avoids cancellation for small |z|.
@@ -175,7 +175,7 @@ def kkt_residual(X: np.ndarray, grad: np.ndarray) -> float:
     X = np.asarray(X, dtype=float)
     grad = np.asarray(grad, dtype=float)
     coef = np.linalg.lstsq(X.T, grad, rcond=None)[0]
-    return float(np.linalg.norm(grad - X.T @ coef) / max(np.linalg.norm(grad), 1e-300))
+    return float(np.linalg.norm(grad - X.T @ coef) / max(np.linalg.norm(grad), 1e-300))  # type: ignore[operator]  # max of a numpy floating and a float
 
 
 @dataclass
@@ -189,9 +189,15 @@ class QMinResult:
     converged: bool
 
 
-def q_minimizer(X: np.ndarray, y: np.ndarray, k: np.ndarray, beta0: np.ndarray | None = None,
-                tol: float = 1e-12, max_iter: int = 500,
-                max_exponent_step: float = 5.0) -> QMinResult:
+def q_minimizer(
+    X: np.ndarray,
+    y: np.ndarray,
+    k: np.ndarray,
+    beta0: np.ndarray | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 500,
+    max_exponent_step: float = 5.0,
+) -> QMinResult:
     """argmin Q(beta) s.t. X beta = y by damped Newton on the smooth dual in n variables.
 
     KKT of Theorem 1 (App. A): grad Q(beta) = asinh(beta/K) - phi0 = X^T nu, phi0 = asinh(beta0/K),
@@ -223,7 +229,7 @@ def q_minimizer(X: np.ndarray, y: np.ndarray, k: np.ndarray, beta0: np.ndarray |
         beta = k * np.sinh(z)
         grad = X @ beta - y
         gnorm = float(np.linalg.norm(grad))
-        if gnorm <= tol * y_norm:
+        if gnorm <= tol * y_norm:  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
             converged = True
             break
         if quadratic:  # full Newton steps that stop shrinking the gradient: rounding floor
@@ -259,12 +265,13 @@ def q_minimizer(X: np.ndarray, y: np.ndarray, k: np.ndarray, beta0: np.ndarray |
             new_phi, new_z = dual(nu + step)
         nu, phi, z = nu + t * step, new_phi, new_z
     beta = k * np.sinh(z)
-    residual = float(np.linalg.norm(X @ beta - y) / y_norm)
+    residual = float(np.linalg.norm(X @ beta - y) / y_norm)  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
     return QMinResult(beta, nu, iterations, residual, converged or residual <= 1e3 * tol)
 
 
-def q_minimizer_cvxpy(X: np.ndarray, y: np.ndarray, m: np.ndarray, solver: str = "CLARABEL",
-                      **solver_options):
+def q_minimizer_cvxpy(
+    X: np.ndarray, y: np.ndarray, m: np.ndarray, solver: str = "CLARABEL", **solver_options
+):
     """Independent primal cross-check of `q_minimizer` (unbiased case) with a generic solver.
 
     m q(beta/m) = min { A log(2A/m) + B log(2B/m) - A - B + m : A - B = beta, A B >= m^2/4 }
@@ -282,7 +289,7 @@ def q_minimizer_cvxpy(X: np.ndarray, y: np.ndarray, m: np.ndarray, solver: str =
     a = cp.Variable(d, nonneg=True)
     b = cp.Variable(d, nonneg=True)
     log_c = np.log(2.0 / m)
-    obj = (cp.sum(-cp.entr(a) - cp.entr(b)) + (a + b) @ (log_c - 1.0) + float(np.sum(m)))
+    obj = cp.sum(-cp.entr(a) - cp.entr(b)) + (a + b) @ (log_c - 1.0) + float(np.sum(m))
     cons = [X @ (a - b) == np.asarray(y, dtype=float)]
     cons += [cp.geo_mean(cp.hstack([a[i], b[i]])) >= m[i] / 2 for i in range(d)]
     problem = cp.Problem(cp.Minimize(obj), cons)
@@ -315,29 +322,36 @@ def curvature_bound(X: torch.Tensor) -> float:
     return float(torch.linalg.matrix_norm(X, ord=2) ** 2 / X.shape[0])
 
 
-def stable_steps(X: torch.Tensor, params: DiagonalParams, beta_bound: float,
-                 rel_step: float) -> torch.Tensor:
+def stable_steps(
+    X: torch.Tensor, params: DiagonalParams, beta_bound: float, rel_step: float
+) -> torch.Tensor:
     """Per-run step sizes rel_step / (lambda_max * 2 (max_i M_i + beta_bound)).
 
     Along the flow the parameter-space Gauss-Newton curvature is lambda_max * max_i (u+^2 + v+^2
     + u-^2 + v-^2) = lambda_max * max_i 2 sqrt(K_i^2 + beta_i^2); `beta_bound` bounds |beta_i|.
     rel_step = 1 is at the stability edge; the GD-vs-flow bias is proportional to rel_step.
     """
-    big_m = sum(t**2 for t in params.tensors()).amax(dim=1) / 2
+    big_m = sum(t**2 for t in params.tensors()).amax(dim=1) / 2  # type: ignore[union-attr]  # sum of tensors is a tensor, not the start value 0
     return rel_step / (curvature_bound(X) * 2 * (big_m + beta_bound))
 
 
 @dataclass
 class TrainResult:
-    beta: torch.Tensor        # (B, d) final predictors
-    steps: torch.Tensor       # (B,) steps taken (int64)
-    residual: torch.Tensor    # (B,) ||X beta - y|| / ||y||
-    converged: torch.Tensor   # (B,) bool
+    beta: torch.Tensor  # (B, d) final predictors
+    steps: torch.Tensor  # (B,) steps taken (int64)
+    residual: torch.Tensor  # (B,) ||X beta - y|| / ||y||
+    converged: torch.Tensor  # (B,) bool
 
 
-def gradient_descent(X: torch.Tensor, y: torch.Tensor, params: DiagonalParams,
-                     steps: torch.Tensor, tol: float = 1e-10, max_steps: int = 100_000,
-                     check_every: int = 100) -> TrainResult:
+def gradient_descent(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    params: DiagonalParams,
+    steps: torch.Tensor,
+    tol: float = 1e-10,
+    max_steps: int = 100_000,
+    check_every: int = 100,
+) -> TrainResult:
     """Full-batch gradient descent on L = ||X beta - y||^2 / (2n), batched over B runs.
 
     `steps` (shape (B,)) holds each run's step size. Every `check_every` steps, runs whose
@@ -380,9 +394,16 @@ def gradient_descent(X: torch.Tensor, y: torch.Tensor, params: DiagonalParams,
     return TrainResult(beta, taken, res, res <= tol)
 
 
-def gradient_flow(X: np.ndarray, y: np.ndarray, params: DiagonalParams, tol: float = 1e-12,
-                  t_chunk: float = 50.0, max_chunks: int = 200, rtol: float = 1e-12,
-                  atol: float = 1e-15) -> TrainResult:
+def gradient_flow(
+    X: np.ndarray,
+    y: np.ndarray,
+    params: DiagonalParams,
+    tol: float = 1e-12,
+    t_chunk: float = 50.0,
+    max_chunks: int = 200,
+    rtol: float = 1e-12,
+    atol: float = 1e-15,
+) -> TrainResult:
     """Gradient flow theta' = -grad L for each run, integrated with scipy's DOP853 (a check of
     Theorem 1 on small problems: no step-size bias). Integrates in chunks of time until the
     relative residual is below `tol`.
@@ -408,20 +429,26 @@ def gradient_flow(X: np.ndarray, y: np.ndarray, params: DiagonalParams, tol: flo
             nfev += sol.nfev
             up, vp, um, vm = state.reshape(4, d)
             beta = up * vp - um * vm
-            res = np.linalg.norm(X @ beta - y) / y_norm
+            res = np.linalg.norm(X @ beta - y) / y_norm  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
             # Done, or at the integrator's accuracy floor (the residual stopped shrinking).
             if res <= tol or res > 0.5 * last:
                 break
             last = res
         betas.append(beta)
         steps.append(nfev)
-        residuals.append(np.linalg.norm(X @ beta - y) / y_norm)
+        residuals.append(np.linalg.norm(X @ beta - y) / y_norm)  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
     res = torch.tensor(residuals, dtype=torch.float64)
     return TrainResult(torch.tensor(np.array(betas)), torch.tensor(steps), res, res <= tol)
 
 
-def tied_gradient_descent(X: torch.Tensor, y: torch.Tensor, alpha_w: torch.Tensor, step: float,
-                          tol: float = 1e-10, max_steps: int = 100_000) -> torch.Tensor:
+def tied_gradient_descent(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    alpha_w: torch.Tensor,
+    step: float,
+    tol: float = 1e-10,
+    max_steps: int = 100_000,
+) -> torch.Tensor:
     """Woodworth et al.'s tied model beta = w+^2 - w-^2, w+(0) = w-(0) = alpha_w (shape (B, d)),
     trained directly in its own parametrization (an independent implementation)."""
     wp, wm = alpha_w.clone(), alpha_w.clone()
@@ -441,8 +468,9 @@ def tied_gradient_descent(X: torch.Tensor, y: torch.Tensor, alpha_w: torch.Tenso
 # ----------------------------------------------------------------------------------------------
 
 
-def sparse_regression_data(n: int, d: int, r_star: int, noise_var: float = 0.01,
-                           seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sparse_regression_data(
+    n: int, d: int, r_star: int, noise_var: float = 0.01, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x ~ N(0, I_d), beta* r*-sparse with nonzero entries 1/sqrt(r*) (||beta*|| = 1),
     y = <beta*, x> + N(0, noise_var) (Sec. 9 after Woodworth et al. 2020). Returns X, y, beta*.
     """
@@ -479,14 +507,21 @@ def theorem1_inits(d: int, rng: np.random.Generator) -> DiagonalParams:
     random per-coordinate u0, v0 ~ U(0.1, 1); small (0.03 U(0.5, 1)); large (x 3); unbalanced
     (u0 ~ 3 U, v0 ~ 1e-3 U: shape ~ 3e3); v0 = 0 (infinite shape); and a biased one with four
     independent vectors (Appendix A's general result, beta(0) != 0)."""
+
     def unif(lo, hi):
         return torch.tensor(rng.uniform(lo, hi, (1, d)), dtype=torch.float64)
 
-    rows = [unbiased_init(unif(0.1, 1), unif(0.1, 1)),
-            unbiased_init(0.03 * unif(0.5, 1), 0.03 * unif(0.5, 1)),
-            unbiased_init(3 * unif(0.5, 1), 3 * unif(0.5, 1)),
-            unbiased_init(3 * unif(0.5, 1), 1e-3 * unif(0.5, 1)),
-            unbiased_init(unif(0.1, 1), torch.zeros(1, d, dtype=torch.float64)),
-            DiagonalParams(unif(0.1, 1), unif(0.1, 1), unif(0.1, 1), unif(0.1, 1))]
-    return DiagonalParams(*(torch.cat([getattr(r, f) for r in rows]) for f in
-                            ("u_plus", "v_plus", "u_minus", "v_minus")))
+    rows = [
+        unbiased_init(unif(0.1, 1), unif(0.1, 1)),
+        unbiased_init(0.03 * unif(0.5, 1), 0.03 * unif(0.5, 1)),
+        unbiased_init(3 * unif(0.5, 1), 3 * unif(0.5, 1)),
+        unbiased_init(3 * unif(0.5, 1), 1e-3 * unif(0.5, 1)),
+        unbiased_init(unif(0.1, 1), torch.zeros(1, d, dtype=torch.float64)),
+        DiagonalParams(unif(0.1, 1), unif(0.1, 1), unif(0.1, 1), unif(0.1, 1)),
+    ]
+    return DiagonalParams(
+        *(
+            torch.cat([getattr(r, f) for r in rows])
+            for f in ("u_plus", "v_plus", "u_minus", "v_minus")
+        )
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -45,8 +46,9 @@ def random_regression(n: int, d: int, seed: int) -> tuple[Array, Array]:
     return rng.standard_normal((n, d)), rng.standard_normal(n)
 
 
-def init_from_scale_shape(alpha: float, s: float, u: Array, sign: float = 1.0
-                          ) -> tuple[float, Array]:
+def init_from_scale_shape(
+    alpha: float, s: float, u: Array, sign: float = 1.0
+) -> tuple[float, Array]:
     """(a0, w0) with scale alpha = |a0| ||w0||, shape s = |a0| / ||w0||, orientation u (Sec. 7.2).
 
     Then delta = a0^2 - ||w0||^2 = alpha (s - 1/s) and beta0 = a0 w0 = sign * alpha * u.
@@ -64,7 +66,7 @@ def null_projector(X: Array) -> Array:
 # ----------------------------------------------------------------------------------------------
 # Theorem 2's regularizer (numpy) and its constrained minimizer
 # ----------------------------------------------------------------------------------------------
-def _delta_plus_s(r: Array, delta: float) -> Array:
+def _delta_plus_s(r: Array | np.floating | float, delta: float) -> Array:
     """delta + sqrt(delta^2 + 4 r^2), written without cancellation when delta < 0."""
     r = np.asarray(r, dtype=float)
     big_s = np.sqrt(delta**2 + 4.0 * r**2)
@@ -73,7 +75,7 @@ def _delta_plus_s(r: Array, delta: float) -> Array:
     return 4.0 * r**2 / (big_s - delta)  # = delta + S, since (S + delta)(S - delta) = 4 r^2
 
 
-def a_squared(r: Array, delta: float) -> Array:
+def a_squared(r: Array | np.floating | float, delta: float) -> Array:
     """a(beta)^2 as a function of r = ||beta||: the positive root of a^4 - delta a^2 - r^2 = 0."""
     return 0.5 * _delta_plus_s(r, delta)
 
@@ -133,9 +135,13 @@ def q_min_single_neuron(X: Array, y: Array, w0: Array, delta: float, sigma: floa
     return QMinimizer(beta_l2 + sigma * a_abs * p_w0, a_abs, "closed_form")
 
 
-def q_min_numeric(X: Array, y: Array, q: Callable[[Array], float],
-                  grad: Callable[[Array], Array], hess: Callable[[Array], Array] | None = None,
-                  ) -> Array:
+def q_min_numeric(
+    X: Array,
+    y: Array,
+    q: Callable[[Array], float],
+    grad: Callable[[Array], Array],
+    hess: Callable[[Array], Array] | None = None,
+) -> Array:
     """A generic cross-check: minimize a smooth convex Q over {beta : X beta = y} numerically.
 
     Parametrizes the affine set as X^+ y + N z (N an orthonormal basis of null(X)) and runs a
@@ -143,7 +149,7 @@ def q_min_numeric(X: Array, y: Array, q: Callable[[Array], float],
     """
     beta_p = np.linalg.pinv(X) @ y
     _, sv, vt = np.linalg.svd(X)
-    basis = vt[int(np.sum(sv > 1e-12 * sv[0])):].T
+    basis = vt[int(np.sum(sv > 1e-12 * sv[0])) :].T
     fun = lambda z: float(q(beta_p + basis @ z))  # noqa: E731
     jac = lambda z: basis.T @ grad(beta_p + basis @ z)  # noqa: E731
     z0 = np.zeros(basis.shape[1])
@@ -151,8 +157,9 @@ def q_min_numeric(X: Array, y: Array, q: Callable[[Array], float],
         res = scipy.optimize.minimize(fun, z0, jac=jac, method="BFGS", options={"gtol": 1e-12})
         return beta_p + basis @ res.x
     hz = lambda z: basis.T @ hess(beta_p + basis @ z) @ basis  # noqa: E731
-    res = scipy.optimize.minimize(fun, z0, jac=jac, hess=hz, method="trust-exact",
-                                  options={"gtol": 1e-10})
+    res = scipy.optimize.minimize(
+        fun, z0, jac=jac, hess=hz, method="trust-exact", options={"gtol": 1e-10}
+    )
     z = res.x
     for _ in range(5):  # a few plain Newton steps polish to round-off (quadratic convergence)
         z = z - np.linalg.solve(hz(z), jac(z))
@@ -183,8 +190,9 @@ def leaky_relu_inverse(z: Array, rho: float) -> Array:
     return np.where(z >= 0, z, z / rho)
 
 
-def q_min_leaky(X: Array, y: Array, w0: Array, delta: float, sign_a: float,
-                rho: float) -> QMinimizer:
+def q_min_leaky(
+    X: Array, y: Array, w0: Array, delta: float, sign_a: float, rho: float
+) -> QMinimizer:
     """Thm 4, made concrete: with s = sign(a_inf) the constraint a sigma(<w, x_i>) = y_i is affine,
     <beta, x_i> = s sigma^{-1}(s y_i), so the limit is Theorem 2's Q-min under these labels."""
     y_lin = sign_a * leaky_relu_inverse(sign_a * np.asarray(y), rho)
@@ -217,8 +225,12 @@ def predictor_metric(beta: torch.Tensor, delta: float, warp_power: float = 0.0) 
     return a2 ** (warp_power / 2) * m
 
 
-def hessian_map_asymmetry(metric: Callable[[torch.Tensor], torch.Tensor], beta: Array,
-                          method: str = "autograd", h: float = 1e-5) -> float:
+def hessian_map_asymmetry(
+    metric: Callable[[torch.Tensor], torch.Tensor],
+    beta: Array,
+    method: str = "autograd",
+    h: float = 1e-5,
+) -> float:
     """Relative violation of the Hessian-map condition d_k M_ij = d_j M_ik (Eq. 6).
 
     Returns max |T_ijk - T_ikj| / max |T| with T_ijk = d_k M_ij, computed by exact automatic
@@ -254,9 +266,9 @@ def _single_neuron_field(X: torch.Tensor, y: torch.Tensor, rho: torch.Tensor | N
 
     def field(params: tuple[torch.Tensor, ...]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
         a, w = params
-        z = w @ X.T                                          # (B, n) pre-activations
+        z = w @ X.T  # (B, n) pre-activations
         act = z if rho is None else _leaky(z, rho)
-        r = a[:, None] * act - y                             # residuals (B, n)
+        r = a[:, None] * act - y  # residuals (B, n)
         slope = 1.0 if rho is None else torch.where(z >= 0, torch.ones_like(z), rho)
         da = -(r * act).sum(1)
         dw = -a[:, None] * ((r * slope) @ X)
@@ -272,15 +284,23 @@ def _multi_neuron_field(X: torch.Tensor, y: torch.Tensor):
         a, W = params
         beta = torch.einsum("bk,bkd->bd", a, W)
         r = beta @ X.T - y
-        g = r @ X                                            # (B, d)
-        return (-torch.einsum("bkd,bd->bk", W, g), -a[:, :, None] * g[:, None, :]), \
-            0.5 * (r**2).sum(1)
+        g = r @ X  # (B, d)
+        return (-torch.einsum("bkd,bd->bk", W, g), -a[:, :, None] * g[:, None, :]), 0.5 * (
+            r**2
+        ).sum(1)
 
     return field
 
 
-def _integrate(field, params: tuple[torch.Tensor, ...], step: torch.Tensor, method: str,
-               max_steps: int, tol: torch.Tensor, check_every: int = 200):
+def _integrate(
+    field,
+    params: tuple[torch.Tensor, ...],
+    step: torch.Tensor,
+    method: str,
+    max_steps: int,
+    tol: torch.Tensor,
+    check_every: int = 200,
+):
     """Euler (= gradient descent with step `step`) or classical RK4 (gradient flow).
 
     `step` has shape (B,): each initialization gets its own step (scaled to its curvature).
@@ -288,6 +308,7 @@ def _integrate(field, params: tuple[torch.Tensor, ...], step: torch.Tensor, meth
     Returns (params, loss, steps taken, whether each entry of the first parameter changed sign
     at some step: for the single neuron, whether the outer weight a crossed zero).
     """
+
     def bc(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         return t.reshape(t.shape + (1,) * (like.dim() - 1))
 
@@ -304,8 +325,10 @@ def _integrate(field, params: tuple[torch.Tensor, ...], step: torch.Tensor, meth
                 k2, _ = field(tuple(p + bc(step / 2, p) * k for p, k in zip(params, k1)))
                 k3, _ = field(tuple(p + bc(step / 2, p) * k for p, k in zip(params, k2)))
                 k4, _ = field(tuple(p + bc(step, p) * k for p, k in zip(params, k3)))
-                params = tuple(p + bc(step / 6, p) * (q1 + 2 * q2 + 2 * q3 + q4)
-                               for p, q1, q2, q3, q4 in zip(params, k1, k2, k3, k4))
+                params = tuple(
+                    p + bc(step / 6, p) * (q1 + 2 * q2 + 2 * q3 + q4)
+                    for p, q1, q2, q3, q4 in zip(params, k1, k2, k3, k4)
+                )
             else:
                 raise ValueError(f"unknown method {method!r}; valid: 'euler', 'rk4'")
             flipped |= torch.sign(params[0]) != sign0
@@ -329,13 +352,12 @@ def _loss_tol(X: Array, y: Array, r: Array, rtol: float) -> Array:
     return 0.5 * (rtol * scale) ** 2
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # Time warping (Sec. 5): gradient flow in t versus the mirror flow of Q in tau, d tau = |a| dt
 # ----------------------------------------------------------------------------------------------
-def _rk4_path(field: Callable[[Array], Array], x0: Array, dt: float, n_steps: int,
-              record_every: int) -> Array:
+def _rk4_path(
+    field: Callable[[Array], Array], x0: Array, dt: float, n_steps: int, record_every: int
+) -> Array:
     """Fixed-step RK4 of x' = field(x), recording every `record_every` steps (numpy, one run)."""
     x, out = np.asarray(x0, dtype=float), [np.asarray(x0, dtype=float)]
     for i in range(1, n_steps + 1):
@@ -349,8 +371,16 @@ def _rk4_path(field: Callable[[Array], Array], x0: Array, dt: float, n_steps: in
     return np.array(out)
 
 
-def gradient_flow_path(X: Array, y: Array, a0: float, w0: Array, end: float, dt: float,
-                       clock: str = "t", record_every: int = 1) -> dict:
+def gradient_flow_path(
+    X: Array,
+    y: Array,
+    a0: float,
+    w0: Array,
+    end: float,
+    dt: float,
+    clock: str = "t",
+    record_every: int = 1,
+) -> dict:
     """Parameter gradient flow of the single neuron, recorded along the way (numpy RK4).
 
     clock="t": the ordinary flow theta' = -grad L(theta), integrating tau' = |a| alongside.
@@ -377,11 +407,19 @@ def gradient_flow_path(X: Array, y: Array, a0: float, w0: Array, end: float, dt:
     return {"t": t, "tau": tau, "a": path[:, 0], "beta": path[:, :1] * path[:, 1:-1]}
 
 
-def warped_mirror_flow_path(X: Array, y: Array, beta0: Array, delta: float, tau_end: float,
-                            dtau: float, record_every: int = 1) -> dict:
+def warped_mirror_flow_path(
+    X: Array,
+    y: Array,
+    beta0: Array,
+    delta: float,
+    tau_end: float,
+    dtau: float,
+    record_every: int = 1,
+) -> dict:
     """Mirror flow of Q in warped time: d grad Q(beta) / d tau = -X^T r (Eq. 11), i.e.
     d beta / d tau = -(hess Q)^{-1} X^T r = -H(beta) X^T r / |a(beta)|, integrated in beta-space
     alone (no network parameters)."""
+
     def field(b: Array) -> Array:
         a2 = float(a_squared(np.linalg.norm(b), delta))
         g = X.T @ (X @ b - y)
@@ -410,8 +448,13 @@ def _unit(v: Array) -> Array:
     return v / np.linalg.norm(v)
 
 
-def _orientation(X: Array, y: Array, seed: int, anti_aligned: bool = False,
-                 in_null: bool = False) -> Array:
+def _orientation(
+    X: np.ndarray[tuple[int, int], np.dtype[Any]],
+    y: Array,
+    seed: int,
+    anti_aligned: bool = False,
+    in_null: bool = False,
+) -> Array:
     """A random initialization direction u; `anti_aligned` points it against X^+ y (so the
     outer weight must change sign), `in_null` puts it in null(X) (zero initial output)."""
     rng = np.random.default_rng(seed + 1000)
@@ -435,13 +478,21 @@ def q_level_grid(alpha: float, s: float, u: Array, n_grid: int, radius: float) -
     a0, w0 = init_from_scale_shape(alpha, s, u)
     delta = a0**2 - w0 @ w0
     beta0 = a0 * w0
-    half = radius * max(1.0, np.linalg.norm(beta0))
-    g1, g2 = np.meshgrid(np.linspace(beta0[0] - half, beta0[0] + half, n_grid),
-                         np.linspace(beta0[1] - half, beta0[1] + half, n_grid))
+    half = radius * max(1.0, float(np.linalg.norm(beta0)))
+    g1, g2 = np.meshgrid(
+        np.linspace(beta0[0] - half, beta0[0] + half, n_grid),
+        np.linspace(beta0[1] - half, beta0[1] + half, n_grid),
+    )
     pts = np.stack([g1.ravel(), g2.ravel()], axis=1)
     q = q_single_neuron(pts, w0, delta, 1.0) - q_single_neuron(beta0, w0, delta, 1.0)
     diff = pts - beta0
     quad = 0.5 * np.einsum("pi,ij,pj->p", diff, hess_q_single_neuron(beta0, delta), diff)
     span = np.abs(q).max()
-    return {"b1": pts[:, 0], "b2": pts[:, 1], "q": q, "quad": quad, "beta0": beta0,
-            "quad_mismatch": float(np.abs(q - quad).max() / span)}
+    return {
+        "b1": pts[:, 0],
+        "b2": pts[:, 1],
+        "q": q,
+        "quad": quad,
+        "beta0": beta0,
+        "quad_mismatch": float(np.abs(q - quad).max() / span),
+    }

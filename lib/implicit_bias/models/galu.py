@@ -25,7 +25,7 @@ All torch code takes a ``device`` and works on CPU and CUDA; theory checks run i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -62,7 +62,7 @@ def galu_predict(X: torch.Tensor, U: torch.Tensor, w: torch.Tensor, gate: str = 
     return galu_features(X, U, gate) @ w
 
 
-def _svd_rank(s: torch.Tensor, shape: tuple[int, int]) -> int:
+def _svd_rank(s: torch.Tensor, shape: tuple[int, ...]) -> int:
     """Numerical rank with numpy's default tolerance ``max(shape) * eps * s_max``."""
     if s.numel() == 0:
         return 0
@@ -365,7 +365,7 @@ def train_one_hidden(
     widths = [k] * B if widths is None else [int(w) for w in widths]
     mask = (torch.arange(k)[None, :] < torch.tensor(widths)[:, None]).to(X.dtype)  # (B, k)
     # V ~ N(0, 1/width) on each run's active units.
-    vscale = (mask * math.sqrt(k) / torch.tensor(widths, dtype=X.dtype).sqrt()[:, None])
+    vscale = mask * math.sqrt(k) / torch.tensor(widths, dtype=X.dtype).sqrt()[:, None]
     W = torch.stack(Ws).to(X.device).requires_grad_()
     V = (torch.stack(Vs) * vscale[:, :, None]).to(X.device).requires_grad_()
     U = torch.stack(Us).to(X.device)
@@ -388,14 +388,14 @@ def train_one_hidden(
         out = {"train_mse": ((forward(X) - Y) ** 2).mean(dim=(1, 2)).tolist()}
         if X_test is not None:
             pred = forward(X_test)
-            out["test_pred"] = pred
+            out["test_pred"] = pred  # type: ignore[assignment]  # out mixes lists and tensors
             if Y_test is not None:
                 out["test_mse"] = ((pred - Y_test) ** 2).mean(dim=(1, 2)).tolist()
-            out["train_pred"] = forward(X)
+            out["train_pred"] = forward(X)  # type: ignore[assignment]  # out mixes lists and tensors
     return out
 
 
-def smallest_width(loss_at: callable, threshold: float, k_max: int) -> int | None:
+def smallest_width(loss_at: Callable[[int], float], threshold: float, k_max: int) -> int | None:
     """Smallest k in [1, k_max] with ``loss_at(k) < threshold`` (Fig. 5).
 
     Doubling then bisection, assuming the loss decreases with k (true in expectation; a
@@ -455,8 +455,8 @@ class DeepNet(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.model == "galu0":
-            h = gate_values(x @ self.u1, self.gate) * self.l1(x)
-            h = gate_values(x @ self.u2, self.gate) * self.l2(h)
+            h = gate_values(x @ self.u1, self.gate) * self.l1(x)  # type: ignore[operator]  # u1 is a registered buffer (a Tensor)
+            h = gate_values(x @ self.u2, self.gate) * self.l2(h)  # type: ignore[operator]  # u2 is a registered buffer (a Tensor)
         elif self.model == "linear":
             h = self.l2(self.l1(x))
         else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,9 +61,15 @@ class Hyperplanes:
         return 2 ** self.weights.shape[1]
 
 
-def sample_hyperplanes(X_train: np.ndarray, n_units: int, n_contexts: int, seed: int,
-                       median_init: bool = True, weight_sd: float = 36.0,
-                       cutoff_sd: float = 9.0) -> Hyperplanes:
+def sample_hyperplanes(
+    X_train: np.ndarray,
+    n_units: int,
+    n_contexts: int,
+    seed: int,
+    median_init: bool = True,
+    weight_sd: float = 36.0,
+    cutoff_sd: float = 9.0,
+) -> Hyperplanes:
     """Random hyperplanes as in Appendix A: normal weights (sd 36), cutoffs N(0, 9^2) or, with
     median init (MI, the main-text setting), the median of the training projections so that each
     hyperplane halves the training data. `X_train` holds the features the gates look at.
@@ -165,42 +172,59 @@ def _orthogonal(rows: int, cols: int, gen: torch.Generator, dtype, device) -> to
     return q.to(dtype=dtype, device=device)
 
 
-def init_deep_gln(seeds: list[int], n_units: int, n_contexts: int, dim: int,
-                  dtype=torch.float32, device="cpu") -> dict[str, torch.Tensor]:
+def init_deep_gln(
+    seeds: list[int], n_units: int, n_contexts: int, dim: int, dtype=torch.float32, device="cpu"
+) -> dict[str, torch.Tensor]:
     """Deep GLN parameters, one replica per seed: w1 (R, H, C, D) orthogonal per context (no
     first-layer bias; the constant feature plays that role), w2 (R, H) orthogonal (a unit
     vector), b2 (R,) = 0."""
     w1, w2 = [], []
     for seed in seeds:
         gen = torch.Generator().manual_seed(seed)
-        w1.append(torch.stack([_orthogonal(n_units, dim, gen, dtype, device)
-                               for _ in range(n_contexts)], 1))
+        w1.append(
+            torch.stack(
+                [_orthogonal(n_units, dim, gen, dtype, device) for _ in range(n_contexts)], 1
+            )
+        )
         w2.append(_orthogonal(1, n_units, gen, dtype, device)[0])
-    return {"w1": torch.stack(w1), "w2": torch.stack(w2),
-            "b2": torch.zeros(len(seeds), dtype=dtype, device=device)}
+    return {
+        "w1": torch.stack(w1),
+        "w2": torch.stack(w2),
+        "b2": torch.zeros(len(seeds), dtype=dtype, device=device),
+    }
 
 
-def init_shallow_gln(seeds: list[int], n_contexts: int, dim: int, dtype=torch.float32,
-                     device="cpu") -> dict[str, torch.Tensor]:
+def init_shallow_gln(
+    seeds: list[int], n_contexts: int, dim: int, dtype=torch.float32, device="cpu"
+) -> dict[str, torch.Tensor]:
     """Shallow GLN: one linear predictor per context, w (R, C, D), orthogonal init."""
-    return {"w": torch.stack([_orthogonal(n_contexts, dim, torch.Generator().manual_seed(s),
-                                          dtype, device) for s in seeds])}
+    return {
+        "w": torch.stack(
+            [
+                _orthogonal(n_contexts, dim, torch.Generator().manual_seed(s), dtype, device)
+                for s in seeds
+            ]
+        )
+    }
 
 
-def init_relu(seeds: list[int], n_units: int, dim: int, dtype=torch.float32,
-              device="cpu") -> dict[str, torch.Tensor]:
+def init_relu(
+    seeds: list[int], n_units: int, dim: int, dtype=torch.float32, device="cpu"
+) -> dict[str, torch.Tensor]:
     """Two-layer ReLU network, Kaiming normal init (He et al., 2015): w1 (R, H, D) with sd
     sqrt(2/D), w2 (R, H) with sd sqrt(2/H), b2 = 0 (first-layer bias via the constant feature)."""
     w1, w2 = [], []
     for seed in seeds:
         gen = torch.Generator().manual_seed(seed)
-        w1.append(torch.randn(n_units, dim, generator=gen, dtype=torch.float64)
-                  * math.sqrt(2 / dim))
-        w2.append(torch.randn(n_units, generator=gen, dtype=torch.float64)
-                  * math.sqrt(2 / n_units))
-    return {"w1": torch.stack(w1).to(dtype=dtype, device=device),
-            "w2": torch.stack(w2).to(dtype=dtype, device=device),
-            "b2": torch.zeros(len(seeds), dtype=dtype, device=device)}
+        w1.append(
+            torch.randn(n_units, dim, generator=gen, dtype=torch.float64) * math.sqrt(2 / dim)
+        )
+        w2.append(torch.randn(n_units, generator=gen, dtype=torch.float64) * math.sqrt(2 / n_units))
+    return {
+        "w1": torch.stack(w1).to(dtype=dtype, device=device),
+        "w2": torch.stack(w2).to(dtype=dtype, device=device),
+        "b2": torch.zeros(len(seeds), dtype=dtype, device=device),
+    }
 
 
 def forward_deep_gln(p: dict, X: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
@@ -224,7 +248,11 @@ def forward_relu(p: dict, X: torch.Tensor, ctx=None) -> torch.Tensor:
     return (hidden * p["w2"][:, None, :]).sum(-1) + p["b2"][:, None]
 
 
-FORWARD = {"deep": forward_deep_gln, "shallow": forward_shallow_gln, "relu": forward_relu}
+FORWARD: dict[str, Callable[..., torch.Tensor]] = {
+    "deep": forward_deep_gln,
+    "shallow": forward_shallow_gln,
+    "relu": forward_relu,
+}
 
 
 @dataclass
@@ -241,8 +269,15 @@ class Schedule:
     momentum: float = 0.0
 
 
-def train_batched(kind: str, params: dict, X: torch.Tensor, y: torch.Tensor,
-                  ctx: torch.Tensor | None, schedule: Schedule, seeds: list[int]) -> dict:
+def train_batched(
+    kind: str,
+    params: dict,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    ctx: torch.Tensor | None,
+    schedule: Schedule,
+    seeds: list[int],
+) -> dict:
     """Train R independent replicas in one tensor program with `schedule`.
 
     X (R, N, D), y (R, N) in {-1, +1}, ctx (R, N, H) / (R, N) / None. The loss is the sum over
@@ -251,7 +286,7 @@ def train_batched(kind: str, params: dict, X: torch.Tensor, y: torch.Tensor,
     its own seed, so a replica's run does not depend on which others share the batch.
     """
     if kind == "shallow":
-        return _train_shallow_lazy(params, X, y, ctx, schedule, seeds)
+        return _train_shallow_lazy(params, X, y, ctx, schedule, seeds)  # type: ignore[arg-type]  # the shallow GLN always has contexts
     return _train_dense(kind, params, X, y, ctx, schedule, seeds)
 
 
@@ -266,12 +301,19 @@ def _minibatches(N: int, schedule: Schedule, seeds: list[int], device):
             if step >= schedule.n_steps:
                 return
             lr = schedule.lr * (schedule.lr_factor if step >= schedule.lr_drop_step else 1.0)
-            yield step, lr, perm[:, start:start + B]
+            yield step, lr, perm[:, start : start + B]
             step += 1
 
 
-def _train_dense(kind: str, params: dict, X: torch.Tensor, y: torch.Tensor,
-                 ctx: torch.Tensor | None, schedule: Schedule, seeds: list[int]) -> dict:
+def _train_dense(
+    kind: str,
+    params: dict,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    ctx: torch.Tensor | None,
+    schedule: Schedule,
+    seeds: list[int],
+) -> dict:
     forward = FORWARD[kind]
     params = {k: v.clone().requires_grad_(True) for k, v in params.items()}
     # SGD with momentum written out (the update of torch.optim.SGD with dampening 0, no
@@ -281,8 +323,13 @@ def _train_dense(kind: str, params: dict, X: torch.Tensor, y: torch.Tensor,
     targets = (y > 0).to(X.dtype)
     for _, lr, idx in _minibatches(X.shape[1], schedule, seeds, X.device):
         out = forward(params, X[rows, idx], None if ctx is None else ctx[rows, idx])
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            out, targets[rows, idx], reduction="none").mean(1).sum()
+        loss = (
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                out, targets[rows, idx], reduction="none"
+            )
+            .mean(1)
+            .sum()
+        )
         grads = torch.autograd.grad(loss, list(params.values()))
         with torch.no_grad():
             for (k, p), g in zip(params.items(), grads):
@@ -304,10 +351,10 @@ def _idle_steps_factors(last: torch.Tensor, t: int, schedule: Schedule):
     n2 = torch.clamp(t - torch.clamp(s, min=d - 1), min=0)
 
     def geometric(n):  # sum_{i=1}^{n} mu^i
-        return n * 0.0 if mu == 0 else mu * (1 - mu ** n) / (1 - mu)
+        return n * 0.0 if mu == 0 else mu * (1 - mu**n) / (1 - mu)
 
     lr1, lr2 = schedule.lr, schedule.lr * schedule.lr_factor
-    factor = lr1 * geometric(n1) + lr2 * mu ** n1 * geometric(n2)
+    factor = lr1 * geometric(n1) + lr2 * mu**n1 * geometric(n2)
     return factor, mu ** (t - s)
 
 
@@ -321,8 +368,14 @@ def _catch_up(W, V, last, rows, t, schedule) -> None:
 
 
 @torch.no_grad()
-def _train_shallow_lazy(params: dict, X: torch.Tensor, y: torch.Tensor, ctx: torch.Tensor,
-                        schedule: Schedule, seeds: list[int]) -> dict:
+def _train_shallow_lazy(
+    params: dict,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    ctx: torch.Tensor,
+    schedule: Schedule,
+    seeds: list[int],
+) -> dict:
     """The shallow GLN's SGD (momentum included) touching only the rows of the current batch.
 
     A mini-batch's gradient is zero outside the contexts of its samples; an idle row's
@@ -356,8 +409,9 @@ def _train_shallow_lazy(params: dict, X: torch.Tensor, y: torch.Tensor, ctx: tor
 
 
 @torch.no_grad()
-def predict_batched(kind: str, params: dict, X: torch.Tensor, ctx: torch.Tensor | None,
-                    chunk: int = 2000) -> torch.Tensor:
+def predict_batched(
+    kind: str, params: dict, X: torch.Tensor, ctx: torch.Tensor | None, chunk: int = 2000
+) -> torch.Tensor:
     """Outputs (R, N) of R replicas on X (R, N, D) (or a shared (N, D)), in chunks."""
     forward = FORWARD[kind]
     R = next(iter(params.values())).shape[0]
@@ -365,6 +419,6 @@ def predict_batched(kind: str, params: dict, X: torch.Tensor, ctx: torch.Tensor 
         X = X.expand(R, *X.shape)
     outs = []
     for s in range(0, X.shape[1], chunk):
-        c = None if ctx is None else ctx[:, s:s + chunk]
-        outs.append(forward(params, X[:, s:s + chunk], c))
+        c = None if ctx is None else ctx[:, s : s + chunk]
+        outs.append(forward(params, X[:, s : s + chunk], c))
     return torch.cat(outs, 1)

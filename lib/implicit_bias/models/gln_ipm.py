@@ -82,16 +82,26 @@ class SVMSolution:
     def summary(self) -> dict:
         """JSON-serializable scalars (no arrays): what a sweep stores for this solve."""
         out = {
-            "kind": self.kind, "status": self.status, "objective": self.objective,
-            "dual_objective": self.dual_objective, "duality_gap": self.duality_gap,
-            "gap_relative": self.gap_relative, "primal_infeasibility": self.primal_infeasibility,
-            "stationarity": self.stationarity, "complementarity": self.complementarity,
-            "iterations": self.iterations, "solve_time": self.solve_time,
-            "cpu_time": self.cpu_time, "bias": self.bias, "message": self.message,
+            "kind": self.kind,
+            "status": self.status,
+            "objective": self.objective,
+            "dual_objective": self.dual_objective,
+            "duality_gap": self.duality_gap,
+            "gap_relative": self.gap_relative,
+            "primal_infeasibility": self.primal_infeasibility,
+            "stationarity": self.stationarity,
+            "complementarity": self.complementarity,
+            "iterations": self.iterations,
+            "solve_time": self.solve_time,
+            "cpu_time": self.cpu_time,
+            "bias": self.bias,
+            "message": self.message,
         }
         out.update({k: v for k, v in self.extra.items() if isinstance(v, (int, float, str))})
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in out.items()}
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in out.items()
+        }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,8 +154,7 @@ def one_hot_contexts(contexts: torch.Tensor, n_contexts: int) -> torch.Tensor:
 # steps, stopping and certificates
 
 
-def _max_step(x: torch.Tensor, dx: torch.Tensor, mask: torch.Tensor | None = None
-              ) -> torch.Tensor:
+def _max_step(x: torch.Tensor, dx: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Largest a with x + a dx >= 0 (per problem; inf if dx >= 0)."""
     neg = dx < 0 if mask is None else (dx < 0) & mask
     return torch.where(neg, -x / dx, torch.full_like(x, math.inf)).amin(1)
@@ -172,13 +181,16 @@ def _check_certificate(sol: SVMSolution, tol: float) -> SVMSolution:
     bound = max(100 * tol, 1e-8)
     if sol.status == "optimal" and not sol.gap_relative <= bound:
         sol.status = "numerical_error"
-        sol.message = (f"stopping test met, but the certified relative gap is "
-                       f"{sol.gap_relative:.1e} > {bound:.0e}")
+        sol.message = (
+            f"stopping test met, but the certified relative gap is "
+            f"{sol.gap_relative:.1e} > {bound:.0e}"
+        )
     return sol
 
 
-def _balanced(lam: torch.Tensor, y: torch.Tensor, groups: torch.Tensor | None = None
-              ) -> torch.Tensor:
+def _balanced(
+    lam: torch.Tensor, y: torch.Tensor, groups: torch.Tensor | None = None
+) -> torch.Tensor:
     """lam with the heavier class scaled down so that ``y^T lam = 0`` (per group if given): a
     point that satisfies the bias's dual equality exactly, for the certificate."""
     if groups is None:
@@ -227,8 +239,9 @@ def _qp_newton(st: dict, r_n: torch.Tensor, bias: bool):
     return dlam, db, ds
 
 
-def _qp_ipm(K: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, tol: float,
-            max_iter: int) -> dict:
+def _qp_ipm(
+    K: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, tol: float, max_iter: int
+) -> dict:
     """Mehrotra predictor-corrector on ``min 1/2 lam^T K lam - 1^T lam`` s.t. ``lam >= 0``
     (``y^T lam = 0`` with a bias), batched: K (B, N, N) with ``K = y y^T * kernel``; samples
     with ``mask`` False are padding (lam fixed at 0). Margins are ``K lam + y b = 1 + s``.
@@ -257,11 +270,17 @@ def _qp_ipm(K: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, to
         primal = quad / 2 / scale
         primal = torch.where(mmin > 0, primal, torch.full_like(primal, math.inf))
         rel_gap = (primal - dual) / dual.abs().clamp_min(1e-300)
-        _mark(status, done, iters, it, [
-            (~torch.isfinite(lam).all(1), "numerical_error"),
-            ((rel_gap <= tol) | ((dual == 0) & (primal == 0)), "optimal"),
-            (lam.sum(1) > _INFEASIBLE_DUAL, "infeasible"),
-        ])
+        _mark(
+            status,
+            done,
+            iters,
+            it,
+            [
+                (~torch.isfinite(lam).all(1), "numerical_error"),
+                ((rel_gap <= tol) | ((dual == 0) & (primal == 0)), "optimal"),
+                (lam.sum(1) > _INFEASIBLE_DUAL, "infeasible"),
+            ],
+        )
         if bool(done.all()) or it == max_iter:
             break
         rd = (margin - 1 - s) * m
@@ -303,8 +322,9 @@ def _primal_newton(st: dict, r_c: torch.Tensor):
     return dw, ds, dlam
 
 
-def _primal_svm_ipm(X: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, tol: float,
-                    max_iter: int) -> dict:
+def _primal_svm_ipm(
+    X: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, tol: float, max_iter: int
+) -> dict:
     """Mehrotra predictor-corrector on the primal ``min 1/2 ||w||^2`` s.t.
     ``y_n <w, x_n> - 1 = s_n >= 0`` in feature space, batched: X (B, m, D), y (B, m), samples
     with ``mask`` False are padding. Each Newton step solves the D x D system
@@ -323,19 +343,26 @@ def _primal_svm_ipm(X: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, tol: f
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     for it in range(max_iter + 1):
         Xw = torch.einsum("bmd,bd->bm", X, w)
-        g = torch.einsum("bmd,bm->bd", X, lam * y)          # X^T (y lam)
+        g = torch.einsum("bmd,bm->bd", X, lam * y)  # X^T (y lam)
         dual = lam.sum(1) - (g * g).sum(1) / 2
         margins = torch.where(mask, y * Xw, torch.full_like(Xw, math.inf))
         mmin = margins.amin(1)
         wsq = (w * w).sum(1)
-        primal = torch.where(mmin > 0, wsq / 2 / mmin.clamp(max=1.0) ** 2,
-                             torch.full_like(wsq, math.inf))
+        primal = torch.where(
+            mmin > 0, wsq / 2 / mmin.clamp(max=1.0) ** 2, torch.full_like(wsq, math.inf)
+        )
         rel_gap = (primal - dual) / dual.abs().clamp_min(1e-300)
-        _mark(status, done, iters, it, [
-            (~torch.isfinite(w).all(1), "numerical_error"),
-            (rel_gap <= tol, "optimal"),
-            (lam.sum(1) > _INFEASIBLE_DUAL, "infeasible"),
-        ])
+        _mark(
+            status,
+            done,
+            iters,
+            it,
+            [
+                (~torch.isfinite(w).all(1), "numerical_error"),
+                (rel_gap <= tol, "optimal"),
+                (lam.sum(1) > _INFEASIBLE_DUAL, "infeasible"),
+            ],
+        )
         if bool(done.all()) or it == max_iter:
             break
         r_w = w - g
@@ -366,8 +393,9 @@ def _primal_svm_ipm(X: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, tol: f
     return {"status": status, "iterations": iters, "w": w, "lam": lam * mk}
 
 
-def _kernel_svm(Kx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, tol: float,
-                max_iter: int) -> dict:
+def _kernel_svm(
+    Kx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: bool, tol: float, max_iter: int
+) -> dict:
     """Normalize ``Kx`` (B, N, N) (a PSD kernel, without labels) and run `_qp_ipm`; returns the
     duals in input units: margins are ``y * (Kx @ (lam * y) + b)``."""
     diag = (Kx.diagonal(dim1=1, dim2=2) * mask).sum(1) / mask.sum(1).clamp_min(1)
@@ -380,8 +408,23 @@ def _kernel_svm(Kx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, bias: boo
     return out
 
 
-def _finish_kernel(kind, status, lam, b, Kx, y, mask, bias, iters, elapsed, cpu, weights,
-                   objective_scale=1.0, message="", extra=None) -> SVMSolution:
+def _finish_kernel(
+    kind,
+    status,
+    lam,
+    b,
+    Kx,
+    y,
+    mask,
+    bias,
+    iters,
+    elapsed,
+    cpu,
+    weights,
+    objective_scale=1.0,
+    message="",
+    extra=None,
+) -> SVMSolution:
     """Certificate and residuals of a kernel SVM ``min 1/2 w^T w`` (objective = ``||w||^2``
     times `objective_scale`), from the dual lam (input units) and the kernel."""
     ly = lam * y
@@ -400,7 +443,22 @@ def _finish_kernel(kind, status, lam, b, Kx, y, mask, bias, iters, elapsed, cpu,
     if status == "infeasible":
         weights, gap = None, math.inf
         message = message or "dual objective diverges: the data are not separable"
-    return SVMSolution(kind, status, weights, b, lam, objective_scale * wsq,
-                       objective_scale * 2 * dual, objective_scale * 2 * gap,
-                       gap / max(abs(dual), 1e-300), max(0.0, 1 - mmin) if mm.numel() else 0.0,
-                       station, compl, iters, elapsed, cpu, message, extra or {})
+    return SVMSolution(
+        kind,
+        status,
+        weights,
+        b,
+        lam,
+        objective_scale * wsq,
+        objective_scale * 2 * dual,
+        objective_scale * 2 * gap,
+        gap / max(abs(dual), 1e-300),
+        max(0.0, 1 - mmin) if mm.numel() else 0.0,
+        station,
+        compl,
+        iters,
+        elapsed,
+        cpu,
+        message,
+        extra or {},
+    )

@@ -83,8 +83,15 @@ def _gl_newton(st: dict, r_h: torch.Tensor, r_n: torch.Tensor, bias: bool):
     return dlam, db, dnu, ds, dw
 
 
-def _group_lasso_ipm(K: torch.Tensor, Z: torch.Tensor, gidx: torch.Tensor, y: torch.Tensor,
-                     bias: bool, tol: float, max_iter: int) -> dict:
+def _group_lasso_ipm(
+    K: torch.Tensor,
+    Z: torch.Tensor,
+    gidx: torch.Tensor,
+    y: torch.Tensor,
+    bias: bool,
+    tol: float,
+    max_iter: int,
+) -> dict:
     """Primal-dual IPM on ``max 1^T lam  s.t.  lam >= 0, (lam^T Q_h lam - 1) / 2 + w_h = 0,
     w >= 0 [, y^T lam = 0]``, batched over a leading dimension B.
 
@@ -140,8 +147,11 @@ def _group_lasso_ipm(K: torch.Tensor, Z: torch.Tensor, gidx: torch.Tensor, y: to
         dual = lam.sum(1) * dscale
         rel_gap = (primal * pscale - dual) / dual.clamp_min(1e-300)
         # with a bias the dual point must also satisfy y^T lam = 0 (certified again at the end)
-        rel_eq = (y * lam).sum(1).abs() / lam.sum(1).clamp_min(1e-300) if bias else \
-            torch.zeros_like(rel_gap)
+        rel_eq = (
+            (y * lam).sum(1).abs() / lam.sum(1).clamp_min(1e-300)
+            if bias
+            else torch.zeros_like(rel_gap)
+        )
         mu = ((nu * w).sum(1) + (s * lam).sum(1)) / n_cons
         improved = (rel_gap + rel_eq < best_gap) & ~done
         if bool(improved.any()):
@@ -150,12 +160,18 @@ def _group_lasso_ipm(K: torch.Tensor, Z: torch.Tensor, gidx: torch.Tensor, y: to
             for key, val in (("lam", lam), ("nu", nu), ("b", b[:, None])):
                 best[key] = torch.where(sel, val, best[key])
         finite = torch.isfinite(lam).all(1) & torch.isfinite(nu).all(1)
-        _mark(status, done, iters, it, [
-            (~finite, "numerical_error"),
-            ((rel_gap <= tol) & (rel_eq <= tol), "optimal"),
-            (dual > _INFEASIBLE_DUAL, "infeasible"),
-            (mu < 1e-18, "numerical_error"),  # nothing left to gain: the iterates stalled
-        ])
+        _mark(
+            status,
+            done,
+            iters,
+            it,
+            [
+                (~finite, "numerical_error"),
+                ((rel_gap <= tol) & (rel_eq <= tol), "optimal"),
+                (dual > _INFEASIBLE_DUAL, "infeasible"),
+                (mu < 1e-18, "numerical_error"),  # nothing left to gain: the iterates stalled
+            ],
+        )
         if bool(done.all()) or it == max_iter:
             break
         rd = margin - 1.0 - s  # dual residual (stationarity in lam)
@@ -177,14 +193,26 @@ def _group_lasso_ipm(K: torch.Tensor, Z: torch.Tensor, gidx: torch.Tensor, y: to
             L = torch.where(bad[:, None, None], L2, L)
             _mark(status, done, iters, it, [(bad & (info2 > 0), "numerical_error")])
 
-        state = {"L": L, "rd": rd, "rq": rq, "rp": rp, "GL": GL, "nu": nu, "w": w, "lam": lam,
-                 "s": s, "y": y}
+        state = {
+            "L": L,
+            "rd": rd,
+            "rq": rq,
+            "rp": rp,
+            "GL": GL,
+            "nu": nu,
+            "w": w,
+            "lam": lam,
+            "s": s,
+            "y": y,
+        }
         # predictor (affine scaling) step
         dlam, db, dnu, ds, dw = _gl_newton(state, -nu * w, -s * lam, bias)
         pairs = ((lam, dlam), (s, ds), (nu, dnu), (w, dw))
         a_aff = _step_to_boundary(pairs).clamp(max=1.0)[:, None]
-        mu_aff = (((nu + a_aff * dnu) * (w + a_aff * dw)).sum(1)
-                  + ((s + a_aff * ds) * (lam + a_aff * dlam)).sum(1)) / n_cons
+        mu_aff = (
+            ((nu + a_aff * dnu) * (w + a_aff * dw)).sum(1)
+            + ((s + a_aff * ds) * (lam + a_aff * dlam)).sum(1)
+        ) / n_cons
         sigma = ((mu_aff / mu).clamp(0, 1)) ** 3
         # never aim the products below what the tolerance needs: overshooting complementarity
         # while the (bilinear) dual residual lags makes the Newton systems needlessly singular
@@ -210,13 +238,26 @@ def _group_lasso_ipm(K: torch.Tensor, Z: torch.Tensor, gidx: torch.Tensor, y: to
         q = q + 2 * st * gd + st**2 * quad
     iters = [n if st != "max_iter" else it for n, st in zip(iters, status)]
     # a failed or unfinished problem returns its best iterate (its status says what happened)
-    return {"status": status, "iterations": iters, "lam": best["lam"], "nu": best["nu"],
-            "b": best["b"][:, 0], "best_gap": best_gap}
+    return {
+        "status": status,
+        "iterations": iters,
+        "lam": best["lam"],
+        "nu": best["nu"],
+        "b": best["b"][:, 0],
+        "best_gap": best_gap,
+    }
 
 
-def _group_lasso_solutions(kind: str, X: torch.Tensor, y: torch.Tensor, contexts: torch.Tensor,
-                           n_contexts: int, bias: bool, tol: float, max_iter: int
-                           ) -> list[SVMSolution]:
+def _group_lasso_solutions(
+    kind: str,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    contexts: torch.Tensor,
+    n_contexts: int,
+    bias: bool,
+    tol: float,
+    max_iter: int,
+) -> list[SVMSolution]:
     """Solve a batch of group-lasso SVMs (shared N, H, C); X (B, N, D), contexts (B, N, H)."""
     dev = X.device
     _sync(dev)
@@ -249,14 +290,29 @@ def _group_lasso_solutions(kind: str, X: torch.Tensor, y: torch.Tensor, contexts
         nu = out["nu"][i]
         zeta = G.reshape(H, n_contexts, D) * (nu / kappa[i].sqrt())[:, None, None]
         b = float(out["b"][i]) if bias else 0.0
-        sol = _finish_group_lasso(kind, status, zeta, b, lam, Z[i], X[i], y[i], contexts[i],
-                                  bias, out["iterations"][i], elapsed / B, cpu / B, message)
+        sol = _finish_group_lasso(
+            kind,
+            status,
+            zeta,
+            b,
+            lam,
+            Z[i],
+            X[i],
+            y[i],
+            contexts[i],
+            bias,
+            out["iterations"][i],
+            elapsed / B,
+            cpu / B,
+            message,
+        )
         sols.append(_check_certificate(sol, tol))
     return sols
 
 
-def _feasibility_check(X: torch.Tensor, y: torch.Tensor, Z: torch.Tensor, bias: bool,
-                       status: str) -> tuple[str, str]:
+def _feasibility_check(
+    X: torch.Tensor, y: torch.Tensor, Z: torch.Tensor, bias: bool, status: str
+) -> tuple[str, str]:
     """Tell an infeasible group-lasso SVM from a solver failure.
 
     Feasibility depends only on the margin constraints, not on the norm, so we solve the same
@@ -272,8 +328,9 @@ def _feasibility_check(X: torch.Tensor, y: torch.Tensor, Z: torch.Tensor, bias: 
     return status, f"the constraints are feasible (ridge check: {check}) but the IPM stopped"
 
 
-def _finish_group_lasso(kind, status, zeta, b, lam, Z, X, y, contexts, bias, iters, elapsed,
-                        cpu, message) -> SVMSolution:
+def _finish_group_lasso(
+    kind, status, zeta, b, lam, Z, X, y, contexts, bias, iters, elapsed, cpu, message
+) -> SVMSolution:
     """Certificate and KKT residuals of a group-lasso SVM, recomputed in input space.
 
     Certified gap: the primal zeta scaled by ``1 / min(1, min margin)`` is feasible; the dual
@@ -303,22 +360,45 @@ def _finish_group_lasso(kind, status, zeta, b, lam, Z, X, y, contexts, bias, ite
     compl = float((lam * (margins - 1).abs()).sum()) / lsum
     if status == "infeasible":
         zeta_out, gap, primal = None, math.inf, math.inf
-        message = message or ("dual objective diverges: the data are not separable by this "
-                              "architecture")
+        message = message or (
+            "dual objective diverges: the data are not separable by this architecture"
+        )
     else:
         zeta_out = zeta
-    return SVMSolution(kind, status, zeta_out, b, lam, primal, dual, gap,
-                       gap / max(abs(dual), 1e-300), max(0.0, 1 - mmin), station, compl, iters,
-                       elapsed, cpu, message)
+    return SVMSolution(
+        kind,
+        status,
+        zeta_out,
+        b,
+        lam,
+        primal,
+        dual,
+        gap,
+        gap / max(abs(dual), 1e-300),
+        max(0.0, 1 - mmin),
+        station,
+        compl,
+        iters,
+        elapsed,
+        cpu,
+        message,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # public solvers: group lasso
 
 
-def svm_gln(X: Array, y: Array, contexts: Array, n_contexts: int | None = None,
-            bias: bool = False, tol: float = 1e-10, max_iter: int = 100,
-            device: torch.device | str | None = None) -> SVMSolution:
+def svm_gln(
+    X: Array,
+    y: Array,
+    contexts: Array,
+    n_contexts: int | None = None,
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> SVMSolution:
     """SVM-GLN, Eq. (20) / (52) of Lippl et al.: ``min_zeta sum_h ||zeta_h||_2`` s.t.
     ``y_n (sum_h <zeta_{h, c_hn}, x_n> + b) >= 1`` (``b = 0`` unless `bias`).
 
@@ -337,9 +417,16 @@ def svm_gln(X: Array, y: Array, contexts: Array, n_contexts: int | None = None,
     return svm_gln_batch([X], [y], [contexts], n_contexts, bias, tol, max_iter, device)[0]
 
 
-def svm_gln_batch(Xs, ys, contexts_list, n_contexts: int | None = None, bias: bool = False,
-                  tol: float = 1e-10, max_iter: int = 100,
-                  device: torch.device | str | None = None) -> list[SVMSolution]:
+def svm_gln_batch(
+    Xs,
+    ys,
+    contexts_list,
+    n_contexts: int | None = None,
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> list[SVMSolution]:
     """`svm_gln` for several problems of the same (N, D, H) in one batched tensor program
     (e.g. the 3 context seeds of a configuration; pays on a GPU)."""
     dev = _device(device, *Xs)
@@ -353,8 +440,15 @@ def svm_gln_batch(Xs, ys, contexts_list, n_contexts: int | None = None, bias: bo
     return _group_lasso_solutions("svm_gln", X, y, ctx, C, bias, tol, max_iter)
 
 
-def svm_frelu(X: Array, y: Array, gates: Array, bias: bool = False, tol: float = 1e-10,
-              max_iter: int = 100, device: torch.device | str | None = None) -> SVMSolution:
+def svm_frelu(
+    X: Array,
+    y: Array,
+    gates: Array,
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> SVMSolution:
     """FReLU SVM, Eq. (22) of Lippl et al. (SVM-RC with random gates, SVM-LC with the gates of a
     trained ReLU network): ``min sum_h ||zeta_h||_2`` s.t.
     ``y_n (sum_{h: gate_hn = 1} <zeta_h, x_n> + b) >= 1``; ``gates`` (N, H) boolean.
@@ -366,8 +460,9 @@ def svm_frelu(X: Array, y: Array, gates: Array, bias: bool = False, tol: float =
     dev = _device(device, X)
     g = _tensor(gates, dev, torch.bool)
     ctx = torch.where(g, 0, -1).long()
-    sol = _group_lasso_solutions("svm_frelu", _tensor(X, dev)[None], _tensor(y, dev)[None],
-                                 ctx[None], 1, bias, tol, max_iter)[0]
+    sol = _group_lasso_solutions(
+        "svm_frelu", _tensor(X, dev)[None], _tensor(y, dev)[None], ctx[None], 1, bias, tol, max_iter
+    )[0]
     if sol.weights is not None:
         sol.weights = sol.weights[:, 0, :]
     return sol
@@ -377,8 +472,7 @@ def svm_frelu(X: Array, y: Array, gates: Array, bias: bool = False, tol: float =
 # public solvers: hard-margin kernel SVMs (the interior-point methods are in gln_ipm)
 
 
-def context_kernel(contexts: torch.Tensor, n_contexts: int, variant: str = "exact"
-                   ) -> torch.Tensor:
+def context_kernel(contexts: torch.Tensor, n_contexts: int, variant: str = "exact") -> torch.Tensor:
     """The context part of the SVM-L2 kernel ``Phi^T N^+ Phi`` (the full kernel multiplies it
     elementwise by ``<x_n, x_m>``), from ``S_nm`` = number of units where n and m share their
     context.
@@ -401,9 +495,17 @@ def context_kernel(contexts: torch.Tensor, n_contexts: int, variant: str = "exac
     raise ValueError(f"unknown variant {variant!r}; valid: 'exact', 'eq23'")
 
 
-def svm_l2_batch(Xs, ys, contexts_list, n_contexts: int | None = None, variant: str = "exact",
-                 bias: bool = False, tol: float = 1e-10, max_iter: int = 100,
-                 device: torch.device | str | None = None) -> list[SVMSolution]:
+def svm_l2_batch(
+    Xs,
+    ys,
+    contexts_list,
+    n_contexts: int | None = None,
+    variant: str = "exact",
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> list[SVMSolution]:
     """`svm_l2` for several problems of the same (N, D, H) at once."""
     dev = _device(device, *Xs)
     X = torch.stack([_tensor(x, dev) for x in Xs])
@@ -434,21 +536,44 @@ def svm_l2_batch(Xs, ys, contexts_list, n_contexts: int | None = None, variant: 
         G = ((Z[i] * (lam * y[i])[:, None]).T @ X[i]).reshape(H, C, D)
         w0 = (lam * y[i]) @ X[i]  # sum_n lam_n y_n x_n
         zeta = a * G + (bc / C - a / C) * w0
-        sol = _finish_kernel("svm_l2", out["status"][i], lam, float(out["b"][i]), Kx[i], y[i],
-                             mask[i], bias, out["iterations"][i], elapsed, cpu, zeta,
-                             objective_scale=scale, extra={"variant": variant})
+        sol = _finish_kernel(
+            "svm_l2",
+            out["status"][i],
+            lam,
+            float(out["b"][i]),
+            Kx[i],
+            y[i],
+            mask[i],
+            bias,
+            out["iterations"][i],
+            elapsed,
+            cpu,
+            zeta,
+            objective_scale=scale,
+            extra={"variant": variant},
+        )
         sol = _check_certificate(sol, tol)
         if sol.weights is not None:  # cross-check the closed-form zeta against the kernel margins
             direct = y[i] * (predict_gln(zeta, X[i], ctx[i]) + sol.bias)
             sol.extra["zeta_margin_mismatch"] = float(
-                (direct - y[i] * (Kx[i] @ (lam * y[i]) + sol.bias)).abs().max())
+                (direct - y[i] * (Kx[i] @ (lam * y[i]) + sol.bias)).abs().max()
+            )
         sols.append(sol)
     return sols
 
 
-def svm_l2(X: Array, y: Array, contexts: Array, n_contexts: int | None = None,
-           variant: str = "exact", bias: bool = False, tol: float = 1e-10, max_iter: int = 100,
-           device: torch.device | str | None = None, norm: str | None = None) -> SVMSolution:
+def svm_l2(
+    X: Array,
+    y: Array,
+    contexts: Array,
+    n_contexts: int | None = None,
+    variant: str = "exact",
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+    norm: str | None = None,
+) -> SVMSolution:
     """SVM-L2 of Lippl et al. (Sec. 4.1, Appendix A): the deep GLN's architectural constraints
     with the L2 norm of all C^H predictors, ``min zeta^T N zeta`` s.t.
     ``y_n (sum_h <zeta_{h, c_hn}, x_n> + b) >= 1``, with ``N = M`` (Eq. 24,
@@ -463,12 +588,17 @@ def svm_l2(X: Array, y: Array, contexts: Array, n_contexts: int | None = None,
     older name of `variant`, kept for callers written against it.)
     """
     variant = norm if norm is not None else variant
-    return svm_l2_batch([X], [y], [contexts], n_contexts, variant, bias, tol, max_iter,
-                        device)[0]
+    return svm_l2_batch([X], [y], [contexts], n_contexts, variant, bias, tol, max_iter, device)[0]
 
 
-def svm_linear(F: Array, y: Array, bias: bool = False, tol: float = 1e-10, max_iter: int = 100,
-               device: torch.device | str | None = None) -> SVMSolution:
+def svm_linear(
+    F: Array,
+    y: Array,
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> SVMSolution:
     """Hard-margin linear SVM ``min ||w||_2^2`` s.t. ``y_n (<w, f_n> + b) >= 1`` (SVM-HL of
     Sec. 5.2 with F the ReLU network's hidden-layer activations). Returns w (D,);
     `objective` is ``||w||_2^2``."""
@@ -484,15 +614,33 @@ def svm_linear(F: Array, y: Array, bias: bool = False, tol: float = 1e-10, max_i
     _sync(dev)
     lam = out["lam"][0]
     w = (lam * y) @ F
-    sol = _finish_kernel("svm_linear", out["status"][0], lam, float(out["b"][0]), Kx[0], y,
-                         mask[0], bias, out["iterations"][0], time.perf_counter() - t0,
-                         time.process_time() - c0, w)
+    sol = _finish_kernel(
+        "svm_linear",
+        out["status"][0],
+        lam,
+        float(out["b"][0]),
+        Kx[0],
+        y,
+        mask[0],
+        bias,
+        out["iterations"][0],
+        time.perf_counter() - t0,
+        time.process_time() - c0,
+        w,
+    )
     return _check_certificate(sol, tol)
 
 
-def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool = False,
-                tol: float = 1e-10, max_iter: int = 100,
-                device: torch.device | str | None = None) -> SVMSolution:
+def svm_shallow(
+    X: Array,
+    y: Array,
+    context: Array,
+    n_contexts: int,
+    bias: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> SVMSolution:
     """The shallow GLN's SVM (Sec. 4.1, Fig. 2c): one hard-margin SVM per context,
     ``min sum_c ||beta_c||_2^2`` s.t. ``y_n (<beta_{c_n}, x_n> + b_{c_n}) >= 1``.
 
@@ -523,8 +671,11 @@ def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool 
         solve_ctx &= (pos_counts > 0) & (pos_counts < counts)
     ids = torch.nonzero(solve_ctx).flatten()
     beta = torch.zeros(C, D, dtype=torch.float64, device=dev)
-    biases = torch.where(pos_counts > 0, 1.0, -1.0).to(torch.float64) if bias else \
-        torch.zeros(C, dtype=torch.float64, device=dev)
+    biases = (
+        torch.where(pos_counts > 0, 1.0, -1.0).to(torch.float64)
+        if bias
+        else torch.zeros(C, dtype=torch.float64, device=dev)
+    )
     biases = torch.where(counts > 0, biases, torch.zeros_like(biases))
     lam_all = torch.zeros(N, dtype=torch.float64, device=dev)
     statuses: list[str] = []
@@ -571,7 +722,8 @@ def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool 
     dual = 2 * float(lam_c.sum()) - float((beta_c**2).sum())
     # each context's primal is scaled to feasibility separately
     cmin = torch.full((C,), math.inf, dtype=X.dtype, device=dev).scatter_reduce(
-        0, ctx, margins, "amin")
+        0, ctx, margins, "amin"
+    )
     per_ctx = (beta**2).sum(1) / cmin.clamp(max=1.0) ** 2
     feas = float(per_ctx[solve_ctx].sum()) if bool((cmin[solve_ctx] > 0).all()) else math.inf
     gap = feas - dual
@@ -585,17 +737,37 @@ def svm_shallow(X: Array, y: Array, context: Array, n_contexts: int, bias: bool 
     if bad:
         msg = f"{len(bad)} of {len(statuses)} per-context SVMs not optimal: {sorted(set(bad))}"
     single = int(((pos_counts == 0) | (pos_counts == counts)).sum() - (counts == 0).sum())
-    extra = {"biases": biases, "empty_contexts": int((counts == 0).sum()),
-             "single_class_contexts": single, "n_contexts_solved": int(len(ids))}
-    sol = SVMSolution("svm_shallow", status, beta if status != "infeasible" else None, 0.0,
-                      lam_all, wsq, dual, gap, gap / max(abs(dual), 1e-300),
-                      max(0.0, 1 - mmin), station, compl, iters, time.perf_counter() - t0,
-                      time.process_time() - c0, msg, extra)
+    extra = {
+        "biases": biases,
+        "empty_contexts": int((counts == 0).sum()),
+        "single_class_contexts": single,
+        "n_contexts_solved": int(len(ids)),
+    }
+    sol = SVMSolution(
+        "svm_shallow",
+        status,
+        beta if status != "infeasible" else None,
+        0.0,
+        lam_all,
+        wsq,
+        dual,
+        gap,
+        gap / max(abs(dual), 1e-300),
+        max(0.0, 1 - mmin),
+        station,
+        compl,
+        iters,
+        time.perf_counter() - t0,
+        time.process_time() - c0,
+        msg,
+        extra,
+    )
     return _check_certificate(sol, tol)
 
 
-def predict_shallow(beta: torch.Tensor, X: Array, context: Array,
-                   biases: torch.Tensor | None = None) -> torch.Tensor:
+def predict_shallow(
+    beta: torch.Tensor, X: Array, context: Array, biases: torch.Tensor | None = None
+) -> torch.Tensor:
     """Output of the shallow GLN's SVM: ``<beta_{c(x)}, x> (+ b_{c(x)})``."""
     X = _tensor(X, beta.device)
     ctx = _tensor(context, beta.device, torch.long).reshape(-1)

@@ -63,7 +63,7 @@ def _margin_operator(X: np.ndarray, y: np.ndarray, gates: np.ndarray) -> sp.csr_
     _, H, C = gates.shape
     n_idx, h_idx, c_idx = np.nonzero(gates)
     rows = np.repeat(n_idx, D)
-    cols = (np.repeat((h_idx * C + c_idx) * D, D) + np.tile(np.arange(D), len(n_idx)))
+    cols = np.repeat((h_idx * C + c_idx) * D, D) + np.tile(np.arange(D), len(n_idx))
     vals = (y[n_idx, None] * gates[n_idx, h_idx, c_idx, None] * X[n_idx]).ravel()
     return sp.csr_matrix((vals, (rows, cols)), shape=(N, H * C * D))
 
@@ -103,10 +103,8 @@ def _group_lasso_svm(X, y, gates, solver, reduce, max_iters, weights_mean=None) 
         # mean over contexts and the within-unit residuals as sparse linear maps of vec(zeta)
         mean_op = sp.kron(sp.kron(sp.eye(H), np.ones((1, C)) / C), sp.eye(r))  # (H r, HCr)
         total_op = sp.kron(np.ones((1, H)), sp.eye(r)) @ mean_op  # (r, HCr)
-        resid_op = sp.eye(H * C * r) - sp.kron(sp.kron(sp.eye(H), np.ones((C, C)) / C),
-                                                sp.eye(r))
-        objective = (weights_mean * cp.sum_squares(total_op @ z)
-                     + cp.sum_squares(resid_op @ z))
+        resid_op = sp.eye(H * C * r) - sp.kron(sp.kron(sp.eye(H), np.ones((C, C)) / C), sp.eye(r))
+        objective = weights_mean * cp.sum_squares(total_op @ z) + cp.sum_squares(resid_op @ z)
     problem = cp.Problem(cp.Minimize(objective), [margin])
     start = time.perf_counter()
     status = _solve(problem, solver, max_iters)
@@ -118,9 +116,15 @@ def _group_lasso_svm(X, y, gates, solver, reduce, max_iters, weights_mean=None) 
     return SVMResult(zeta, float(problem.value), status, solver, dual, seconds)
 
 
-def svm_gln(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-            solver: str = "CLARABEL", reduce: bool = True,
-            max_iters: int | None = None) -> SVMResult:
+def svm_gln(
+    X: np.ndarray,
+    y: np.ndarray,
+    contexts: np.ndarray,
+    n_contexts: int,
+    solver: str = "CLARABEL",
+    reduce: bool = True,
+    max_iters: int | None = None,
+) -> SVMResult:
     """SVM-GLN, Eq. (52) of Lippl et al. (the GLN norm of Eq. 20 under fixed margins):
 
         min_zeta  sum_h ||zeta_h||_F   s.t.  y_n < sum_h zeta[h, contexts[n, h]], x_n > >= 1,
@@ -133,8 +137,9 @@ def svm_gln(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
     return _group_lasso_svm(X, y, gates, solver, reduce, max_iters)
 
 
-def svm_gln_dual(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-                 solver: str = "CLARABEL") -> SVMResult:
+def svm_gln_dual(
+    X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int, solver: str = "CLARABEL"
+) -> SVMResult:
     """The Lagrange dual of Eq. (52), an independent formulation used to check `svm_gln`:
 
         max_lambda sum_n lambda_n  s.t.  lambda >= 0,
@@ -161,15 +166,22 @@ def svm_gln_dual(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts:
     return SVMResult(None, value, status, solver, dual, seconds)
 
 
-def dual_directions(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-                    lam: np.ndarray) -> np.ndarray:
+def dual_directions(
+    X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int, lam: np.ndarray
+) -> np.ndarray:
     """g[h, c] = sum_{n: contexts[n,h] = c} lambda_n y_n x_n, shape (H, C, D) (Eq. 54/56)."""
     gates = one_hot_contexts(contexts, n_contexts)
     return np.einsum("nhc,n,nd->hcd", gates, lam * y, X)
 
 
-def recover_zeta_from_dual(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-                           lam: np.ndarray, active_tol: float = 1e-4) -> np.ndarray:
+def recover_zeta_from_dual(
+    X: np.ndarray,
+    y: np.ndarray,
+    contexts: np.ndarray,
+    n_contexts: int,
+    lam: np.ndarray,
+    active_tol: float = 1e-4,
+) -> np.ndarray:
     """Primal zeta from the dual solution via Eq. (56): zeta_hc = t_h g_hc, where the scales
     t_h >= 0 (t_h = ||zeta_h||) solve the small LP min sum t_h s.t. the margins are >= 1, with
     t_h = 0 for units whose dual constraint is slack (||g_h|| < 1).
@@ -182,12 +194,20 @@ def recover_zeta_from_dual(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n
     t = cp.Variable(H, nonneg=True)
     cons = [unit_margin @ t >= 1] + ([t[~active] == 0] if (~active).any() else [])
     cp.Problem(cp.Minimize(cp.sum(t)), cons).solve(solver="CLARABEL")
+    assert t.value is not None
     return t.value[:, None, None] * g
 
 
-def svm_l2(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-           solver: str = "CLARABEL", variant: str = "exact", reduce: bool = True,
-           max_iters: int | None = None) -> SVMResult:
+def svm_l2(
+    X: np.ndarray,
+    y: np.ndarray,
+    contexts: np.ndarray,
+    n_contexts: int,
+    solver: str = "CLARABEL",
+    variant: str = "exact",
+    reduce: bool = True,
+    max_iters: int | None = None,
+) -> SVMResult:
     """SVM-L2 (Sec. 4.1): the minimum L2 norm of all C^H predictors under the architecture's
     constraints, min sum_gamma ||beta_gamma||^2 s.t. y_n <beta_{gamma(n)}, x_n> >= 1, written in
     zeta without enumerating the C^H predictors (Appendix A).
@@ -214,8 +234,14 @@ def svm_l2(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
     return _group_lasso_svm(X, y, gates, solver, reduce, max_iters, weights_mean=weight)
 
 
-def svm_shallow(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int,
-                solver: str = "CLARABEL", max_iters: int | None = None) -> SVMResult:
+def svm_shallow(
+    X: np.ndarray,
+    y: np.ndarray,
+    contexts: np.ndarray,
+    n_contexts: int,
+    solver: str = "CLARABEL",
+    max_iters: int | None = None,
+) -> SVMResult:
     """The shallow GLN's SVM (Sec. 4.1, Fig. 2c): min sum_c ||beta_c||^2 s.t.
     y_n <beta_{c(n)}, x_n> >= 1, i.e. an independent hard-margin SVM per context (no bias term;
     the constant feature plays that role). `contexts` is (N,) or (N, 1). Empty contexts get 0.
@@ -242,8 +268,14 @@ def svm_shallow(X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: 
     return SVMResult(beta, objective, worst, solver, None, seconds)
 
 
-def svm_frelu(X: np.ndarray, y: np.ndarray, gates: np.ndarray, solver: str = "CLARABEL",
-              reduce: bool = True, max_iters: int | None = None) -> SVMResult:
+def svm_frelu(
+    X: np.ndarray,
+    y: np.ndarray,
+    gates: np.ndarray,
+    solver: str = "CLARABEL",
+    reduce: bool = True,
+    max_iters: int | None = None,
+) -> SVMResult:
     """FReLU SVM, Eq. (22): min sum_h ||zeta_h||_2 s.t.
     y_n < sum_{h: gates[n,h]} zeta_h, x_n > >= 1.
 
@@ -257,8 +289,9 @@ def svm_frelu(X: np.ndarray, y: np.ndarray, gates: np.ndarray, solver: str = "CL
     return res
 
 
-def svm_linear(features: np.ndarray, y: np.ndarray, solver: str = "CLARABEL",
-               max_iters: int | None = None) -> SVMResult:
+def svm_linear(
+    features: np.ndarray, y: np.ndarray, solver: str = "CLARABEL", max_iters: int | None = None
+) -> SVMResult:
     """Plain hard-margin SVM, min ||v||^2 s.t. y_n <v, phi_n> >= 1 (SVM-HL on the ReLU net's
     hidden activations, Sec. 5.2; append a constant feature for a bias)."""
     F = np.asarray(features, dtype=np.float64)
@@ -270,8 +303,14 @@ def svm_linear(features: np.ndarray, y: np.ndarray, solver: str = "CLARABEL",
     seconds = time.perf_counter() - start
     if v.value is None:
         return SVMResult(None, float("nan"), status, solver, None, seconds)
-    return SVMResult(np.asarray(v.value), float(problem.value), status, solver,
-                     np.asarray(cons[0].dual_value), seconds)
+    return SVMResult(
+        np.asarray(v.value),
+        float(problem.value),
+        status,
+        solver,
+        np.asarray(cons[0].dual_value),
+        seconds,
+    )
 
 
 # -------------------------------------------------------------------------------------------
@@ -279,9 +318,16 @@ def svm_linear(features: np.ndarray, y: np.ndarray, solver: str = "CLARABEL",
 # -------------------------------------------------------------------------------------------
 
 
-def solve_program(method: str, X: np.ndarray, y: np.ndarray, contexts: np.ndarray,
-                  n_contexts: int, solver: str = "CLARABEL",
-                  max_iters: int | None = None, device: str = "cpu") -> SVMResult:
+def solve_program(
+    method: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    contexts: np.ndarray,
+    n_contexts: int,
+    solver: str = "CLARABEL",
+    max_iters: int | None = None,
+    device: str = "cpu",
+) -> SVMResult:
     """Dispatch one of the chapter's convex programs to a solver: a cvxpy solver name (ECOS, as
     the paper, CLARABEL, OSQP, SCS) or "fast" (the exact torch solvers of
     `implicit_bias.models.gln_solvers`, on `device`)."""
@@ -309,8 +355,9 @@ def _solve_fast(method, X, y, contexts, n_contexts, dev: str) -> SVMResult:
         norm = "exact" if method == "SVM-L2" else "eq23"
         out = gln_solvers.svm_l2(X, y, contexts, n_contexts, variant=norm, device=dev)
     elif method == "SVM-shallow":
-        out = gln_solvers.shallow_svm(X, y, np.asarray(contexts).reshape(-1), n_contexts,
-                                      device=dev)
+        out = gln_solvers.shallow_svm(
+            X, y, np.asarray(contexts).reshape(-1), n_contexts, device=dev
+        )
     else:
         raise ValueError(f"unknown method {method!r}; valid: {SVM_METHODS}")
     return _from_fast(out)
@@ -320,6 +367,12 @@ def _from_fast(out) -> SVMResult:
     """Convert a `gln_solvers.SVMSolution` (objective in that module's convention)."""
     primal = None if out.weights is None else out.weights.detach().cpu().numpy()
     dual = None if out.dual is None else out.dual.detach().cpu().numpy()
-    return SVMResult(primal, float(out.objective), str(out.status), "fast", dual,
-                     float(out.solve_time), {"duality_gap": float(out.gap_relative),
-                                             "iterations": int(out.iterations)})
+    return SVMResult(
+        primal,
+        float(out.objective),
+        str(out.status),
+        "fast",
+        dual,
+        float(out.solve_time),
+        {"duality_gap": float(out.gap_relative), "iterations": int(out.iterations)},
+    )

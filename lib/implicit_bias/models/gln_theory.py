@@ -47,8 +47,10 @@ def equivariance_residual(beta: np.ndarray) -> float:
     for h in range(H):
         diff = np.diff(beta, axis=h)  # beta[.., c+1, ..] - beta[.., c, ..] along unit h
         ref = diff[tuple([0] * h + [slice(None)] + [0] * (H - h - 1))]  # others at context 0
-        worst = max(worst, float(np.abs(diff - np.expand_dims(
-            ref, tuple(i for i in range(H) if i != h))).max()))
+        worst = max(
+            worst,
+            float(np.abs(diff - np.expand_dims(ref, tuple(i for i in range(H) if i != h))).max()),
+        )
     return worst
 
 
@@ -56,8 +58,10 @@ def predictor_map_rank(n_units: int, n_contexts: int) -> int:
     """Rank of the linear map zeta -> (beta_gamma)_gamma for D = 1 (Lemma B.7: the number of
     freely choosable predictors, (C-1)H + 1)."""
     H, C = n_units, n_contexts
-    rows = [np.concatenate([np.eye(C)[g] for g in gamma])
-            for gamma in itertools.product(range(C), repeat=H)]
+    rows = [
+        np.concatenate([np.eye(C)[g] for g in gamma])
+        for gamma in itertools.product(range(C), repeat=H)
+    ]
     return int(np.linalg.matrix_rank(np.array(rows)))
 
 
@@ -117,8 +121,10 @@ def gln_norm(beta: np.ndarray, solver: str = "CLARABEL") -> float:
     H = beta.ndim - 1
     C, D = beta.shape[0], beta.shape[-1]
     zeta = [cp.Variable((C, D)) for _ in range(H)]
-    cons = [sum(zeta[h][g[h]] for h in range(H)) == beta[g]
-            for g in itertools.product(range(C), repeat=H)]
+    cons = [
+        sum(zeta[h][g[h]] for h in range(H)) == beta[g]
+        for g in itertools.product(range(C), repeat=H)
+    ]
     problem = cp.Problem(cp.Minimize(sum(cp.norm(z, "fro") for z in zeta)), cons)
     problem.solve(solver=solver)
     return float(problem.value)
@@ -127,21 +133,25 @@ def gln_norm(beta: np.ndarray, solver: str = "CLARABEL") -> float:
 def gln_norm_eq21(beta: np.ndarray) -> float:
     """The closed form printed as Eq. (21) for H = C = 2, beta (2, 2, D):
     sqrt(||beta||^2 + 1/2 sum_ij ||beta_ij - beta_{i'j}|| ||beta_ij - beta_{ij'}||)."""
-    total = float((beta**2).sum())
+    total: float | np.floating = float((beta**2).sum())
     for i, j in itertools.product(range(2), repeat=2):
-        total += 0.5 * (np.linalg.norm(beta[i, j] - beta[1 - i, j])
-                        * np.linalg.norm(beta[i, j] - beta[i, 1 - j]))
+        total += 0.5 * (
+            np.linalg.norm(beta[i, j] - beta[1 - i, j])
+            * np.linalg.norm(beta[i, j] - beta[i, 1 - j])
+        )
     return math.sqrt(total)
 
 
-def svm_gln_kkt(res: SVMResult, X: np.ndarray, y: np.ndarray, contexts: np.ndarray,
-                n_contexts: int) -> dict[str, float]:
+def svm_gln_kkt(
+    res: SVMResult, X: np.ndarray, y: np.ndarray, contexts: np.ndarray, n_contexts: int
+) -> dict[str, float]:
     """KKT residuals of Eq. (52) at (zeta, lambda) from a solver: primal feasibility
     max(0, 1 - margin), dual feasibility (lambda >= 0 and ||g_h|| <= 1), complementary slackness
     max lambda_n |margin_n - 1|, stationarity of Eq. (56) max_h ||zeta_h - ||zeta_h|| g_h|| /
     max_h ||zeta_h||, and the duality gap |sum_h ||zeta_h|| - sum_n lambda_n| / objective.
     """
     zeta, lam = res.primal, res.dual
+    assert zeta is not None and lam is not None
     margin = y * predict_gln(zeta, X, contexts)
     g = dual_directions(X, y, contexts, n_contexts, lam)
     H = zeta.shape[0]
@@ -168,6 +178,7 @@ def toy_problem(n_points: int = 40, seed: int = 0, min_margin: float = 0.1) -> d
     points with teacher margin >= `min_margin` (relative), so the data are GLN-separable."""
     rng = np.random.default_rng(seed)
     teacher = rng.normal(size=(2, 2, 3))
+    pts: list[tuple[np.ndarray, np.ndarray, float]]
     pts, X, ctx = [], None, None
     while len(pts) < n_points:
         x = rng.uniform(-1, 1, size=2)
@@ -187,16 +198,26 @@ def toy_contexts(X: np.ndarray) -> np.ndarray:
     return np.stack([X[:, 0] > 0, X[:, 1] > 0], 1).astype(np.int64)
 
 
-def gln_margins(w1: np.ndarray, w2: np.ndarray, X: np.ndarray, y: np.ndarray,
-                ctx: np.ndarray) -> np.ndarray:
+def gln_margins(
+    w1: np.ndarray, w2: np.ndarray, X: np.ndarray, y: np.ndarray, ctx: np.ndarray
+) -> np.ndarray:
     """y_n f_w(x_n) for the bias-free (homogeneous) deep GLN."""
     return y * predict_gln(zeta_from_weights(w1, w2), X, ctx)
 
 
-def train_full_batch_gln(X: np.ndarray, y: np.ndarray, ctx: np.ndarray, n_contexts: int,
-                         n_steps: int, lr: float, init_scale: float = 0.1, seed: int = 0,
-                         loss: str = "logistic", record: list[int] | None = None,
-                         normalized: bool = False) -> list[dict]:
+def train_full_batch_gln(
+    X: np.ndarray,
+    y: np.ndarray,
+    ctx: np.ndarray,
+    n_contexts: int,
+    n_steps: int,
+    lr: float,
+    init_scale: float = 0.1,
+    seed: int = 0,
+    loss: str = "logistic",
+    record: list[int] | None = None,
+    normalized: bool = False,
+) -> list[dict]:
     """Full-batch gradient descent on the homogeneous deep GLN (no output bias, as Theorem 3.1
     assumes) with the logistic or exponential loss (mean over samples), float64, hand-written
     gradients (numpy; a tiny problem trained for many steps). With `normalized`, the step size is
@@ -204,12 +225,12 @@ def train_full_batch_gln(X: np.ndarray, y: np.ndarray, ctx: np.ndarray, n_contex
     direction; Nacson et al., 2019). Returns snapshots (step, w1, w2, loss) at `record` steps."""
     rng = np.random.default_rng(seed)
     N, D = X.shape
-    H = ctx.shape[1]
+    H: int = ctx.shape[1]
     w1 = init_scale * rng.normal(size=(H, n_contexts, D))
     w2 = init_scale * rng.normal(size=H)
     gates = one_hot_contexts(ctx, n_contexts)  # (N, H, C)
     record = sorted(set(record or [n_steps]))
-    snaps = []
+    snaps: list[dict] = []
     for step in range(n_steps + 1):
         # per-unit outputs u[n, h] = <w1[h, c_nh], x_n>
         u = np.einsum("nhc,hcd,nd->nh", gates, w1, X)
@@ -228,8 +249,15 @@ def train_full_batch_gln(X: np.ndarray, y: np.ndarray, ctx: np.ndarray, n_contex
         log_eta = math.log(lr) - (log_value if normalized else 0.0)
         dmargin = -np.exp(log_slope + log_eta) / N  # step size folded in
         if step == record[len(snaps)]:
-            snaps.append({"step": step, "w1": w1.copy(), "w2": w2.copy(), "loss": value,
-                          "log_loss": log_value})
+            snaps.append(
+                {
+                    "step": step,
+                    "w1": w1.copy(),
+                    "w2": w2.copy(),
+                    "loss": value,
+                    "log_loss": log_value,
+                }
+            )
             if len(snaps) == len(record):
                 break
         g = dmargin * y  # dL/df_n
@@ -240,8 +268,14 @@ def train_full_batch_gln(X: np.ndarray, y: np.ndarray, ctx: np.ndarray, n_contex
     return snaps
 
 
-def kkt_residual_eq7(w1: np.ndarray, w2: np.ndarray, X: np.ndarray, y: np.ndarray,
-                     ctx: np.ndarray, lam: np.ndarray | None = None) -> dict[str, float]:
+def kkt_residual_eq7(
+    w1: np.ndarray,
+    w2: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    ctx: np.ndarray,
+    lam: np.ndarray | None = None,
+) -> dict[str, float]:
     """How far w is from a KKT point of Eq. (6)/(7) (Theorem 3.1), with the multipliers the
     proof uses: lambda_n proportional to the loss-gradient weights exp(-margin_n) (the exponential
     tail of the logistic and exponential losses). After rescaling w so its smallest margin is 1
@@ -263,12 +297,15 @@ def kkt_residual_eq7(w1: np.ndarray, w2: np.ndarray, X: np.ndarray, y: np.ndarra
     gates = one_hot_contexts(ctx, C)
     u = np.einsum("nhc,hcd,nd->nh", gates, w1, X)
     ly = lam * y
-    direction = np.concatenate([(np.einsum("n,nhc,nd->hcd", ly, gates, X)
-                                 * w2[:, None, None]).ravel(), ly @ u])
+    direction = np.concatenate(
+        [(np.einsum("n,nhc,nd->hcd", ly, gates, X) * w2[:, None, None]).ravel(), ly @ u]
+    )
     w = np.concatenate([w1.ravel(), w2])
     cos = float(w @ direction / np.linalg.norm(w) / np.linalg.norm(direction))
-    return {"stationarity": math.sqrt(max(0.0, 1.0 - cos**2)) if cos > 0 else 1.0,
-            "complementary_slackness": float(lam @ (margin - 1) / lam.sum())}
+    return {
+        "stationarity": math.sqrt(max(0.0, 1.0 - cos**2)) if cos > 0 else 1.0,
+        "complementary_slackness": float(lam @ (margin - 1) / lam.sum()),
+    }
 
 
 def theorem_trajectory(problem: dict, snaps: list[dict], svm: SVMResult) -> list[dict]:
@@ -277,6 +314,7 @@ def theorem_trajectory(problem: dict, snaps: list[dict], svm: SVMResult) -> list
     relative to the SVM-GLN's 1 / objective, and the Eq. (7) KKT residuals."""
     X, y, ctx = problem["X"], problem["y"], problem["ctx"]
     z_star = svm.primal
+    assert z_star is not None
     b_star = all_predictors(z_star).ravel()
     rows = []
     for s in snaps:
@@ -285,12 +323,16 @@ def theorem_trajectory(problem: dict, snaps: list[dict], svm: SVMResult) -> list
         H = z.shape[0]
         group = np.linalg.norm(z.reshape(H, -1), axis=1).sum()
         margin = (y * predict_gln(z, X, ctx)).min()
-        rows.append({
-            "step": s["step"], "log10_loss": s["log_loss"] / math.log(10),
-            "cos_zeta": float(z.ravel() @ z_star.ravel()
-                              / np.linalg.norm(z) / np.linalg.norm(z_star)),
-            "cos_beta": float(b @ b_star / np.linalg.norm(b) / np.linalg.norm(b_star)),
-            "margin_ratio": float(margin / group * svm.objective),
-            **kkt_residual_eq7(s["w1"], s["w2"], X, y, ctx),
-        })
+        rows.append(
+            {
+                "step": s["step"],
+                "log10_loss": s["log_loss"] / math.log(10),
+                "cos_zeta": float(
+                    z.ravel() @ z_star.ravel() / np.linalg.norm(z) / np.linalg.norm(z_star)
+                ),
+                "cos_beta": float(b @ b_star / np.linalg.norm(b) / np.linalg.norm(b_star)),
+                "margin_ratio": float(margin / group * svm.objective),
+                **kkt_residual_eq7(s["w1"], s["w2"], X, y, ctx),
+            }
+        )
     return rows

@@ -19,6 +19,7 @@ diagonal ``diag(D)`` or a learnable matrix ``R`` (Definition 5).
 The chapter's experiments (the networks it trains, its data and task functions) are in
 `implicit_bias.chapters.low_rank_invariants`.
 """
+
 from __future__ import annotations
 
 import math

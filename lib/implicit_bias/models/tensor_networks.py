@@ -25,7 +25,7 @@ loops (exponential loss with fraction-of-norm steps, square loss). What the theo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import torch
@@ -116,8 +116,9 @@ def linear_coefficients(arch: str, params: Sequence[torch.Tensor], d: int) -> to
     return predict(arch, eye, params)
 
 
-def layer_gradients(arch: str, x: torch.Tensor, params: Sequence[torch.Tensor]
-                    ) -> list[torch.Tensor]:
+def layer_gradients(
+    arch: str, x: torch.Tensor, params: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
     """M(x) o (v_1, .., v_{l-1}, I, v_{l+1}, .., v_L) for every l, flattened (= grad_{v_l} f)."""
     leaves = [p.detach().clone().requires_grad_(True) for p in params]
     f = predict(arch, x.reshape(1, -1), leaves)[0]
@@ -133,20 +134,24 @@ def _unit(v: torch.Tensor) -> torch.Tensor:
     return v / torch.linalg.vector_norm(v)
 
 
-def singular_vector_residual(arch: str, x: torch.Tensor, params: Sequence[torch.Tensor]
-                             ) -> float:
+def singular_vector_residual(arch: str, x: torch.Tensor, params: Sequence[torch.Tensor]) -> float:
     """How far the directions u_l = v_l/||v_l|| are from a singular tuple of M(x):
     max_l ||M(x) o (.., I, ..) - s u_l|| / |s| with s = M(x) o (u_1, .., u_L)."""
     units = [_unit(p) for p in params]
     grads = layer_gradients(arch, x, units)
     s = float(predict(arch, x.reshape(1, -1), units)[0])
-    return max(float(torch.linalg.vector_norm(g - s * u.reshape(-1))) for g, u in
-               zip(grads, units)) / abs(s)
+    return max(
+        float(torch.linalg.vector_norm(g - s * u.reshape(-1))) for g, u in zip(grads, units)
+    ) / abs(s)
 
 
-def tensor_power_iteration(arch: str, x: torch.Tensor, init: Sequence[torch.Tensor],
-                           max_iter: int = 20000, tol: float = 1e-13
-                           ) -> tuple[list[torch.Tensor], float, int]:
+def tensor_power_iteration(
+    arch: str,
+    x: torch.Tensor,
+    init: Sequence[torch.Tensor],
+    max_iter: int = 20000,
+    tol: float = 1e-13,
+) -> tuple[list[torch.Tensor], float, int]:
     """A singular tuple of M(x) by the higher-order power method (Gauss-Seidel sweeps of
     u_l <- M(x) o (.., I, ..) / norm), started from `init`. Returns (u_l, s, iterations)."""
     units = [_unit(p.detach().clone()) for p in init]
@@ -180,8 +185,9 @@ def cosine(a, b) -> float:
 # Data and initializations
 
 
-def separable_data(n: int, d: int, sparsity: int, seed: int, even: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def separable_data(
+    n: int, d: int, sparsity: int, seed: int, even: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian inputs labelled by a sparse teacher (separable by construction), float64.
 
     With `even`, inputs are symmetrized to even vectors (x_j = x_{-j mod d})."""
@@ -196,8 +202,7 @@ def separable_data(n: int, d: int, sparsity: int, seed: int, even: bool = False
     return X, y
 
 
-def regression_data(n: int, d: int, seed: int, even: bool = False
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def regression_data(n: int, d: int, seed: int, even: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """An underdetermined regression (n < d): Gaussian X, y from a sparse teacher."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
@@ -223,9 +228,18 @@ def dft_matrix(d: int) -> np.ndarray:
     return np.exp(-2j * np.pi * np.outer(j, j) / d) / np.sqrt(d)
 
 
-def init_params(arch: str, d: int, L: int, alpha: float, seed: int, width: int | None = None,
-                last_scale: float = 0.0, even: bool = False, dtype=torch.float64,
-                device="cpu") -> list[torch.Tensor]:
+def init_params(
+    arch: str,
+    d: int,
+    L: int,
+    alpha: float,
+    seed: int,
+    width: int | None = None,
+    last_scale: float = 0.0,
+    even: bool = False,
+    dtype=torch.float64,
+    device="cpu",
+) -> list[torch.Tensor]:
     """Initial parameters satisfying the papers' conditions on initial directions.
 
     ``diag``: w_l = alpha wbar, wbar = 1 + 0.1 N(0, I), for every l < L (one draw) and
@@ -245,8 +259,7 @@ def init_params(arch: str, d: int, L: int, alpha: float, seed: int, width: int |
     if _check_arch(arch) == "fc":
         width = width or d
         dims = [d] + [width] * (L - 1)
-        params = [alpha * randn(dims[i], dims[i + 1]) / math.sqrt(dims[i])
-                  for i in range(L - 1)]
+        params = [alpha * randn(dims[i], dims[i + 1]) / math.sqrt(dims[i]) for i in range(L - 1)]
         return params + [alpha * randn(width) / math.sqrt(width)]
     if arch == "diag":
         wbar = 1 + 0.1 * randn(d)
@@ -266,12 +279,20 @@ def init_params(arch: str, d: int, L: int, alpha: float, seed: int, width: int |
 
 
 def _norm(params: Sequence[torch.Tensor]) -> torch.Tensor:
-    return torch.sqrt(sum((p * p).sum() for p in params))
+    return torch.sqrt(sum((p * p).sum() for p in params))  # type: ignore[arg-type]  # sum of tensors is a tensor, not the start value 0
 
 
-def train_exponential(arch: str, X: np.ndarray, y: np.ndarray, params: Sequence[torch.Tensor],
-                      steps: int, rel_step: float, record: Sequence[int] = (),
-                      decay: float | None = None, renormalize: bool = False) -> dict:
+def train_exponential(
+    arch: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    params: Sequence[torch.Tensor],
+    steps: int,
+    rel_step: float,
+    record: Collection[int] = (),
+    decay: float | None = None,
+    renormalize: bool = False,
+) -> dict:
     """Gradient descent on the exponential loss sum_i exp(-y_i f(x_i)) with the step
     eta_t = rel_step * ||Theta|| / ||grad log L||, applied to the normalized gradient
     grad L / L = grad log L.
@@ -310,9 +331,14 @@ def train_exponential(arch: str, X: np.ndarray, y: np.ndarray, params: Sequence[
     for step in range(steps + 1):
         if step in record:
             with torch.no_grad():
-                history.append({"step": step, "log_inv_loss": float(-log_loss()),
-                                "beta": linear_coefficients(arch, theta, d).cpu().numpy(),
-                                "params": [p.detach().clone() for p in theta]})
+                history.append(
+                    {
+                        "step": step,
+                        "log_inv_loss": float(-log_loss()),
+                        "beta": linear_coefficients(arch, theta, d).cpu().numpy(),
+                        "params": [p.detach().clone() for p in theta],
+                    }
+                )
         if step == steps:
             break
         grads = torch.autograd.grad(log_loss(), theta)
@@ -336,17 +362,28 @@ def train_exponential(arch: str, X: np.ndarray, y: np.ndarray, params: Sequence[
         weights = torch.softmax(-yt * f, dim=0)  # r_i / sum |r|, up to the sign -y_i
         u = Xt.T @ (-yt * weights)
         u = u / torch.linalg.vector_norm(u)
-        final = {"params": [p.detach() for p in theta],
-                 "beta": linear_coefficients(arch, theta, d).cpu().numpy(),
-                 "u": u, "u_avg": u_sum / torch.linalg.vector_norm(u_sum),
-                 "log_inv_loss": float(-torch.logsumexp(-yt * f, dim=0)),
-                 "history": history}
+        final = {
+            "params": [p.detach() for p in theta],
+            "beta": linear_coefficients(arch, theta, d).cpu().numpy(),
+            "u": u,
+            "u_avg": u_sum / torch.linalg.vector_norm(u_sum),
+            "log_inv_loss": float(-torch.logsumexp(-yt * f, dim=0)),
+            "history": history,
+        }
     return final
 
 
-def train_square(arch: str, X: np.ndarray, y: np.ndarray, params: Sequence[torch.Tensor],
-                 steps: int, rel_step: float, stability: float, tol: float = 1e-24,
-                 curvature_every: int = 25) -> dict:
+def train_square(
+    arch: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    params: Sequence[torch.Tensor],
+    steps: int,
+    rel_step: float,
+    stability: float,
+    tol: float = 1e-24,
+    curvature_every: int = 25,
+) -> dict:
     """Gradient descent on 1/2 ||f(X) - y||^2 with
     eta_t = min(rel_step ||Theta|| / ||grad||, stability / ||J||_2^2),
     J the Jacobian of the outputs in the parameters (refreshed every `curvature_every` steps):
@@ -364,7 +401,8 @@ def train_square(arch: str, X: np.ndarray, y: np.ndarray, params: Sequence[torch
         used = step
         if (step - 1) % curvature_every == 0:
             jac = torch.autograd.functional.jacobian(
-                lambda *ps: predict(arch, Xt, ps), tuple(p.detach() for p in theta))
+                lambda *ps: predict(arch, Xt, ps), tuple(p.detach() for p in theta)
+            )
             J = torch.cat([j.reshape(len(y), -1) for j in jac], dim=1)
             cap = stability / float(torch.linalg.matrix_norm(J, ord=2)) ** 2
         loss_t = 0.5 * ((predict(arch, Xt, theta) - yt) ** 2).sum()
@@ -390,18 +428,30 @@ def tensor_form_check(seed: int = 0, d: int = 6) -> list[dict]:
     for diagonal, (full-length and short-filter) convolutional and fully connected nets."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(d)
-    cases = [("diag", [3], [rng.standard_normal(d) for _ in range(3)]),
-             ("conv", [d, d, d], [rng.standard_normal(d) for _ in range(3)]),
-             ("conv", [3, 4, d], [rng.standard_normal(k) for k in (3, 4, d)]),
-             ("fc", [d, 4, 3], [rng.standard_normal((d, 4)), rng.standard_normal((4, 3)),
-                                rng.standard_normal(3)])]
+    cases = [
+        ("diag", [3], [rng.standard_normal(d) for _ in range(3)]),
+        ("conv", [d, d, d], [rng.standard_normal(d) for _ in range(3)]),
+        ("conv", [3, 4, d], [rng.standard_normal(k) for k in (3, 4, d)]),
+        (
+            "fc",
+            [d, 4, 3],
+            [rng.standard_normal((d, 4)), rng.standard_normal((4, 3)), rng.standard_normal(3)],
+        ),
+    ]
     rows = []
     for arch, shape, vs in cases:
         M = data_tensor(arch, x, shape)
         tensor_value = contract(M, vs)
-        network_value = float(predict(arch, torch.as_tensor(x)[None],
-                                      [torch.as_tensor(v) for v in vs])[0])
-        rows.append({"architecture": arch, "shape": str(list(M.shape)),
-                     "M(x) o (v_1..v_L)": tensor_value, "network f(x)": network_value,
-                     "relative error": abs(tensor_value - network_value) / abs(network_value)})
+        network_value = float(
+            predict(arch, torch.as_tensor(x)[None], [torch.as_tensor(v) for v in vs])[0]
+        )
+        rows.append(
+            {
+                "architecture": arch,
+                "shape": str(list(M.shape)),
+                "M(x) o (v_1..v_L)": tensor_value,
+                "network f(x)": network_value,
+                "relative error": abs(tensor_value - network_value) / abs(network_value),
+            }
+        )
     return rows

@@ -29,9 +29,13 @@ def margin_normalized(X: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray
     return z / np.min(y * (X @ z))
 
 
-def max_margin_with_duals(X: np.ndarray, y: np.ndarray, norm: str,
-                          weights: np.ndarray | None = None, solver: str = "CLARABEL"
-                          ) -> tuple[np.ndarray, np.ndarray]:
+def max_margin_with_duals(
+    X: np.ndarray,
+    y: np.ndarray,
+    norm: str,
+    weights: np.ndarray | None = None,
+    solver: str = "CLARABEL",
+) -> tuple[np.ndarray, np.ndarray]:
     """argmin ||z|| s.t. y_i x_i^T z >= 1 and the constraints' multipliers nu >= 0.
 
     `norm`: "l2" (the SVM of Cor 1, as min ||z||_2^2 / 2), "l1" (Cor 2, L = 2; an LP) or
@@ -65,8 +69,9 @@ def fourier_l1_max_margin(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return max_margin_with_duals(X, y, "fourier_l1")[0]
 
 
-def lp_stationary_point(X: np.ndarray, y: np.ndarray, L: int, z0: np.ndarray,
-                        fourier: bool = False, iters: int = 30) -> dict:
+def lp_stationary_point(
+    X: np.ndarray, y: np.ndarray, L: int, z0: np.ndarray, fourier: bool = False, iters: int = 30
+) -> dict:
     """A stationary point of min ||T z||_{2/L} s.t. y_i x_i^T z >= 1 (Thm 2 / Cor 2 / Cor 3),
     T = I or the DFT F, by iteratively reweighted l1 (majorize-minimize of sum |T z|^{2/L},
     each step a weighted-l1 max-margin program) started from `z0` (e.g. GD's direction).
@@ -186,8 +191,15 @@ def q_value(z: np.ndarray, L: int, scale: np.ndarray, weight: np.ndarray) -> flo
     return float(np.sum(weight * H(np.asarray(z) / scale, L)))
 
 
-def q_minimizer(X: np.ndarray, y: np.ndarray, L: int, scale: np.ndarray, weight: np.ndarray,
-                max_iter: int = 500, tol: float = 1e-20) -> dict:
+def q_minimizer(
+    X: np.ndarray,
+    y: np.ndarray,
+    L: int,
+    scale: np.ndarray,
+    weight: np.ndarray,
+    max_iter: int = 500,
+    tol: float = 1e-20,
+) -> dict:
     """argmin sum_j weight_j H_L(z_j / scale_j) s.t. X z = y (Thm 5 / Cor 5 / Cor 6).
 
     Equality-constrained Newton's method with backtracking from X^+ y: the objective is smooth
@@ -259,9 +271,14 @@ def theorem3_limit(M: np.ndarray, y: float) -> tuple[np.ndarray, np.ndarray]:
     return U1 @ eta1, U2 @ eta2
 
 
-def theorem6_limit(M: np.ndarray, y: float, v1bar: np.ndarray, v2bar: np.ndarray,
-                   alpha: float, as_printed: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray, float]:
+def theorem6_limit(
+    M: np.ndarray,
+    y: float,
+    v1bar: np.ndarray,
+    v2bar: np.ndarray,
+    alpha: float,
+    as_printed: bool = False,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Thm 6's closed-form limit of gradient flow on 1/2 (f(x) - y)^2 from
     (v_1, v_2)(0) = alpha (v1bar, v2bar):
 
@@ -275,8 +292,9 @@ def theorem6_limit(M: np.ndarray, y: float, v1bar: np.ndarray, v2bar: np.ndarray
     a, b = U1.T @ v1bar, U2.T @ v2bar
 
     def g(nu):
-        return float(np.sum(s * ((a**2 + b**2) / 2 * np.sinh(2 * s * nu)
-                                 + a * b * np.cosh(2 * s * nu))))
+        return float(
+            np.sum(s * ((a**2 + b**2) / 2 * np.sinh(2 * s * nu) + a * b * np.cosh(2 * s * nu)))
+        )
 
     target = y / alpha**2
     hi = 1.0
@@ -294,8 +312,9 @@ def theorem6_limit(M: np.ndarray, y: float, v1bar: np.ndarray, v2bar: np.ndarray
 # The references the chapter's tasks compare training with
 
 
-def _reference_direction(arch: str, L: int, X: np.ndarray, y: np.ndarray, beta: np.ndarray
-                         ) -> tuple[str, np.ndarray, np.ndarray]:
+def _reference_direction(
+    arch: str, L: int, X: np.ndarray, y: np.ndarray, beta: np.ndarray
+) -> tuple[str, np.ndarray, np.ndarray]:
     """The direction the theorem predicts and its margin multipliers: Cor 1 (fc: l2 SVM),
     Cor 2 with L = 2 (diag: l1 LP), Cor 3 with L = 2 (conv: Fourier-l1 SOCP); for L > 2
     (nonconvex l_{2/L}) the stationary point that iteratively reweighted l1 reaches from GD's
@@ -310,8 +329,15 @@ def _reference_direction(arch: str, L: int, X: np.ndarray, y: np.ndarray, beta: 
     return f"stationary point of the l_(2/{L}) problem (IRL1 from GD)", st["z"], st["nu"]
 
 
-def q_limit(X: np.ndarray, y: np.ndarray, arch: str, L: int, alpha: float, wbar: np.ndarray,
-            variant: str = "derived") -> np.ndarray:
+def q_limit(
+    X: np.ndarray,
+    y: np.ndarray,
+    arch: str,
+    L: int,
+    alpha: float,
+    wbar: np.ndarray,
+    variant: str = "derived",
+) -> np.ndarray:
     """The Q_{L,alpha}-minimizer that Thm 5 predicts as GD's regression limit.
 
     ``diag`` (Cor 5): Q = alpha^2 sum wbar_j^2 H_L(z_j / (alpha^L |wbar_j|^L)); the variant
@@ -334,8 +360,7 @@ def q_limit(X: np.ndarray, y: np.ndarray, arch: str, L: int, alpha: float, wbar:
     return C @ q_minimizer(X @ C, y, L, scale, alpha**2 * eta**2)["z"]
 
 
-def single_point_setup(d: int, k1: int, seed: int, last_scale: float = 0.3
-                       ) -> dict:
+def single_point_setup(d: int, k1: int, seed: int, last_scale: float = 0.3) -> dict:
     """One data point x ~ N(0, I_d) and a 2-layer circular conv net with filters (k1, d)
     (k1 < d: not orthogonally decomposable, only Thm 3 / Thm 6's assumptions apply), with
     initial directions v1bar = U_1 (1 + 0.1 N) + (I - U_1 U_1^T) N, v2bar = last_scale U_2 N:
@@ -381,8 +406,9 @@ def _two_layer_flow(M, y, v1, v2, t_end):
         r = a @ M @ b - y
         return np.concatenate([-r * (M @ b), -r * (M.T @ a)])
 
-    sol = solve_ivp(rhs, (0, t_end), np.concatenate([v1, v2]), method="DOP853",
-                    rtol=1e-13, atol=1e-15)
+    sol = solve_ivp(
+        rhs, (0, t_end), np.concatenate([v1, v2]), method="DOP853", rtol=1e-13, atol=1e-15
+    )
     z = sol.y[:, -1]
     return z[:k1], z[k1:]
 
@@ -399,38 +425,55 @@ def lemma4_ode_check(Ls: Sequence[int] = (2, 3, 4, 5), points: int = 25) -> list
 
     rows = []
     for L in Ls:
+
         def rhs(t, s, L=L):
             p, q, _ = s
-            return [p ** (L - 2) * q, p ** (L - 1),
-                    t * ((L - 1) * p ** (2 * L - 4) * q**2 + p ** (2 * L - 2))]
+            return [
+                p ** (L - 2) * q,
+                p ** (L - 1),
+                t * ((L - 1) * p ** (2 * L - 4) * q**2 + p ** (2 * L - 2)),
+            ]
 
         t_end = min(3.0, 0.95 * escape_time(L))
-        sol = solve_ivp(rhs, (0, t_end), [1.0, 0.0, 0.0], rtol=1e-13, atol=1e-14,
-                        dense_output=True)
+        sol = solve_ivp(rhs, (0, t_end), [1.0, 0.0, 0.0], rtol=1e-13, atol=1e-14, dense_output=True)
         taus = np.linspace(t_end / points, t_end, points)
         p, q, integral = sol.sol(taus)
         h = p ** (L - 1) * q
-        for tau, h_ode, H_ode, hinv, H_closed in zip(taus, h, integral, h_inverse(h, L),
-                                                    H(h, L)):
-            rows.append({"L": L, "tau": tau, "h_ode": h_ode, "H_ode": H_ode,
-                         "h_inverse_closed": hinv, "H_closed": H_closed,
-                         "error_h_inverse": abs(hinv - tau),
-                         "error_H": abs(H_closed - H_ode) / max(1.0, abs(H_ode))})
+        for tau, h_ode, H_ode, hinv, H_closed in zip(taus, h, integral, h_inverse(h, L), H(h, L)):
+            rows.append(
+                {
+                    "L": L,
+                    "tau": tau,
+                    "h_ode": h_ode,
+                    "H_ode": H_ode,
+                    "h_inverse_closed": hinv,
+                    "H_closed": H_closed,
+                    "error_h_inverse": abs(hinv - tau),
+                    "error_H": abs(H_closed - H_ode) / max(1.0, abs(H_ode)),
+                }
+            )
     return rows
 
 
-def alpha_sweep_theory(n: int, d: int, data_seed: int, L: int, alphas: Sequence[float]
-                       ) -> list[dict]:
+def alpha_sweep_theory(
+    n: int, d: int, data_seed: int, L: int, alphas: Sequence[float]
+) -> list[dict]:
     """Cor 5 with wbar = 1: the Q_{L,alpha}-minimizer's relative distance to the min-l1 and
     the min-l2 interpolators along `alphas` (the theory curve the GD limits are plotted on)."""
     from .convex import min_l1_interpolator, min_l2_interpolator
 
     X, y = regression_data(n, d, data_seed)
     l1, l2 = min_l1_interpolator(X, y).x, min_l2_interpolator(X, y).x
+    assert l1 is not None and l2 is not None
     rows = []
     for alpha in alphas:
         z = q_limit(X, y, "diag", L, alpha, np.ones(d))
-        rows.append({"L": L, "alpha": alpha,
-                     "distance_l1": float(np.linalg.norm(z - l1) / np.linalg.norm(l1)),
-                     "distance_l2": float(np.linalg.norm(z - l2) / np.linalg.norm(l2))})
+        rows.append(
+            {
+                "L": L,
+                "alpha": alpha,
+                "distance_l1": float(np.linalg.norm(z - l1) / np.linalg.norm(l1)),
+                "distance_l2": float(np.linalg.norm(z - l2) / np.linalg.norm(l2)),
+            }
+        )
     return rows

@@ -31,11 +31,19 @@ def agg_backend():
 
 
 def test_fig1_helpers_on_synthetic_results(agg_backend):
-    runs = [{"dataset": ds, "k": k, "seed": 0, "models": list(galu.DEEP_MODELS)}
-            for ds in ("mnist", "fashion_mnist") for k in (8, 16)]
+    runs = [
+        {"dataset": ds, "k": k, "seed": 0, "models": list(galu.DEEP_MODELS)}
+        for ds in ("mnist", "fashion_mnist")
+        for k in (8, 16)
+    ]
     accs = {"galu0": 0.90, "relu": 0.91, "linear": 0.85, "relu_readout": 0.70}
-    results = [{**{f"{m}_test_acc": a for m, a in accs.items()},
-                **{f"{m}_train_acc": a for m, a in accs.items()}} for _ in runs]
+    results = [
+        {
+            **{f"{m}_test_acc": a for m, a in accs.items()},
+            **{f"{m}_train_acc": a for m, a in accs.items()},
+        }
+        for _ in runs
+    ]
     df = analysis.fig1_frame(runs, results)
     met = analysis.fig1_metrics(df)
     assert met["fig1_max_mean_abs_gap_relu_galu0"] == pytest.approx(0.01)
@@ -45,9 +53,14 @@ def test_fig1_helpers_on_synthetic_results(agg_backend):
 
 
 def test_theorem1_helpers(agg_backend):
-    cfg = {"thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]], "thm1_seeds": [0],
-           "thm1_n_labels": 500, "thm1_rank_cases": [[24, 4, 3]],
-           "thm1_few_gate_cases": [[16, 16, 1]], "thm1_rank_draws": 2}
+    cfg = {
+        "thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]],
+        "thm1_seeds": [0],
+        "thm1_n_labels": 500,
+        "thm1_rank_cases": [[24, 4, 3]],
+        "thm1_few_gate_cases": [[16, 16, 1]],
+        "thm1_rank_draws": 2,
+    }
     runs = tasks.theorem1_tasks(cfg, "cpu")
     df = analysis.theorem1_frame(runs, [tasks.theorem1_task(t) for t in runs])
     met = analysis.theorem1_metrics(df)
@@ -59,24 +72,46 @@ def test_theorem1_helpers(agg_backend):
 
 
 def test_fig2_helpers(agg_backend):
-    cfg = {"fig2_m": 48, "fig2_d": 4, "fig2_k": [1, 2, 4], "fig2_seeds": [0],
-           "fig2_alg1_steps": 20, "relu_steps": 30, "relu_lr": 0.01}
+    cfg = {
+        "fig2_m": 48,
+        "fig2_d": 4,
+        "fig2_k": [1, 2, 4],
+        "fig2_seeds": [0],
+        "fig2_alg1_steps": 20,
+        "relu_steps": 30,
+        "relu_lr": 0.01,
+    }
     runs = tasks.fig2_tasks(cfg, "cpu")
     res = [tasks.fig2_task(t) for t in runs]
     df = analysis.fig2_frame(runs, res)
     assert (df["galu_2k"].values[:-1] >= df["galu_2k"].values[1:] - 1e-12).all()
     met = analysis.fig2_metrics(df, res, 48, 4)
     assert met["fig2_alg1_nonincreasing"] is True
-    assert set(met) == {"fig2_min_gap_galu_minus_relu", "fig2_min_gap_relu_minus_galu_2k",
-                        "fig2_alg1_nonincreasing", "fig2_fraction_of_gap_closed_by_alg1"}
+    assert set(met) == {
+        "fig2_min_gap_galu_minus_relu",
+        "fig2_min_gap_relu_minus_galu_2k",
+        "fig2_alg1_nonincreasing",
+        "fig2_fraction_of_gap_closed_by_alg1",
+    }
     figures.fig2(df, 48, 4)
 
 
 def test_fig3_fig4_helpers(agg_backend):
-    cfg = {"fig3_m": 80, "fig3_m_test": 50, "fig3_d": 5, "fig3_n_clusters": 4, "fig3_k": 4,
-           "fig3_sigma_x": 0.1, "fig3_sigma_y": [0.0, 0.5, 1.0], "fig3_p": [0.0, 0.3],
-           "fig3_seeds": [0], "relu_steps": 20, "relu_lr": 0.01,
-           "fig4_sigma_y": [0.0, 0.5, 1.0], "fig4_seeds": [0, 1]}
+    cfg = {
+        "fig3_m": 80,
+        "fig3_m_test": 50,
+        "fig3_d": 5,
+        "fig3_n_clusters": 4,
+        "fig3_k": 4,
+        "fig3_sigma_x": 0.1,
+        "fig3_sigma_y": [0.0, 0.5, 1.0],
+        "fig3_p": [0.0, 0.3],
+        "fig3_seeds": [0],
+        "relu_steps": 20,
+        "relu_lr": 0.01,
+        "fig4_sigma_y": [0.0, 0.5, 1.0],
+        "fig4_seeds": [0, 1],
+    }
     runs = tasks.fig3_tasks(cfg, "cpu")
     df = analysis.fig3_frame(runs, [tasks.fig3_task(t) for t in runs])
     assert set(df.model) == {"galu", "galu_adam", "relu"}
@@ -91,8 +126,14 @@ def test_fig3_fig4_helpers(agg_backend):
 
 
 def test_lemma1_helpers(agg_backend):
-    cfg = {"lemma1_d": 3, "lemma1_m_minus_d": [2, 5, 10], "lemma1_n_rep": 4000,
-           "lemma1_n_rep_d_plus_2": 4000, "lemma1_sigma_small": 0.1, "lemma1_seed": 0}
+    cfg = {
+        "lemma1_d": 3,
+        "lemma1_m_minus_d": [2, 5, 10],
+        "lemma1_n_rep": 4000,
+        "lemma1_n_rep_d_plus_2": 4000,
+        "lemma1_sigma_small": 0.1,
+        "lemma1_seed": 0,
+    }
     runs = tasks.lemma1_tasks(cfg, "cpu")
     assert sorted({t["m"] for t in runs}) == [5, 8, 13]
     df = analysis.lemma1_frame(runs, [tasks.lemma1_task(t) for t in runs])
@@ -100,14 +141,21 @@ def test_lemma1_helpers(agg_backend):
     assert met["lemma1_max_abs_z_train"] < 5
     # D_sigma,beta is D_1,0 scaled by sigma on the same draws: exactly sigma^2 times the loss
     a, b = df[df.dist == "D_1,0"], df[df.dist == "D_sigma,beta"]
-    np.testing.assert_allclose(b.test_mean.values - 0.01, 0.01 * (a.test_mean.values - 1),
-                               rtol=0.3)
+    np.testing.assert_allclose(b.test_mean.values - 0.01, 0.01 * (a.test_mean.values - 1), rtol=0.3)
     figures.lemma1(df)
 
 
 def test_fig5_helpers(agg_backend):
-    cfg = {"fig5_m": 32, "fig5_d": 4, "fig5_dout": [1, 2], "fig5_k": [[2, 4, 8], [4, 8, 16]],
-           "fig5_seeds": [0], "fig5_acs_iters": 5, "relu_steps": 200, "relu_lr": 0.02}
+    cfg = {
+        "fig5_m": 32,
+        "fig5_d": 4,
+        "fig5_dout": [1, 2],
+        "fig5_k": [[2, 4, 8], [4, 8, 16]],
+        "fig5_seeds": [0],
+        "fig5_acs_iters": 5,
+        "relu_steps": 200,
+        "relu_lr": 0.02,
+    }
     runs = tasks.fig5_tasks(cfg, "cpu")
     res = [tasks.fig5_task(t) for t in runs]
     assert all(r["acs_nonincreasing"] for r in res)
@@ -127,38 +175,82 @@ def test_every_claim_metric_is_named_literally_in_analysis():
 
 
 def test_tables_the_notebook_displays():
-    tasks1 = [{"dataset": "mnist", "k": k, "seed": s, "models": ["relu", "linear"]}
-              for k in (8, 16) for s in (0, 1)]
-    res1 = [{"relu_test_acc": 0.9 + 0.01 * s, "relu_train_acc": 1.0, "linear_test_acc": 0.8,
-             "linear_train_acc": 0.8} for s in (0, 1, 0, 1)]
+    tasks1 = [
+        {"dataset": "mnist", "k": k, "seed": s, "models": ["relu", "linear"]}
+        for k in (8, 16)
+        for s in (0, 1)
+    ]
+    res1 = [
+        {
+            "relu_test_acc": 0.9 + 0.01 * s,
+            "relu_train_acc": 1.0,
+            "linear_test_acc": 0.8,
+            "linear_train_acc": 0.8,
+        }
+        for s in (0, 1, 0, 1)
+    ]
     table = analysis.fig1_table(analysis.fig1_frame(tasks1, res1))
     assert table.loc[("mnist", 8), "relu"] == pytest.approx(0.905)
     assert list(table.columns) == ["linear", "relu"]
-    df2 = pd.DataFrame({"seed": [0, 1, 0, 1], "k": [1, 1, 2, 2], "galu": [0.8, 0.6, 0.4, 0.2],
-                        "galu_2k": 0.0, "galu_alg1": 0.0, "relu": 0.0})
+    df2 = pd.DataFrame(
+        {
+            "seed": [0, 1, 0, 1],
+            "k": [1, 1, 2, 2],
+            "galu": [0.8, 0.6, 0.4, 0.2],
+            "galu_2k": 0.0,
+            "galu_alg1": 0.0,
+            "relu": 0.0,
+        }
+    )
     assert analysis.fig2_table(df2)["galu"].tolist() == pytest.approx([0.7, 0.3])
-    df3 = pd.DataFrame({"task": "regression", "seed": [0, 1], "model": "galu", "noise": 0.5,
-                        "train": [0.1, 0.3], "test": [1.0, 2.0]})
+    df3 = pd.DataFrame(
+        {
+            "task": "regression",
+            "seed": [0, 1],
+            "model": "galu",
+            "noise": 0.5,
+            "train": [0.1, 0.3],
+            "test": [1.0, 2.0],
+        }
+    )
     assert analysis.fig3_table(df3).loc[("regression", 0.5), ("test", "galu")] == 1.5
-    mins = pd.DataFrame({"d_out": [1, 1, 2], "seed": [0, 1, 0], "galu_acs": [4, 6, 8],
-                         "galu_adam": [4, 4, 8], "relu": [2, 4, 6]})
+    mins = pd.DataFrame(
+        {
+            "d_out": [1, 1, 2],
+            "seed": [0, 1, 0],
+            "galu_acs": [4, 6, 8],
+            "galu_adam": [4, 4, 8],
+            "relu": [2, 4, 6],
+        }
+    )
     table = analysis.fig5_table(mins)
     assert list(table.columns) == list(analysis.FIG5_MODELS)
     assert table.loc[1, "galu_acs"] == 5 and table.loc[2, "relu"] == 6
 
 
 def test_theorem1_and_lemma1_tables():
-    cfg = {"thm1_cases": [[24, 4, 3, "step"]], "thm1_seeds": [0], "thm1_n_labels": 50,
-           "thm1_rank_cases": [[24, 4, 3]], "thm1_few_gate_cases": [[16, 16, 1]],
-           "thm1_rank_draws": 2}
+    cfg = {
+        "thm1_cases": [[24, 4, 3, "step"]],
+        "thm1_seeds": [0],
+        "thm1_n_labels": 50,
+        "thm1_rank_cases": [[24, 4, 3]],
+        "thm1_few_gate_cases": [[16, 16, 1]],
+        "thm1_rank_draws": 2,
+    }
     runs = tasks.theorem1_tasks(cfg, "cpu")
     df = analysis.theorem1_frame(runs, [tasks.theorem1_task(t) for t in runs])
     table = analysis.theorem1_rank_table(df)
     assert list(table.columns) == ["rank", "min_m_kd", "m_active"]
     assert set(table.index.get_level_values("kind")) == {"rank", "few"}
     assert (table["rank"] <= table["min_m_kd"]).all()
-    cfg = {"lemma1_d": 3, "lemma1_m_minus_d": [2, 5], "lemma1_n_rep": 200,
-           "lemma1_n_rep_d_plus_2": 200, "lemma1_sigma_small": 0.1, "lemma1_seed": 0}
+    cfg = {
+        "lemma1_d": 3,
+        "lemma1_m_minus_d": [2, 5],
+        "lemma1_n_rep": 200,
+        "lemma1_n_rep_d_plus_2": 200,
+        "lemma1_sigma_small": 0.1,
+        "lemma1_seed": 0,
+    }
     runs = tasks.lemma1_tasks(cfg, "cpu")
     results = [tasks.lemma1_task(t) for t in runs]
     table = analysis.lemma1_table(analysis.lemma1_frame(runs, results))

@@ -25,10 +25,19 @@ def titles(fig: Figure) -> list[str]:
 
 
 def test_fig1_one_panel_per_dataset_and_a_curve_per_model():
-    runs = [{"dataset": ds, "k": k, "seed": s, "models": list(galu.DEEP_MODELS)}
-            for ds in ("mnist", "fashion_mnist") for k in (8, 16) for s in (0, 1)]
-    results = [{**{f"{m}_test_acc": 0.8 + 0.01 * i for i, m in enumerate(galu.DEEP_MODELS)},
-                **{f"{m}_train_acc": 0.9 for m in galu.DEEP_MODELS}} for _ in runs]
+    runs = [
+        {"dataset": ds, "k": k, "seed": s, "models": list(galu.DEEP_MODELS)}
+        for ds in ("mnist", "fashion_mnist")
+        for k in (8, 16)
+        for s in (0, 1)
+    ]
+    results = [
+        {
+            **{f"{m}_test_acc": 0.8 + 0.01 * i for i, m in enumerate(galu.DEEP_MODELS)},
+            **{f"{m}_train_acc": 0.9 for m in galu.DEEP_MODELS},
+        }
+        for _ in runs
+    ]
     fig = figures.fig1(analysis.fig1_frame(runs, results))
     assert isinstance(fig, Figure)
     assert titles(fig) == ["Fig. 1: MNIST, PCA to 64", "Fig. 1: Fashion-MNIST, PCA to 64"]
@@ -37,9 +46,14 @@ def test_fig1_one_panel_per_dataset_and_a_curve_per_model():
 
 
 def test_theorem1_two_panels():
-    cfg = {"thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]], "thm1_seeds": [0],
-           "thm1_n_labels": 50, "thm1_rank_cases": [[24, 4, 3]],
-           "thm1_few_gate_cases": [[16, 16, 1]], "thm1_rank_draws": 2}
+    cfg = {
+        "thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]],
+        "thm1_seeds": [0],
+        "thm1_n_labels": 50,
+        "thm1_rank_cases": [[24, 4, 3]],
+        "thm1_few_gate_cases": [[16, 16, 1]],
+        "thm1_rank_draws": 2,
+    }
     runs = tasks.theorem1_tasks(cfg, "cpu")
     fig = figures.theorem1(analysis.theorem1_frame(runs, [tasks.theorem1_task(t) for t in runs]))
     assert isinstance(fig, Figure)
@@ -48,9 +62,16 @@ def test_theorem1_two_panels():
 
 
 def test_fig2_four_curves_and_theorem1():
-    df = pd.DataFrame({"seed": 0, "k": [1, 2, 4], "galu": [0.9, 0.8, 0.6],
-                       "galu_2k": [0.8, 0.6, 0.2], "galu_alg1": [0.85, 0.75, 0.55],
-                       "relu": [0.85, 0.7, 0.5]})
+    df = pd.DataFrame(
+        {
+            "seed": 0,
+            "k": [1, 2, 4],
+            "galu": [0.9, 0.8, 0.6],
+            "galu_2k": [0.8, 0.6, 0.2],
+            "galu_alg1": [0.85, 0.75, 0.55],
+            "relu": [0.85, 0.7, 0.5],
+        }
+    )
     fig = figures.fig2(df, 48, 4)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert titles(fig) == ["Fig. 2: memorizing N(0,1) labels (m=48, d=4)"]
@@ -58,29 +79,52 @@ def test_fig2_four_curves_and_theorem1():
 
 
 def test_fig3_regression_and_classification_panels():
-    rows = [{"task": task, "seed": 0, "model": model, "noise": noise, "train": 0.1 * noise,
-             "test": noise + 0.1}
-            for task in ("regression", "classification") for model in figures.FIG3_LABELS
-            for noise in (0.0, 0.5)]
+    rows = [
+        {
+            "task": task,
+            "seed": 0,
+            "model": model,
+            "noise": noise,
+            "train": 0.1 * noise,
+            "test": noise + 0.1,
+        }
+        for task in ("regression", "classification")
+        for model in figures.FIG3_LABELS
+        for noise in (0.0, 0.5)
+    ]
     fig = figures.fig3(pd.DataFrame(rows))
     assert isinstance(fig, Figure)
-    assert titles(fig) == ["Fig. 3: cluster model, regression",
-                           "Fig. 3: cluster model, classification"]
+    assert titles(fig) == [
+        "Fig. 3: cluster model, regression",
+        "Fig. 3: cluster model, classification",
+    ]
     assert all(len(ax.lines) == 6 for ax in fig.axes)  # train and test for three models
 
 
 def test_fig4_gap_against_both_norms():
-    df = pd.DataFrame({"seed": [0, 0, 1, 1], "sigma_y": [0.0, 1.0, 0.0, 1.0],
-                       "gap": [0.1, 1.1, 0.2, 1.3], "l2_sq": [1.0, 10.0, 2.0, 12.0],
-                       "l1_sq": [3.0, 30.0, 5.0, 33.0]})
+    df = pd.DataFrame(
+        {
+            "seed": [0, 0, 1, 1],
+            "sigma_y": [0.0, 1.0, 0.0, 1.0],
+            "gap": [0.1, 1.1, 0.2, 1.3],
+            "l2_sq": [1.0, 10.0, 2.0, 12.0],
+            "l1_sq": [3.0, 30.0, 5.0, 33.0],
+        }
+    )
     fig = figures.fig4(df)
     assert isinstance(fig, Figure)
     assert titles(fig) == ["Fig. 4: gap vs ||w||_2^2", "Fig. 4: gap vs ||w||_1^2"]
 
 
 def test_lemma1_two_panels():
-    cfg = {"lemma1_d": 3, "lemma1_m_minus_d": [2, 5, 10], "lemma1_n_rep": 100,
-           "lemma1_n_rep_d_plus_2": 100, "lemma1_sigma_small": 0.1, "lemma1_seed": 0}
+    cfg = {
+        "lemma1_d": 3,
+        "lemma1_m_minus_d": [2, 5, 10],
+        "lemma1_n_rep": 100,
+        "lemma1_n_rep_d_plus_2": 100,
+        "lemma1_sigma_small": 0.1,
+        "lemma1_seed": 0,
+    }
     runs = tasks.lemma1_tasks(cfg, "cpu")
     fig = figures.lemma1(analysis.lemma1_frame(runs, [tasks.lemma1_task(t) for t in runs]))
     assert isinstance(fig, Figure)
@@ -89,8 +133,15 @@ def test_lemma1_two_panels():
 
 def test_fig5_smallest_width_and_curves():
     runs = [{"d_out": dout, "seed": 0} for dout in (1, 2)]
-    results = [{"k": [2, 4, 8], "galu_acs": [0.6, 0.4, 0.1], "galu_adam": [0.6, 0.2, 0.1],
-                "relu": [0.5, 0.2, 0.1]} for _ in runs]
+    results = [
+        {
+            "k": [2, 4, 8],
+            "galu_acs": [0.6, 0.4, 0.1],
+            "galu_adam": [0.6, 0.2, 0.1],
+            "relu": [0.5, 0.2, 0.1],
+        }
+        for _ in runs
+    ]
     curves, mins = analysis.fig5_frames(runs, results, 0.3)
     fig = figures.fig5(curves, mins, 0.3, 32, 4)
     assert isinstance(fig, Figure)

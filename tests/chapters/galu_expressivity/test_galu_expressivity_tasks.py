@@ -13,8 +13,14 @@ from implicit_bias.models import galu
 
 torch.set_num_threads(1)
 
-TASK_FUNCTIONS = (tasks.fig1_task, tasks.theorem1_task, tasks.fig2_task, tasks.fig3_task,
-                  tasks.lemma1_task, tasks.fig5_task)
+TASK_FUNCTIONS = (
+    tasks.fig1_task,
+    tasks.theorem1_task,
+    tasks.fig2_task,
+    tasks.fig3_task,
+    tasks.lemma1_task,
+    tasks.fig5_task,
+)
 
 
 def test_task_functions_are_declared_with_one_thread_and_the_device():
@@ -28,8 +34,9 @@ def test_theorem1_small_case():
     # E[min L_S] = 1 - rank/m: Monte Carlo within 5 of its standard errors, for both gates and
     # for kd < m, kd = m, kd > m.
     for m, d, k, gate in [(30, 4, 3, "step"), (24, 4, 6, "sigmoid"), (20, 4, 8, "step")]:
-        out = tasks.theorem1_task({"m": m, "d": d, "k": k, "gate": gate, "seed": 1,
-                                  "n_labels": 4000})
+        out = tasks.theorem1_task(
+            {"m": m, "d": d, "k": k, "gate": gate, "seed": 1, "n_labels": 4000}
+        )
         assert out["rank"] <= min(m, k * d)
         if out["formula"] > 0:
             assert abs(out["mc_mean"] - out["formula"]) < 5 * out["mc_se"]
@@ -39,37 +46,74 @@ def test_theorem1_small_case():
 
 def test_rank_bounded_by_active_points_for_step_gates():
     # A point whose k 0-1 gates are all closed has Phi(x) = 0, so rank <= #active points.
-    out = tasks.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "step", "seed": 0,
-                              "n_labels": 10})
+    out = tasks.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "step", "seed": 0, "n_labels": 10})
     assert out["m_active"] < 64 and out["rank"] <= out["m_active"]
-    out = tasks.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "sigmoid", "seed": 0,
-                              "n_labels": 10})
+    out = tasks.theorem1_task(
+        {"m": 64, "d": 32, "k": 2, "gate": "sigmoid", "seed": 0, "n_labels": 10}
+    )
     assert out["rank"] == 64
 
 
 def test_task_lists_follow_the_profile():
-    cfg = {"fig1_datasets": ["mnist"], "fig1_k": [8, 16], "fig1_seeds": [0, 1],
-           "fig1_n_train": 100, "fig1_n_test": 50, "pca_dim": 4, "fig1_epochs": 1,
-           "fig1_lr": 0.01, "fig1_batch_size": 32}
+    cfg = {
+        "fig1_datasets": ["mnist"],
+        "fig1_k": [8, 16],
+        "fig1_seeds": [0, 1],
+        "fig1_n_train": 100,
+        "fig1_n_test": 50,
+        "pca_dim": 4,
+        "fig1_epochs": 1,
+        "fig1_lr": 0.01,
+        "fig1_batch_size": 32,
+    }
     runs = tasks.fig1_tasks(cfg, "cpu")
     assert len(runs) == 4 and all(r["models"] == list(galu.DEEP_MODELS) for r in runs)
     assert {r["device"] for r in runs} == {"cpu"}
-    cfg = {"fig5_m": 32, "fig5_d": 4, "fig5_dout": [1, 2], "fig5_k": [[2, 4], [4, 8]],
-           "fig5_seeds": [0, 1], "fig5_acs_iters": 5, "relu_steps": 10, "relu_lr": 0.01}
+    cfg = {
+        "fig5_m": 32,
+        "fig5_d": 4,
+        "fig5_dout": [1, 2],
+        "fig5_k": [[2, 4], [4, 8]],
+        "fig5_seeds": [0, 1],
+        "fig5_acs_iters": 5,
+        "relu_steps": 10,
+        "relu_lr": 0.01,
+    }
     runs = tasks.fig5_tasks(cfg, "cpu")
     assert [(r["d_out"], r["k_grid"]) for r in runs][::2] == [(1, [2, 4]), (2, [4, 8])]
-    cfg = {"fig3_m": 80, "fig3_m_test": 50, "fig3_d": 5, "fig3_n_clusters": 4, "fig3_k": 4,
-           "fig3_sigma_x": 0.1, "fig3_sigma_y": [0.0, 0.5], "fig3_p": [0.0, 0.3],
-           "fig3_seeds": [0], "relu_steps": 20, "relu_lr": 0.01,
-           "fig4_sigma_y": [0.0, 1.0], "fig4_seeds": [0, 1]}
+    cfg = {
+        "fig3_m": 80,
+        "fig3_m_test": 50,
+        "fig3_d": 5,
+        "fig3_n_clusters": 4,
+        "fig3_k": 4,
+        "fig3_sigma_x": 0.1,
+        "fig3_sigma_y": [0.0, 0.5],
+        "fig3_p": [0.0, 0.3],
+        "fig3_seeds": [0],
+        "relu_steps": 20,
+        "relu_lr": 0.01,
+        "fig4_sigma_y": [0.0, 1.0],
+        "fig4_seeds": [0, 1],
+    }
     assert [r["noise"] for r in tasks.fig3_tasks(cfg, "cpu")] == [[0.0, 0.5], [0.0, 0.3]]
     assert all(r["relu_steps"] == 0 for r in tasks.fig4_tasks(cfg, "cpu"))
 
 
 def test_fig1_task_on_a_small_mnist_subset():
-    task = {"dataset": "mnist", "k": 8, "seed": 0, "n_train": 600, "n_test": 200, "pca_dim": 16,
-            "epochs": 4, "lr": 0.01, "batch_size": 64, "models": ["relu", "linear"],
-            "device": "cpu"}
+    task = {
+        "dataset": "mnist",
+        "k": 8,
+        "seed": 0,
+        "n_train": 600,
+        "n_test": 200,
+        "pca_dim": 16,
+        "epochs": 4,
+        "lr": 0.01,
+        "batch_size": 64,
+        "models": ["relu", "linear"],
+        "device": "cpu",
+    }
     try:
         out = tasks.fig1_task(task)
     except DataError as err:

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from implicit_bias.chapters.gln_norm import analysis
+from implicit_bias.chapters.gln_norm import analysis, reference
 from implicit_bias.core.paths import project_root
 from implicit_bias.models import gln, gln_svm, gln_theory
 
@@ -38,9 +38,12 @@ def _signs(rng, error: float) -> np.ndarray:
 
 
 def _svm_result(rng, errors) -> dict:
-    return {"val_error": errors, "train_error": [0.0] * len(errors),
-            "solver_status": ["optimal"] * len(errors),
-            "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors]}
+    return {
+        "val_error": errors,
+        "train_error": [0.0] * len(errors),
+        "solver_status": ["optimal"] * len(errors),
+        "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors],
+    }
 
 
 def _runs(seed: int = 0):
@@ -53,8 +56,13 @@ def _runs(seed: int = 0):
         cell = {"H": H, "C": C, "N": 50, "median_init": mi}
         errors = [0.2 + 0.025 * int(rng.integers(0, 4)) for _ in SEEDS]
         gd_t.append({"depth": "deep", **cell, "momentum": 0.0, "seeds": SEEDS, "n_val": N_VAL})
-        gd_r.append({"val_error": errors, "train_error": [0.0] * 3,
-                     "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors]})
+        gd_r.append(
+            {
+                "val_error": errors,
+                "train_error": [0.0] * 3,
+                "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors],
+            }
+        )
         for method, shift in (("SVM-GLN", -0.025), ("SVM-L2", 0.05), ("SVM-L2-eq23", 0.075)):
             svm_t.append({"method": method, **cell, "seeds": SEEDS, "n_val": N_VAL})
             svm_r.append(_svm_result(rng, [e + shift for e in errors]))
@@ -62,10 +70,14 @@ def _runs(seed: int = 0):
     for k in (0, 2):
         cell = {"H": 1, "C": 2**k, "N": 50, "median_init": True}
         errors = [0.3 - 0.025 * k for _ in SEEDS]
-        sh_t.append({"depth": "shallow", **cell, "momentum": 0.0, "seeds": SEEDS,
-                     "n_val": N_VAL})
-        sh_r.append({"val_error": errors, "train_error": [0.0] * 3,
-                     "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors]})
+        sh_t.append({"depth": "shallow", **cell, "momentum": 0.0, "seeds": SEEDS, "n_val": N_VAL})
+        sh_r.append(
+            {
+                "val_error": errors,
+                "train_error": [0.0] * 3,
+                "pred_val": [gln.pack_signs(_signs(rng, e)) for e in errors],
+            }
+        )
         shs_t.append({"method": "SVM-shallow", **cell, "seeds": SEEDS, "n_val": N_VAL})
         shs_r.append(_svm_result(rng, [e + 0.025 for e in errors]))
     relu_t, relu_r = [], []
@@ -74,15 +86,16 @@ def _runs(seed: int = 0):
         gd = [0.15 + 0.025 * int(rng.integers(0, 3)) for _ in SEEDS]
         result = {"GD-ReLU": {"val_error": gd}}
         for method, shift in (("SVM-RC", 0.05), ("SVM-LC", 0.025), ("SVM-HL", 0.0)):
-            result[method] = {"val_error": [e + shift for e in gd],
-                              "inconsistency": [0.05 + shift] * 3,
-                              "solver_status": ["optimal"] * 3}
+            result[method] = {
+                "val_error": [e + shift for e in gd],
+                "inconsistency": [0.05 + shift] * 3,
+                "solver_status": ["optimal"] * 3,
+            }
         relu_r.append(result)
     frame = analysis.gln_frame(gd_t, gd_r, svm_t, svm_r)
     shallow = analysis.gln_frame(sh_t, sh_r, shs_t, shs_r)
     relu = analysis.relu_frame(relu_t, relu_r)
-    return {"frame": frame, "shallow": shallow, "relu": relu,
-            "sweeps": (gd_t, gd_r, svm_t, svm_r)}
+    return {"frame": frame, "shallow": shallow, "relu": relu, "sweeps": (gd_t, gd_r, svm_t, svm_r)}
 
 
 # ---- moved from the model tests ----------------------------------------------------------
@@ -95,13 +108,38 @@ def test_gln_frame_pairs_svm_with_gd_and_metrics():
     gd_sign[:2] = -1  # GD error 0.2
     svm_sign = y_val.copy()
     svm_sign[1:2] = -1  # SVM error 0.1, disagrees with GD on 1 point
-    gd_t = [{"depth": "deep", "H": 10, "C": 2, "N": 5, "median_init": True, "momentum": 0.0,
-             "seeds": [0], "n_val": n_val}]
+    gd_t = [
+        {
+            "depth": "deep",
+            "H": 10,
+            "C": 2,
+            "N": 5,
+            "median_init": True,
+            "momentum": 0.0,
+            "seeds": [0],
+            "n_val": n_val,
+        }
+    ]
     gd_r = [{"val_error": [0.2], "train_error": [0.0], "pred_val": [gln.pack_signs(gd_sign)]}]
-    svm_t = [{"method": "SVM-GLN", "H": 10, "C": 2, "N": 5, "median_init": True,
-              "seeds": [0], "n_val": n_val}]
-    svm_r = [{"val_error": [0.1], "train_error": [0.0], "solver_status": ["optimal"],
-              "pred_val": [gln.pack_signs(svm_sign)]}]
+    svm_t = [
+        {
+            "method": "SVM-GLN",
+            "H": 10,
+            "C": 2,
+            "N": 5,
+            "median_init": True,
+            "seeds": [0],
+            "n_val": n_val,
+        }
+    ]
+    svm_r = [
+        {
+            "val_error": [0.1],
+            "train_error": [0.0],
+            "solver_status": ["optimal"],
+            "pred_val": [gln.pack_signs(svm_sign)],
+        }
+    ]
     frame = analysis.gln_frame(gd_t, gd_r, svm_t, svm_r)
     row = frame[frame["method"] == "SVM-GLN"].iloc[0]
     assert row["inconsistency"] == pytest.approx(0.1)
@@ -109,20 +147,38 @@ def test_gln_frame_pairs_svm_with_gd_and_metrics():
     assert row["incons_uncorrelated"] == pytest.approx(0.32)
     summary = analysis.summarize(frame)
     assert set(summary["method"]) == {"GD-GLN", "SVM-GLN"}
-    ref = pd.DataFrame([{"method": "GD-GLN", "depth": "deep", "H": 10.0, "C": 2, "N": 5,
-                         "median_init": True, "momentum": 0.0, "n_files": 3,
-                         "val_error_mean": 0.25, "val_error_se": 0.01}])
-    cmp = analysis.compare_with_reference(summary, ref)
+    ref = pd.DataFrame(
+        [
+            {
+                "method": "GD-GLN",
+                "depth": "deep",
+                "H": 10.0,
+                "C": 2,
+                "N": 5,
+                "median_init": True,
+                "momentum": 0.0,
+                "n_files": 3,
+                "val_error_mean": 0.25,
+                "val_error_se": 0.01,
+            }
+        ]
+    )
+    cmp = reference.compare_with_reference(summary, ref)
     assert len(cmp) == 1 and cmp["difference"].iloc[0] == pytest.approx(-0.05)
     assert not cmp["within_tolerance"].iloc[0]
 
 
 def test_reference_tables_load():
-    ref = analysis.load_reference()
-    row = ref[(ref["method"] == "SVM-L2") & (ref["H"] == 10) & (ref["C"] == 2)
-              & (ref["N"] == 2000) & ref["median_init"]]
+    ref = reference.load_reference()
+    row = ref[
+        (ref["method"] == "SVM-L2")
+        & (ref["H"] == 10)
+        & (ref["C"] == 2)
+        & (ref["N"] == 2000)
+        & ref["median_init"]
+    ]
     assert row["val_error_mean"].iloc[0] == pytest.approx(0.34833)
-    best = analysis.reference_best()
+    best = reference.reference_best()
     assert set(best["method"]) >= {"GD-shallow-GLN", "SVM-GLN", "SVM-L2"}
     shallow = ref[ref["depth"] == "shallow"]
     assert set(shallow["method"]) == {"GD-shallow-GLN", "SVM-shallow"}
@@ -130,18 +186,30 @@ def test_reference_tables_load():
 
 
 def test_compare_with_reference_matches_shallow_and_deep_cells():
-    ref = analysis.load_reference()
-    cells = ref[((ref["method"] == "GD-shallow-GLN") & (ref["C"] == 16) & (ref["N"] == 500)
-                 & ref["median_init"] & (ref["momentum"] == 0.0))
-                | ((ref["method"] == "SVM-GLN") & (ref["H"] == 10) & (ref["C"] == 2)
-                   & (ref["N"] == 500) & ref["median_init"])]
+    ref = reference.load_reference()
+    cells = ref[
+        (
+            (ref["method"] == "GD-shallow-GLN")
+            & (ref["C"] == 16)
+            & (ref["N"] == 500)
+            & ref["median_init"]
+            & (ref["momentum"] == 0.0)
+        )
+        | (
+            (ref["method"] == "SVM-GLN")
+            & (ref["H"] == 10)
+            & (ref["C"] == 2)
+            & (ref["N"] == 500)
+            & ref["median_init"]
+        )
+    ]
     assert len(cells) == 2
     ours = cells[["method", "depth", "H", "C", "N", "median_init"]].copy()
     ours["momentum"] = 0.0
     offset = {"GD-shallow-GLN": 0.01, "SVM-GLN": -0.03}
     ours["val_error_mean"] = cells["val_error_mean"] + cells["method"].map(offset)
     ours["val_error_se"], ours["n_seeds"] = 0.0, 3
-    cmp = analysis.compare_with_reference(ours, ref).set_index("method")
+    cmp = reference.compare_with_reference(ours, ref).set_index("method")
     assert cmp.loc["GD-shallow-GLN", "difference"] == pytest.approx(0.01)
     assert bool(cmp.loc["GD-shallow-GLN", "within_tolerance"])
     assert cmp.loc["SVM-GLN", "difference"] == pytest.approx(-0.03)
@@ -167,10 +235,23 @@ def test_chapter_theory_sections_small():
 
 def test_frames_show_failed_tasks_as_missing_rows():
     error = {"status": "error", "error": "MemoryError: out of memory"}
-    gd_task = {"depth": "deep", "H": 2, "C": 2, "N": 100, "median_init": False,
-               "momentum": 0.9, "seeds": [0, 1]}
-    svm_task = {"method": "SVM-GLN", "H": 2, "C": 2, "N": 100, "median_init": False,
-                "seeds": [0, 1]}
+    gd_task = {
+        "depth": "deep",
+        "H": 2,
+        "C": 2,
+        "N": 100,
+        "median_init": False,
+        "momentum": 0.9,
+        "seeds": [0, 1],
+    }
+    svm_task = {
+        "method": "SVM-GLN",
+        "H": 2,
+        "C": 2,
+        "N": 100,
+        "median_init": False,
+        "seeds": [0, 1],
+    }
     frame = analysis.gln_frame([gd_task], [error], [svm_task], [error])
     assert len(frame) == 4 and not (frame["status"] == "ok").any()
     assert frame["val_error"].isna().all()
@@ -187,7 +268,7 @@ def test_deep_runs_and_reference_select_each_figures_cells():
     assert len(mi) and mi["median_init"].all() and (mi["momentum"] == 0.0).all()
     assert len(no_mi) and not no_mi["median_init"].any()
     assert len(mi) + len(no_mi) == len(frame)  # every row is deep and at momentum 0 here
-    ref = analysis.load_reference()
+    ref = reference.load_reference()
     for median_init in (True, False):
         cells = analysis.deep_reference(ref, median_init=median_init)
         assert len(cells) and (cells["depth"] == "deep").all() and (cells["H"] <= 100).all()
@@ -236,16 +317,20 @@ def test_toy_predictors_are_the_four_region_predictors_of_each_solution():
     snap = gln_theory.train_full_batch_gln(p["X"], p["y"], p["ctx"], 2, 50, 0.5)[-1]
     data = analysis.toy_predictors(snap, svm)
     assert len(data) == 2 * 4 and list(data["model"].unique()) == list(
-        analysis.toy_zetas(snap, svm))
-    row = data[(data["model"] == "SVM-GLN (Eq. 52)") & (data["context_unit1"] == 1)
-               & (data["context_unit2"] == 0)].iloc[0]
+        analysis.toy_zetas(snap, svm)
+    )
+    row = data[
+        (data["model"] == "SVM-GLN (Eq. 52)")
+        & (data["context_unit1"] == 1)
+        & (data["context_unit2"] == 0)
+    ].iloc[0]
     beta = gln_theory.all_predictors(svm.primal / np.abs(svm.primal).max())
     np.testing.assert_allclose(row[["beta_0", "beta_1", "beta_2"]].to_numpy(float), beta[1, 0])
 
 
 def test_pairing_table_shows_the_authors_inconsistency_beside_ours():
     gd_t, gd_r, svm_t, svm_r = _runs()["sweeps"]
-    pairing = analysis.pairing_table(gd_t, gd_r, svm_t, svm_r, analysis.load_reference())
+    pairing = analysis.pairing_table(gd_t, gd_r, svm_t, svm_r, reference.load_reference())
     assert len(pairing) == 8  # one row per (H, C, MI) cell of the SVM-GLN
     assert "authors' (published)" in pairing.columns
     means = analysis.pairing_means(pairing)
@@ -282,7 +367,7 @@ def test_metrics_of_synthetic_runs():
     assert r["error_lc_minus_rc"] == pytest.approx(-0.025)
     assert r["incons_hl_minus_lc"] == pytest.approx(-0.025)
     assert r["frac_h_lc_better_than_rc"] == 1.0
-    beside = analysis.metrics_beside_authors(m, analysis.gln_metrics(analysis.reference_frame()))
+    beside = analysis.metrics_beside_authors(m, analysis.gln_metrics(reference.reference_frame()))
     assert list(beside.columns) == ["ours", "authors' data, same statistic"]
     assert set(m) <= set(beside.index)  # and whatever the authors' grid adds (C = 4, H = 100)
     counts = analysis.run_counts(frame)
@@ -290,8 +375,12 @@ def test_metrics_of_synthetic_runs():
 
 
 def test_agreement_table_and_metrics():
-    cmp = pd.DataFrame({"method": ["GD-GLN", "GD-GLN", "SVM-GLN", "SVM-shallow"],
-                        "within_tolerance": [True, False, True, True]})
+    cmp = pd.DataFrame(
+        {
+            "method": ["GD-GLN", "GD-GLN", "SVM-GLN", "SVM-shallow"],
+            "within_tolerance": [True, False, True, True],
+        }
+    )
     agreement = analysis.agreement_table(cmp)
     assert list(agreement.columns) == ["share within 1.5 points", "cells"]
     assert agreement.loc["GD-GLN", "cells"] == 2
@@ -306,13 +395,13 @@ def test_agreement_table_and_metrics():
 
 def test_this_run_comparison_covers_deep_and_shallow_cells():
     runs = _runs()
-    cmp = analysis.this_run_comparison(runs["frame"], runs["shallow"], analysis.load_reference())
+    cmp = reference.this_run_comparison(runs["frame"], runs["shallow"], reference.load_reference())
     assert cmp.empty or {"difference", "within_tolerance"} <= set(cmp.columns)
 
 
 def test_committed_paper_comparison_reads_the_committed_table():
-    committed = analysis.committed_paper_comparison()
-    table = project_root() / "results" / "paper" / "gln_norm" / analysis.COMPARISON_FILE
+    committed = reference.committed_paper_comparison()
+    table = project_root() / "results" / "paper" / "gln_norm" / reference.COMPARISON_FILE
     if not table.exists():
         assert committed is None
         return

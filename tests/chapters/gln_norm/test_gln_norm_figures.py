@@ -12,7 +12,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from implicit_bias.chapters.gln_norm import analysis, figures
+from implicit_bias.chapters.gln_norm import analysis, figures, reference
 from implicit_bias.models import gln_svm, gln_theory
 
 matplotlib.use("Agg")
@@ -43,10 +43,21 @@ def _frame() -> pd.DataFrame:
     rows = []
     for method, base in (("GD-GLN", 0.2), ("SVM-GLN", 0.18), ("SVM-L2", 0.25)):
         for H, seed in itertools.product((10, 20), (0, 1)):
-            rows.append({"method": method, "depth": "deep", "H": H, "C": 2, "N": 5,
-                         "median_init": True, "momentum": 0.0, "seed": seed,
-                         "val_error": base + 0.01 * seed, "gd_val_error": 0.2,
-                         "inconsistency": None if method == "GD-GLN" else 0.1})
+            rows.append(
+                {
+                    "method": method,
+                    "depth": "deep",
+                    "H": H,
+                    "C": 2,
+                    "N": 5,
+                    "median_init": True,
+                    "momentum": 0.0,
+                    "seed": seed,
+                    "val_error": base + 0.01 * seed,
+                    "gd_val_error": 0.2,
+                    "inconsistency": None if method == "GD-GLN" else 0.1,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -56,9 +67,16 @@ def _relu() -> pd.DataFrame:
         base = {"H": H, "N": N, "momentum": momentum, "seed": seed, "status": "ok"}
         rows.append({"method": "GD-ReLU", **base, "val_error": 0.2 + 0.01 * seed})
         for method, shift in (("SVM-RC", 0.03), ("SVM-LC", 0.01), ("SVM-HL", 0.0)):
-            rows.append({"method": method, **base, "val_error": 0.2 + shift + 0.01 * seed,
-                         "inconsistency": 0.05 + shift, "incons_uncorrelated": 0.32,
-                         "gd_val_error": 0.2 + 0.01 * seed})
+            rows.append(
+                {
+                    "method": method,
+                    **base,
+                    "val_error": 0.2 + shift + 0.01 * seed,
+                    "inconsistency": 0.05 + shift,
+                    "incons_uncorrelated": 0.32,
+                    "gd_val_error": 0.2 + 0.01 * seed,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -78,21 +96,24 @@ def test_figures_draw_from_result_tables():
 def test_toy_figures():
     p = gln_theory.toy_problem(20, seed=2)
     svm = gln_svm.svm_gln(p["X"], p["y"], p["ctx"], 2)
-    snaps = gln_theory.train_full_batch_gln(p["X"], p["y"], p["ctx"], 2, 400, 0.5,
-                                            record=[0, 100, 400])
+    snaps = gln_theory.train_full_batch_gln(
+        p["X"], p["y"], p["ctx"], 2, 400, 0.5, record=[0, 100, 400]
+    )
     fig = figures.fig1_toy(p, snaps[-1], svm)
-    assert _titles(fig) == ["Fig. 1d-f: data and contexts", "Fig. 1g: GD-GLN (trained)",
-                            "Fig. 1g: SVM-GLN (Eq. 52)"]
+    assert _titles(fig) == [
+        "Fig. 1d-f: data and contexts",
+        "Fig. 1g: GD-GLN (trained)",
+        "Fig. 1g: SVM-GLN (Eq. 52)",
+    ]
     traj = pd.DataFrame(gln_theory.theorem_trajectory(p, snaps, svm))
     fig = figures.theorem31(traj)
-    assert _titles(fig) == ["Theorem 3.1: distance to SVM-GLN",
-                            "Eq. 7: approximate KKT residuals"]
+    assert _titles(fig) == ["Theorem 3.1: distance to SVM-GLN", "Eq. 7: approximate KKT residuals"]
 
 
 def test_errors_and_inconsistency_figures():
     frame = _frame()
     table = analysis.pair_table(frame)
-    ref = analysis.load_reference()
+    ref = reference.load_reference()
     fig = figures.fig2ab(table, analysis.deep_reference(ref, median_init=True))
     assert _titles(fig) == ["Fig. 2a: errors", "Fig. 2b: inconsistency"]
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -104,15 +125,17 @@ def test_errors_and_inconsistency_figures():
     assert _titles(fig) == ["Fig. 3a: errors", "Fig. 3b: inconsistency"]
     assert fig.axes[1].get_ylabel() == "inconsistency with GD-ReLU"
     fig = figures.fig5ab(analysis.relu_pair_table(relu, momentum=0.9))
-    assert _titles(fig) == ["Fig. 5 (momentum 0.9)a: errors",
-                            "Fig. 5 (momentum 0.9)b: inconsistency"]
+    assert _titles(fig) == [
+        "Fig. 5 (momentum 0.9)a: errors",
+        "Fig. 5 (momentum 0.9)b: inconsistency",
+    ]
 
 
 def test_error_vs_h_figures_have_one_panel_per_training_size():
     base = pd.concat([_frame(), _frame().assign(N=10)])
     frame = pd.concat([base, base.assign(C=4)])
     mi = analysis.mi_summary(analysis.summarize(frame))
-    ref = analysis.load_reference()
+    ref = reference.load_reference()
     fig = figures.fig2d(mi, ref[ref["median_init"]])
     assert _titles(fig) == ["Fig. 2d: C = 2, N = 5", "Fig. 2d: C = 2, N = 10"]
     fig = figures.fig4c_c4(mi)
@@ -125,8 +148,9 @@ def test_error_vs_h_figures_have_one_panel_per_training_size():
 
 def test_best_model_figures():
     frame, relu = _frame(), _relu()
-    fig = figures.fig2c(analysis.best_table(frame, {"SVM-GLN": "deep GLN, SVM-GLN"}),
-                        analysis.reference_best())
+    fig = figures.fig2c(
+        analysis.best_table(frame, {"SVM-GLN": "deep GLN, SVM-GLN"}), reference.reference_best()
+    )
     assert _titles(fig) == ["Fig. 2c: best models"]
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "deep GLN, SVM-GLN" in labels and "shallow GLN, GD (authors')" in labels

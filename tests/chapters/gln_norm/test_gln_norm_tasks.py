@@ -29,15 +29,22 @@ def test_task_functions_are_declared_and_read_the_device():
 
 
 def test_expand_blocks_and_task_lists():
-    cfg = {"gln_blocks": [{"H": [10, 20], "C": [2], "N": [5], "median_init": [True],
-                           "momentum": [0.0, 0.9]},
-                          {"H": [10], "C": [2], "N": [5], "median_init": [True],
-                           "momentum": [0.0]}],
-           "seeds": [0], "n_val": 4, "n_steps": 2, "lr_drop_step": 1, "dtype": "float32",
-           "solver": "fast", "svm_methods": ["SVM-GLN", "SVM-L2"],
-           "shallow_blocks": [{"k": [0, 3], "N": [5], "median_init": [True],
-                               "momentum": [0.0]}], "shallow_svm_max_k": 2,
-           "relu_blocks": [{"H": [10], "N": [5], "momentum": [0.0]}]}
+    cfg = {
+        "gln_blocks": [
+            {"H": [10, 20], "C": [2], "N": [5], "median_init": [True], "momentum": [0.0, 0.9]},
+            {"H": [10], "C": [2], "N": [5], "median_init": [True], "momentum": [0.0]},
+        ],
+        "seeds": [0],
+        "n_val": 4,
+        "n_steps": 2,
+        "lr_drop_step": 1,
+        "dtype": "float32",
+        "solver": "fast",
+        "svm_methods": ["SVM-GLN", "SVM-L2"],
+        "shallow_blocks": [{"k": [0, 3], "N": [5], "median_init": [True], "momentum": [0.0]}],
+        "shallow_svm_max_k": 2,
+        "relu_blocks": [{"H": [10], "N": [5], "momentum": [0.0]}],
+    }
     assert len(tasks.gd_tasks(cfg)) == 4  # the duplicate of block 2 is dropped
     assert len(tasks.svm_tasks(cfg)) == 4  # 2 (H) x 2 methods, momentum-free
     assert [t["C"] for t in tasks.shallow_gd_tasks(cfg)] == [1, 8]
@@ -49,17 +56,39 @@ def test_mnist_tasks_end_to_end_tiny():
     pytest.importorskip("implicit_bias.models.gln_solvers")
     from implicit_bias.core.data import DataError
 
-    common = {"seeds": [0, 1], "n_val": 200, "n_steps": 20, "lr_drop_step": 10,
-              "dtype": "float64", "device": "cpu"}
-    gd_t = {"depth": "deep", "H": 3, "C": 2, "N": 40, "median_init": True, "momentum": 0.9,
-            **common}
+    common = {
+        "seeds": [0, 1],
+        "n_val": 200,
+        "n_steps": 20,
+        "lr_drop_step": 10,
+        "dtype": "float64",
+        "device": "cpu",
+    }
+    gd_t = {
+        "depth": "deep",
+        "H": 3,
+        "C": 2,
+        "N": 40,
+        "median_init": True,
+        "momentum": 0.9,
+        **common,
+    }
     try:
         gd_r = tasks.gd_task(gd_t)
     except DataError:
         pytest.skip("MNIST not available (make data)")
     assert len(gd_r["val_error"]) == 2 and all(0 <= e <= 1 for e in gd_r["val_error"])
-    svm_t = {"method": "SVM-GLN", "H": 3, "C": 2, "N": 40, "median_init": True,
-             "seeds": [0, 1], "n_val": 200, "solver": "fast", "device": "cpu"}
+    svm_t = {
+        "method": "SVM-GLN",
+        "H": 3,
+        "C": 2,
+        "N": 40,
+        "median_init": True,
+        "seeds": [0, 1],
+        "n_val": 200,
+        "solver": "fast",
+        "device": "cpu",
+    }
     svm_r = tasks.svm_task(svm_t)
     assert svm_r["status"] == "ok" and svm_r["train_error"] == [0.0, 0.0]
     frame = analysis.gln_frame([gd_t], [gd_r], [svm_t], [svm_r])

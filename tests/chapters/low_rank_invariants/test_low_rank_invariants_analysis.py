@@ -14,8 +14,9 @@ from implicit_bias.core.claims import load_claims
 
 def test_every_claim_metric_is_named_in_analysis():
     source = inspect.getsource(analysis)
-    missing = [c["metric"] for c in load_claims("low_rank_invariants")
-               if f'"{c["metric"]}"' not in source]
+    missing = [
+        c["metric"] for c in load_claims("low_rank_invariants") if f'"{c["metric"]}"' not in source
+    ]
     assert not missing
 
 
@@ -27,8 +28,10 @@ def test_require_ok():
 
 
 def test_lemma1_table_data_and_metrics():
-    results = [dict(tasks.lemma1_check({"arch": a, "seed": 0, "n": 3}), status="ok")
-               for a in tasks.lemma1_architectures()]
+    results = [
+        dict(tasks.lemma1_check({"arch": a, "seed": 0, "n": 3}), status="ok")
+        for a in tasks.lemma1_architectures()
+    ]
     table = analysis.lemma1_table(results)
     assert list(table.index) == list(tasks.lemma1_architectures())
     assert table["unchanged_by_magnitudes"].all() and (table["rel_error"] < 1e-12).all()
@@ -40,14 +43,42 @@ def test_lemma1_table_data_and_metrics():
 
 
 def _summary_rows():
-    base = {"arch": "a", "seed": 0, "act": "linear", "case": "1", "vertex_ok": True,
-            "matrix_ok": True, "n_stable": 3}
+    base = {
+        "arch": "a",
+        "seed": 0,
+        "act": "linear",
+        "case": "1",
+        "vertex_ok": True,
+        "matrix_ok": True,
+        "n_stable": 3,
+    }
     rows = []
     for eta in (0.01, 0.02, 0.04):
-        rows.append(dict(base, kind="interface", name="0.out", eta=eta, final_loss=0.1,
-                         vertex=eta, full=2 * eta, active=0.0))
-        rows.append(dict(base, kind="interface", name="1.out", act="relu", eta=eta,
-                         final_loss=0.1, vertex=eta**2, full=1.0, active=eta))
+        rows.append(
+            dict(
+                base,
+                kind="interface",
+                name="0.out",
+                eta=eta,
+                final_loss=0.1,
+                vertex=eta,
+                full=2 * eta,
+                active=0.0,
+            )
+        )
+        rows.append(
+            dict(
+                base,
+                kind="interface",
+                name="1.out",
+                act="relu",
+                eta=eta,
+                final_loss=0.1,
+                vertex=eta**2,
+                full=1.0,
+                active=eta,
+            )
+        )
         rows.append(dict(base, kind="layer", name="0|1", eta=eta, final_loss=0.1, drift=eta))
     return rows
 
@@ -78,20 +109,90 @@ def test_drift_summary_groups_and_metrics_by_hand():
 def _final_frame():
     rows = [
         # synthetic: hidden linear layer "1" with a bound, output "2"
-        dict(run="synthetic", seed=0, step=0, layer="1", act="linear", ratio=0.5, alignment=0.2,
-             gap=0.5, gap_bound=1.0, frob_sq=1.0, n_resfree_after=0, predicted_ratio=np.nan),
-        dict(run="synthetic", seed=0, step=9, layer="1", act="linear", ratio=0.995,
-             alignment=0.999, gap=0.8, gap_bound=1.0, frob_sq=100.0, n_resfree_after=0,
-             predicted_ratio=np.nan),
-        dict(run="mnist", seed=0, step=5, layer="1", act="linear", ratio=0.99, alignment=0.98,
-             gap=0.4, gap_bound=0.5, frob_sq=50.0, n_resfree_after=0, predicted_ratio=np.nan),
-        dict(run="resfree", seed=0, step=5, layer="1", act="linear", ratio=0.9, alignment=np.nan,
-             gap=0.1, gap_bound=np.nan, frob_sq=5.0, n_resfree_after=1, predicted_ratio=np.nan),
-        dict(run="resfree", seed=0, step=5, layer="2.VR", act="linear", ratio=0.97,
-             alignment=np.nan, gap=0.1, gap_bound=np.nan, frob_sq=5.0, n_resfree_after=0,
-             predicted_ratio=np.nan),
-        dict(run="conv", seed=0, step=5, layer="1.K", act="linear", ratio=0.6, alignment=np.nan,
-             gap=0.1, gap_bound=np.nan, frob_sq=5.0, n_resfree_after=0, predicted_ratio=0.61),
+        dict(
+            run="synthetic",
+            seed=0,
+            step=0,
+            layer="1",
+            act="linear",
+            ratio=0.5,
+            alignment=0.2,
+            gap=0.5,
+            gap_bound=1.0,
+            frob_sq=1.0,
+            n_resfree_after=0,
+            predicted_ratio=np.nan,
+        ),
+        dict(
+            run="synthetic",
+            seed=0,
+            step=9,
+            layer="1",
+            act="linear",
+            ratio=0.995,
+            alignment=0.999,
+            gap=0.8,
+            gap_bound=1.0,
+            frob_sq=100.0,
+            n_resfree_after=0,
+            predicted_ratio=np.nan,
+        ),
+        dict(
+            run="mnist",
+            seed=0,
+            step=5,
+            layer="1",
+            act="linear",
+            ratio=0.99,
+            alignment=0.98,
+            gap=0.4,
+            gap_bound=0.5,
+            frob_sq=50.0,
+            n_resfree_after=0,
+            predicted_ratio=np.nan,
+        ),
+        dict(
+            run="resfree",
+            seed=0,
+            step=5,
+            layer="1",
+            act="linear",
+            ratio=0.9,
+            alignment=np.nan,
+            gap=0.1,
+            gap_bound=np.nan,
+            frob_sq=5.0,
+            n_resfree_after=1,
+            predicted_ratio=np.nan,
+        ),
+        dict(
+            run="resfree",
+            seed=0,
+            step=5,
+            layer="2.VR",
+            act="linear",
+            ratio=0.97,
+            alignment=np.nan,
+            gap=0.1,
+            gap_bound=np.nan,
+            frob_sq=5.0,
+            n_resfree_after=0,
+            predicted_ratio=np.nan,
+        ),
+        dict(
+            run="conv",
+            seed=0,
+            step=5,
+            layer="1.K",
+            act="linear",
+            ratio=0.6,
+            alignment=np.nan,
+            gap=0.1,
+            gap_bound=np.nan,
+            frob_sq=5.0,
+            n_resfree_after=0,
+            predicted_ratio=0.61,
+        ),
     ]
     return rows
 
@@ -103,9 +204,12 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
     assert final.loc[final["run"] == "synthetic", "gap_over_bound_max"].item() == 0.8
     metrics = analysis.theorem2_metrics(final)
     assert metrics == {
-        "thm2_fc_ratio_min_synthetic": 0.995, "thm2_fc_alignment_min_synthetic": 0.999,
-        "thm2_gap_over_bound_max_synthetic": 0.8, "thm2_fc_ratio_min_mnist": 0.99,
-        "thm2_fc_alignment_min_mnist": 0.98, "thm2_gap_over_bound_max_mnist": 0.8,
+        "thm2_fc_ratio_min_synthetic": 0.995,
+        "thm2_fc_alignment_min_synthetic": 0.999,
+        "thm2_gap_over_bound_max_synthetic": 0.8,
+        "thm2_fc_ratio_min_mnist": 0.99,
+        "thm2_fc_alignment_min_mnist": 0.98,
+        "thm2_gap_over_bound_max_mnist": 0.8,
     }
     red = analysis.reduced_alignment_metrics(final)
     assert red["thm2_resfree_ratio_times_bound_min"] == pytest.approx(0.9 * 8)
@@ -124,11 +228,16 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
 
 def test_trajectories_and_run_table():
     run_tasks = [{"run": "synthetic", "seed": 0}, {"run": "conv", "seed": 1}]
-    results = [{"rows": [{"step": 0}, {"step": 3}], "final_step": 3, "final_loss": 1e-9},
-               {"rows": [{"step": 0}], "final_step": 0, "final_loss": 0.5}]
+    results = [
+        {"rows": [{"step": 0}, {"step": 3}], "final_step": 3, "final_loss": 1e-9},
+        {"rows": [{"step": 0}], "final_step": 0, "final_loss": 0.5},
+    ]
     traj = analysis.trajectories(run_tasks, results)
     assert traj[["run", "seed", "step"]].values.tolist() == [
-        ["synthetic", 0, 0], ["synthetic", 0, 3], ["conv", 1, 0]]
+        ["synthetic", 0, 0],
+        ["synthetic", 0, 3],
+        ["conv", 1, 0],
+    ]
     table = analysis.run_table(run_tasks, results)
     assert table["steps"].tolist() == [3, 0] and table["final loss"].tolist() == [1e-9, 0.5]
 

@@ -98,21 +98,40 @@ def test_theorem2_tasks():
 
 
 def test_lemma1_and_invariance_task_lists():
-    cfg = {"lemma1_seeds": [0, 1], "lemma1_inputs": 7, "inv_seeds": [3], "inv_width": 6,
-           "inv_n": 20, "inv_time": 4.0, "inv_steps": [200, 400], "inv_records": 5}
+    cfg = {
+        "lemma1_seeds": [0, 1],
+        "lemma1_inputs": 7,
+        "inv_seeds": [3],
+        "inv_width": 6,
+        "inv_n": 20,
+        "inv_time": 4.0,
+        "inv_steps": [200, 400],
+        "inv_records": 5,
+    }
     lemma1 = tasks.lemma1_tasks(cfg)
     assert len(lemma1) == 2 * len(tasks.lemma1_architectures())
-    assert lemma1[:2] == [{"arch": "fully connected", "seed": 0, "n": 7},
-                          {"arch": "fully connected", "seed": 1, "n": 7}]
+    assert lemma1[:2] == [
+        {"arch": "fully connected", "seed": 0, "n": 7},
+        {"arch": "fully connected", "seed": 1, "n": 7},
+    ]
     inv = tasks.invariance_tasks(cfg, device="cpu")
     assert [t["arch"] for t in inv] == list(tasks.invariance_architectures(6))
-    assert inv[0] == {"arch": "fully connected", "seed": 3, "width": 6, "n": 20, "T": 4.0,
-                      "steps": [200, 400], "n_records": 5, "device": "cpu"}
+    assert inv[0] == {
+        "arch": "fully connected",
+        "seed": 3,
+        "width": 6,
+        "n": 20,
+        "T": 4.0,
+        "steps": [200, 400],
+        "n_records": 5,
+        "device": "cpu",
+    }
 
 
-@pytest.mark.parametrize("fn,uses_device", [(tasks.lemma1_check, False),
-                                            (tasks.invariance_sweep, True),
-                                            (tasks.low_rank_run, True)])
+@pytest.mark.parametrize(
+    "fn,uses_device",
+    [(tasks.lemma1_check, False), (tasks.invariance_sweep, True), (tasks.low_rank_run, True)],
+)
 def test_task_declarations_and_single_thread(fn, uses_device):
     spec = spec_of(fn)
     assert spec is not None and spec.threads is None and spec.uses_device == uses_device

@@ -21,20 +21,26 @@ def _classification(gap_end=1e-4):
     for i, (arch, L) in enumerate((a, L) for a in ("diag", "conv", "fc") for L in (2, 3)):
         tasks.append({"arch": arch, "L": L, "data_seed": 0, "n": 4})
         mags = [1.0, 0.0, 0.0, 0.0] if arch == "conv" else [1.0, 1.0, 1.0, 1.0]
-        runs.append({"status": "ok", "reference": f"ref {arch}", "steps": STEPS,
-                     "log_inv_loss": [1.0, 1e2, 1e4, 1e8],
-                     "cosine_gap": [gap_end * 10.0 ** k for k in (4, 3, 2, 0)],
-                     "final_cosine_gap": gap_end * (1 + i),
-                     "thm1_kkt_residual": 1e-3 * (1 + i),
-                     "thm1_kkt_residual_path": [1.0, 0.1, 0.05, 1e-3 * (1 + i)],
-                     "thm1_uavg_residual": 0.1, "fourier_magnitudes": mags})
+        runs.append(
+            {
+                "status": "ok",
+                "reference": f"ref {arch}",
+                "steps": STEPS,
+                "log_inv_loss": [1.0, 1e2, 1e4, 1e8],
+                "cosine_gap": [gap_end * 10.0**k for k in (4, 3, 2, 0)],
+                "final_cosine_gap": gap_end * (1 + i),
+                "thm1_kkt_residual": 1e-3 * (1 + i),
+                "thm1_kkt_residual_path": [1.0, 0.1, 0.05, 1e-3 * (1 + i)],
+                "thm1_uavg_residual": 0.1,
+                "fourier_magnitudes": mags,
+            }
+        )
     return tasks, runs
 
 
 def test_every_claimed_metric_is_named_in_analysis():
     claims = yaml.safe_load((project_root() / "data/claims/tensor_networks.yaml").read_text())
-    source = (project_root() / "lib/implicit_bias/chapters/tensor_networks/analysis.py"
-              ).read_text()
+    source = (project_root() / "lib/implicit_bias/chapters/tensor_networks/analysis.py").read_text()
     assert all(f'"{c["metric"]}"' in source for c in claims)
 
 
@@ -48,18 +54,26 @@ def test_classification_frames_and_thm1_metrics():
     cls = analysis.classification_frame(*_classification())
     assert len(cls) == 6 and {"arch", "L", "data_seed", "fourier_sparsity"} <= set(cls)
     thm1 = analysis.thm1_table(cls)
-    assert list(thm1.columns) == ["arch", "L", "data_seed", "thm1_kkt_residual",
-                                  "thm1_uavg_residual", "final_cosine_gap"]
+    assert list(thm1.columns) == [
+        "arch",
+        "L",
+        "data_seed",
+        "thm1_kkt_residual",
+        "thm1_uavg_residual",
+        "final_cosine_gap",
+    ]
     assert "residual, averaged u" in analysis.thm1_display(thm1).columns
     paths = analysis.residual_paths(cls)
     assert len(paths) == 6 * len(STEPS) and set(paths["run"]) == {
-        f"{a} L={L}" for a in ("diag", "conv", "fc") for L in (2, 3)}
+        f"{a} L={L}" for a in ("diag", "conv", "fc") for L in (2, 3)
+    }
     metrics = analysis.thm1_metrics(cls, paths)
     assert metrics["thm1_max_singular_residual"] == pytest.approx(6e-3)
     assert metrics["thm1_residual_shrinks"] is True
     cls.at[0, "thm1_kkt_residual_path"] = [1.0, 0.1, 0.01, 0.009]  # less than halved
-    assert analysis.thm1_metrics(cls, analysis.residual_paths(cls))[
-        "thm1_residual_shrinks"] is False
+    assert (
+        analysis.thm1_metrics(cls, analysis.residual_paths(cls))["thm1_residual_shrinks"] is False
+    )
 
 
 def test_corollary_metrics():
@@ -89,13 +103,34 @@ def test_fourier_sparsity_and_spectra():
 
 def test_theorem3_frame_and_metrics():
     tasks = [{"seed": 0, "y": 1.0, "d": 8}, {"seed": 0, "y": -1.0, "d": 8}]
-    runs = [{"lambda": 0.5, "error_v1": 1e-12, "error_v2": 3e-12, "sign_rule_holds": True,
-             "norm_ratio": 1 + 2e-9, "s": [1.0]},
-            {"lambda": 0.5, "error_v1": 2e-12, "error_v2": 1e-12, "sign_rule_holds": False,
-             "norm_ratio": 1 - 1e-9, "s": [1.0]}]
+    runs = [
+        {
+            "lambda": 0.5,
+            "error_v1": 1e-12,
+            "error_v2": 3e-12,
+            "sign_rule_holds": True,
+            "norm_ratio": 1 + 2e-9,
+            "s": [1.0],
+        },
+        {
+            "lambda": 0.5,
+            "error_v1": 2e-12,
+            "error_v2": 1e-12,
+            "sign_rule_holds": False,
+            "norm_ratio": 1 - 1e-9,
+            "s": [1.0],
+        },
+    ]
     thm3 = analysis.theorem3_frame(tasks, runs)
     assert list(analysis.theorem3_table(thm3).columns) == [
-        "seed", "y", "lambda", "error_v1", "error_v2", "sign_rule_holds", "norm_ratio"]
+        "seed",
+        "y",
+        "lambda",
+        "error_v1",
+        "error_v2",
+        "sign_rule_holds",
+        "norm_ratio",
+    ]
     metrics = analysis.theorem3_metrics(thm3)
     assert metrics["thm3_max_direction_error"] == pytest.approx(3e-12)
     assert metrics["thm3_sign_rule_holds"] is False
@@ -115,13 +150,24 @@ def test_lemma4_frames():
 
 def _argument_runs():
     tasks, runs = [], []
-    for arch, L, derived, printed in (("diag", 2, 1e-3, 0.08), ("diag", 3, 3e-3, 0.2),
-                                      ("conv", 2, 2e-3, 0.1)):
+    for arch, L, derived, printed in (
+        ("diag", 2, 1e-3, 0.08),
+        ("diag", 3, 3e-3, 0.2),
+        ("conv", 2, 2e-3, 0.1),
+    ):
         for f in (1.0, 0.5):
             tasks.append({"arch": arch, "L": L, "data_seed": 0, "rel_step": 0.02 * f})
             wrong = "error_thm5_printed" if arch == "diag" else "error_cor6_printed"
-            runs.append({"status": "ok", "loss": 1e-25, "beta": [0.0], "distance_l1": 0.1,
-                         "error_derived": derived * 2 * f, wrong: printed})
+            runs.append(
+                {
+                    "status": "ok",
+                    "loss": 1e-25,
+                    "beta": [0.0],
+                    "distance_l1": 0.1,
+                    "error_derived": derived * 2 * f,
+                    wrong: printed,
+                }
+            )
     return tasks, runs
 
 
@@ -131,45 +177,75 @@ def test_argument_frame_and_metrics():
     assert "distance_l1" not in args and "beta" not in args
     assert analysis.halving_ratio(args).tolist() == pytest.approx([2.0, 2.0, 2.0])
     metrics = analysis.argument_metrics(args)
-    assert metrics == pytest.approx({
-        "cor5_max_rel_error_half_step": 3e-3, "cor5_min_error_halving_ratio": 2.0,
-        "thm5_printed_min_rel_error": 0.08, "cor6_max_rel_error_derived": 2e-3,
-        "cor6_min_rel_error_printed": 0.1})
+    assert metrics == pytest.approx(
+        {
+            "cor5_max_rel_error_half_step": 3e-3,
+            "cor5_min_error_halving_ratio": 2.0,
+            "thm5_printed_min_rel_error": 0.08,
+            "cor6_max_rel_error_derived": 2e-3,
+            "cor6_min_rel_error_printed": 0.1,
+        }
+    )
     bars = analysis.argument_errors(args)
     assert len(bars) == 6  # derived for each run, and the one printed form that applies
-    assert set(bars["formula"]) == {"error_derived", "error_thm5_printed",
-                                    "error_cor6_printed"}
+    assert set(bars["formula"]) == {"error_derived", "error_thm5_printed", "error_cor6_printed"}
 
 
 def test_alpha_frames_and_metrics():
-    cfg = {"reg_depths": [2, 3], "reg_n": 3, "reg_d": 6, "reg_seeds": [0],
-           "theory_alphas": [0.01, 1.0, 100.0]}
+    cfg = {
+        "reg_depths": [2, 3],
+        "reg_n": 3,
+        "reg_d": 6,
+        "reg_seeds": [0],
+        "theory_alphas": [0.01, 1.0, 100.0],
+    }
     theory = analysis.alpha_theory(cfg)
     assert len(theory) == 6 and set(theory["L"]) == {2, 3}
     tasks = [{"L": L, "alpha": a} for L in (2, 3) for a in (1.0, 0.1)]
-    runs = [{"distance_l1": a * L, "distance_l2": 0.1, "error_derived": 1e-3, "loss": 0.0}
-            for L in (2, 3) for a in (1.0, 0.1)]
+    runs = [
+        {"distance_l1": a * L, "distance_l2": 0.1, "error_derived": 1e-3, "loss": 0.0}
+        for L in (2, 3)
+        for a in (1.0, 0.1)
+    ]
     gd = analysis.alpha_gd_frame(tasks, runs)
     assert list(gd.columns) == ["L", "alpha", "distance_l1", "distance_l2", "error_derived"]
     metrics = analysis.alpha_metrics(theory, gd)
     small = theory[(theory["alpha"] == 0.01) & (theory["L"] == 3)]["distance_l1"].item()
     assert metrics["cor5_l1_distance_smallest_alpha_L3"] == small
-    assert metrics["cor5_l2_distance_largest_alpha"] == theory[
-        theory["alpha"] == 100.0]["distance_l2"].max()
+    assert (
+        metrics["cor5_l2_distance_largest_alpha"]
+        == theory[theory["alpha"] == 100.0]["distance_l2"].max()
+    )
     assert metrics["cor5_gd_l1_distance_decreases_with_alpha"] is True
     gd.loc[0, "distance_l1"] = 0.0  # L = 2: farther from l1 at the smaller alpha
-    assert analysis.alpha_metrics(theory, gd)["cor5_gd_l1_distance_decreases_with_alpha"] \
-        is False
+    assert analysis.alpha_metrics(theory, gd)["cor5_gd_l1_distance_decreases_with_alpha"] is False
 
 
 def test_theorem6_frame_and_metrics():
-    thm6 = analysis.theorem6_frame([
-        {"status": "ok", "flow_error": 1e-15, "flow_error_printed": 0.5, "gd_error": 2e-3,
-         "gd_error_half": 1e-3},
-        {"status": "ok", "flow_error": 3e-15, "flow_error_printed": 0.4, "gd_error": 1.8e-3,
-         "gd_error_half": 1e-3}])
+    thm6 = analysis.theorem6_frame(
+        [
+            {
+                "status": "ok",
+                "flow_error": 1e-15,
+                "flow_error_printed": 0.5,
+                "gd_error": 2e-3,
+                "gd_error_half": 1e-3,
+            },
+            {
+                "status": "ok",
+                "flow_error": 3e-15,
+                "flow_error_printed": 0.4,
+                "gd_error": 1.8e-3,
+                "gd_error_half": 1e-3,
+            },
+        ]
+    )
     assert "status" not in analysis.theorem6_table(thm6)
-    assert analysis.theorem6_metrics(thm6) == pytest.approx({
-        "thm6_flow_rel_error": 3e-15, "thm6_printed_flow_rel_error": 0.4,
-        "thm6_gd_error_halving_ratio": 1.8})
+    assert analysis.theorem6_metrics(thm6) == pytest.approx(
+        {
+            "thm6_flow_rel_error": 3e-15,
+            "thm6_printed_flow_rel_error": 0.4,
+            "thm6_gd_error_halving_ratio": 1.8,
+        }
+    )
     assert isinstance(thm6, pd.DataFrame)

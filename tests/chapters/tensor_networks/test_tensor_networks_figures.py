@@ -21,10 +21,19 @@ def cls():
     for arch in ("diag", "conv", "fc"):
         for L in (2, 3):
             tasks.append({"arch": arch, "L": L, "data_seed": 0})
-            runs.append({"reference": "ref", "steps": STEPS, "log_inv_loss": [1.0, 10.0, 1e3],
-                         "cosine_gap": [0.1, 0.01, 0.0], "final_cosine_gap": 0.0,
-                         "thm1_kkt_residual": 1e-3, "thm1_kkt_residual_path": [1.0, 0.1, 1e-3],
-                         "thm1_uavg_residual": 0.1, "fourier_magnitudes": [1.0, 0.5, 0.0]})
+            runs.append(
+                {
+                    "reference": "ref",
+                    "steps": STEPS,
+                    "log_inv_loss": [1.0, 10.0, 1e3],
+                    "cosine_gap": [0.1, 0.01, 0.0],
+                    "final_cosine_gap": 0.0,
+                    "thm1_kkt_residual": 1e-3,
+                    "thm1_kkt_residual_path": [1.0, 0.1, 1e-3],
+                    "thm1_uavg_residual": 0.1,
+                    "fourier_magnitudes": [1.0, 0.5, 0.0],
+                }
+            )
     yield analysis.classification_frame(tasks, runs)
     plt.close("all")
 
@@ -35,8 +44,9 @@ def _titles(fig):
 
 def test_plot_by_group_draws_one_line_per_group_at_the_floor():
     fig, ax = plt.subplots()
-    frame = pd.DataFrame({"x": [0, 1, 2, 1, 2], "y": [1.0, 0.0, 1.0, 2.0, 3.0],
-                          "g": ["a", "a", "a", "b", "b"]})
+    frame = pd.DataFrame(
+        {"x": [0, 1, 2, 1, 2], "y": [1.0, 0.0, 1.0, 2.0, 3.0], "g": ["a", "a", "a", "b", "b"]}
+    )
     figures.plot_by_group(ax, frame, "x", "y", "g", PALETTE, floor=1e-9)
     lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["a", "b"]
@@ -48,8 +58,10 @@ def test_plot_by_group_draws_one_line_per_group_at_the_floor():
 def test_classification_figures(cls):
     fig = figures.thm1_residuals(analysis.residual_paths(cls), cls, seed=0)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert _titles(fig) == ["Theorem 1: residual along training",
-                            "Theorem 1: two estimates of u_inf"]
+    assert _titles(fig) == [
+        "Theorem 1: residual along training",
+        "Theorem 1: two estimates of u_inf",
+    ]
     assert len(fig.axes[0].get_lines()) == 6 and len(fig.axes[1].patches) == 12
     fig = figures.cor123_convergence(analysis.cosine_curves(cls), seed=0)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
@@ -61,21 +73,25 @@ def test_classification_figures(cls):
 
 def test_lemma4_figure():
     curves = analysis.hl_curves(Ls=(2, 3), grid=np.linspace(-6, 6, 13))
-    ode = pd.DataFrame({"L": [2, 3], "tau": [0.5, 0.5], "h_ode": [0.6, 0.7],
-                        "H_ode": [0.2, 0.3]})
+    ode = pd.DataFrame({"L": [2, 3], "tau": [0.5, 0.5], "h_ode": [0.6, 0.7], "H_ode": [0.2, 0.3]})
     fig = figures.lemma4_hl(curves, ode)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert _titles(fig) == ["Lemma 4: h_L^{-1} (dots: ODE)", "Thm 5: H_L (dots: ODE)"]
     assert len(fig.axes[1].get_lines()) == 2 * 2 + 1  # curves, ODE dots, t^2 / 2
-    np.testing.assert_array_equal(fig.axes[1].get_lines()[-1].get_xdata(),
-                                  np.linspace(-6, 6, 13))
+    np.testing.assert_array_equal(fig.axes[1].get_lines()[-1].get_xdata(), np.linspace(-6, 6, 13))
     plt.close(fig)
 
 
 def test_argument_figure():
-    bars = pd.DataFrame({"arch": ["diag", "diag", "conv"], "L": [2, 2, 2], "seed": [0, 0, 0],
-                         "formula": ["error_derived", "error_thm5_printed", "error_derived"],
-                         "relative_error": [1e-3, 0.1, 2e-3]})
+    bars = pd.DataFrame(
+        {
+            "arch": ["diag", "diag", "conv"],
+            "L": [2, 2, 2],
+            "seed": [0, 0, 0],
+            "formula": ["error_derived", "error_thm5_printed", "error_derived"],
+            "relative_error": [1e-3, 0.1, 2e-3],
+        }
+    )
     fig = figures.thm5_argument(bars)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].collections) == 2
@@ -83,13 +99,20 @@ def test_argument_figure():
 
 
 def test_alpha_sweep_figure():
-    theory = pd.DataFrame({"L": [2, 2, 3, 3], "alpha": [0.1, 1.0, 0.1, 1.0],
-                           "distance_l1": [0.1, 0.5, 0.01, 0.5], "distance_l2": [0.5, 0.0,
-                                                                                0.5, 0.1]})
+    theory = pd.DataFrame(
+        {
+            "L": [2, 2, 3, 3],
+            "alpha": [0.1, 1.0, 0.1, 1.0],
+            "distance_l1": [0.1, 0.5, 0.01, 0.5],
+            "distance_l2": [0.5, 0.0, 0.5, 0.1],
+        }
+    )
     gd = theory.assign(error_derived=1e-3)
     fig = figures.cor5_alpha_sweep(theory, gd, depths=[2, 3])
     assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert _titles(fig) == ["Cor. 5: limit vs. min-l1 interpolator",
-                            "Cor. 5: limit vs. min-l2 interpolator"]
+    assert _titles(fig) == [
+        "Cor. 5: limit vs. min-l1 interpolator",
+        "Cor. 5: limit vs. min-l2 interpolator",
+    ]
     assert all(len(ax.get_lines()) == 4 for ax in fig.axes)
     plt.close(fig)

@@ -19,8 +19,9 @@ def test_gd_limit_matches_q_minimizer_and_error_halves():
     """Cor 5 on a small diagonal net (L = 2): GD's limit is the Q-minimizer up to an O(step)
     bias that halves with the step; the printed Thm 5 argument (alpha L) is farther off."""
     common = dict(arch="diag", L=2, n=3, d=8, data_seed=0, alpha=0.5, wbar="1", steps=50000)
-    errors = [tn.regression_task(dict(common, rel_step=0.02 * f, stability=0.2 * f))
-              for f in (1.0, 0.5)]
+    errors = [
+        tn.regression_task(dict(common, rel_step=0.02 * f, stability=0.2 * f)) for f in (1.0, 0.5)
+    ]
     assert errors[1]["loss"] < 1e-20
     assert errors[1]["error_derived"] < 5e-3
     assert 1.6 < errors[0]["error_derived"] / errors[1]["error_derived"] < 2.4
@@ -37,8 +38,7 @@ def test_theorem6_closed_form_small_case():
 
 
 def test_theorem3_single_point_limit():
-    result = tn.theorem3_task(dict(d=8, k1=3, seed=0, y=-1.0, alpha=0.5, steps=600,
-                                   rel_step=0.2))
+    result = tn.theorem3_task(dict(d=8, k1=3, seed=0, y=-1.0, alpha=0.5, steps=600, rel_step=0.2))
     assert result["lambda"] > 0
     assert max(result["error_v1"], result["error_v2"]) < 1e-10
     assert result["sign_rule_holds"]
@@ -47,8 +47,20 @@ def test_theorem3_single_point_limit():
 
 def test_fc_classification_aligns_with_svm():
     """Cor 1 on a tiny problem: a 2-layer fc net's direction approaches the l2 SVM."""
-    task = dict(arch="fc", L=2, n=8, d=5, sparsity=2, data_seed=0, init_seed=0, alpha=0.1,
-                steps=2000, rel_step=0.02, decay=50, record=[1, 2000])
+    task = dict(
+        arch="fc",
+        L=2,
+        n=8,
+        d=5,
+        sparsity=2,
+        data_seed=0,
+        init_seed=0,
+        alpha=0.1,
+        steps=2000,
+        rel_step=0.02,
+        decay=50,
+        record=[1, 2000],
+    )
     result = tn.classification_task(task)
     assert result["cosine_gap"][-1] < 1e-4 < 0.1 < result["cosine_gap"][0]
     assert result["thm1_kkt_residual"] < 1e-2
@@ -56,15 +68,23 @@ def test_fc_classification_aligns_with_svm():
 
 def test_task_functions_are_declared():
     """The two training sweeps read the run's device; all run on one torch thread."""
-    for fn, uses_device in ((tn.classification_task, True), (tn.regression_task, True),
-                            (tn.theorem3_task, False), (tn.theorem6_task, False)):
+    for fn, uses_device in (
+        (tn.classification_task, True),
+        (tn.regression_task, True),
+        (tn.theorem3_task, False),
+        (tn.theorem6_task, False),
+    ):
         spec = spec_of(fn)
         assert spec is not None and spec.threads == 1 and spec.uses_device is uses_device
 
 
-SWEEPS = {"classification": "classification_tasks", "theorem3": "theorem3_tasks",
-          "regression_argument": "argument_tasks", "alpha_sweep": "alpha_sweep_tasks",
-          "theorem6": "theorem6_tasks"}
+SWEEPS = {
+    "classification": "classification_tasks",
+    "theorem3": "theorem3_tasks",
+    "regression_argument": "argument_tasks",
+    "alpha_sweep": "alpha_sweep_tasks",
+    "theorem6": "theorem6_tasks",
+}
 
 
 @pytest.mark.parametrize("sweep", sorted(SWEEPS))
@@ -90,8 +110,7 @@ def test_smoke_task_lists():
     args = tn.argument_tasks(cfg)
     assert {t["arch"] for t in args} == {"diag", "conv"}
     assert all(t["L"] <= 3 for t in args if t["arch"] == "conv")
-    assert sorted({t["rel_step"] for t in args}) == [cfg["reg_rel_step"] / 2,
-                                                     cfg["reg_rel_step"]]
+    assert sorted({t["rel_step"] for t in args}) == [cfg["reg_rel_step"] / 2, cfg["reg_rel_step"]]
     assert len(tn.theorem3_tasks(cfg)) == 2 * len(cfg["single_seeds"])
     assert len(tn.theorem6_tasks(cfg)) == len(cfg["single_seeds"])
     assert len(tn.alpha_sweep_tasks(cfg)) == len(cfg["reg_depths"]) * len(cfg["reg_alphas"])

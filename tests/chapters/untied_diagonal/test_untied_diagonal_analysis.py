@@ -20,11 +20,21 @@ def _scale_shape_result(points, offset=0.0):
     k = len(points)
     alpha, shape = (list(v) for v in zip(*points))
     ramp = np.arange(k, dtype=float) + offset
-    return {"alpha": alpha, "shape": shape, "m": [a * (s + 1 / s) for a, s in points],
-            "pop_error_gd": (0.1 + ramp).tolist(), "pop_error_q": (0.1 + ramp).tolist(),
-            "gd_vs_q": [1e-4] * k, "dist_l1": (1 + ramp).tolist(), "dist_l2": (2 + ramp).tolist(),
-            "steps": [100 + i for i in range(k)], "converged": [True] * (k - 1) + [False],
-            "pop_error_l1": 0.05, "pop_error_l2": 0.9, "extra_m_dist_l1": [0.02 + offset]}
+    return {
+        "alpha": alpha,
+        "shape": shape,
+        "m": [a * (s + 1 / s) for a, s in points],
+        "pop_error_gd": (0.1 + ramp).tolist(),
+        "pop_error_q": (0.1 + ramp).tolist(),
+        "gd_vs_q": [1e-4] * k,
+        "dist_l1": (1 + ramp).tolist(),
+        "dist_l2": (2 + ramp).tolist(),
+        "steps": [100 + i for i in range(k)],
+        "converged": [True] * (k - 1) + [False],
+        "pop_error_l1": 0.05,
+        "pop_error_l2": 0.9,
+        "extra_m_dist_l1": [0.02 + offset],
+    }
 
 
 def test_every_claim_metric_is_named_in_analysis():
@@ -41,8 +51,9 @@ def test_step_slope_and_fig71_metrics():
     rows = []
     for alpha, errs in ((1e-4, [0.8, 0.3, 0.1, 0.3, 0.8]), (1e-1, [0.9, 0.9, 0.89, 0.9, 0.9])):
         for s, e in zip([0.01, 0.1, 1.0, 10.0, 100.0], errs):
-            rows.append({"seed": 0, "alpha": alpha, "shape": s, "pop_error_gd": e,
-                         "pop_error_q": e})
+            rows.append(
+                {"seed": 0, "alpha": alpha, "shape": s, "pop_error_gd": e, "pop_error_q": e}
+            )
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
     assert met["fig71_small_alpha_rows_argmin_at_s1"] == 1.0
     assert met["fig71_extreme_over_balanced_min_ratio"] == pytest.approx(8.0)
@@ -58,7 +69,8 @@ def test_q_shape_limits():
     assert met["qm_max_dev_from_square_m1e3"] < 1e-6
     # The rich-limit correction |b| log|b| / (log(2/m) - 1) peaks at 1/e / (log(2e12) - 1).
     assert met["qm_max_dev_from_abs_m1e-12"] == pytest.approx(
-        np.exp(-1) / (np.log(2e12) - 1), rel=0.05)
+        np.exp(-1) / (np.log(2e12) - 1), rel=0.05
+    )
 
 
 def test_q_shape_frame():
@@ -70,8 +82,9 @@ def test_q_shape_frame():
 
 
 def test_mirror_shapes_puts_the_copy_at_one_over_s():
-    frame = pd.DataFrame({"seed": [0, 0], "alpha": [1.0, 1.0], "shape": [1.0, 10.0],
-                          "pop_error_gd": [0.1, 0.5]})
+    frame = pd.DataFrame(
+        {"seed": [0, 0], "alpha": [1.0, 1.0], "shape": [1.0, 10.0], "pop_error_gd": [0.1, 0.5]}
+    )
     mirrored = analysis.mirror_shapes(frame)
     assert list(mirrored["shape"]) == [0.1, 1.0, 10.0]
     assert list(mirrored["pop_error_gd"]) == [0.5, 0.1, 0.5]
@@ -105,8 +118,16 @@ def test_regimes_frames_split_table_and_metrics():
 
 
 def test_rich_limit_frame_and_table():
-    rows = [{"m": m, "dist_l1": d, "dist_times_log_1_over_m": d * np.log(1 / m), "kkt": 0.0,
-             "residual": 0.0} for m, d in ((1e-5, 0.2), (1e-30, 0.02))]
+    rows = [
+        {
+            "m": m,
+            "dist_l1": d,
+            "dist_times_log_1_over_m": d * np.log(1 / m),
+            "kkt": 0.0,
+            "residual": 0.0,
+        }
+        for m, d in ((1e-5, 0.2), (1e-30, 0.02))
+    ]
     frame = analysis.rich_limit_frame([{"rows": rows}, {"rows": rows}], [0, 3])
     assert len(frame) == 4 and list(frame["seed"]) == [0, 0, 3, 3]
     table = analysis.rich_limit_table(frame)
@@ -117,18 +138,30 @@ def test_rich_limit_frame_and_table():
 @pytest.mark.parametrize("mirror", [False, True])
 def test_fig71_frame_table_summary_and_heatmap(mirror):
     cfg = load_profile("untied_diagonal", "smoke")
-    cfg = {**cfg, "fig71_log10_alpha": [-2, 0, 3], "fig71_log10_shape": [-2, 2, 5],
-           "fig71_mirror": mirror}
+    cfg = {
+        **cfg,
+        "fig71_log10_alpha": [-2, 0, 3],
+        "fig71_log10_shape": [-2, 2, 5],
+        "fig71_mirror": mirror,
+    }
     points = tk.fig71_points(cfg)
     frame = analysis.fig71_frame([_scale_shape_result(points)], cfg)
     assert len(frame) == 15 and sorted(frame["shape"].unique()) == [0.01, 0.1, 1.0, 10.0, 100.0]
     table = analysis.fig71_table(frame)
-    assert list(table.columns) == ["alpha", "shape", "m", "pop_error_gd", "pop_error_q",
-                                   "pop_error_l1", "pop_error_l2"]
+    assert list(table.columns) == [
+        "alpha",
+        "shape",
+        "m",
+        "pop_error_gd",
+        "pop_error_q",
+        "pop_error_l1",
+        "pop_error_l2",
+    ]
     heat = analysis.fig71_heatmap_table(table)
     assert heat.shape == (3, 5)
     if mirror:  # the mirrored half repeats the values at 1/s
         assert np.array_equal(heat.to_numpy(), heat.to_numpy()[:, ::-1])
     summary = analysis.fig71_summary(frame, 1e-7)
-    assert summary.startswith(f"15 GD runs, {int(frame['converged'].sum())} reached relative "
-                              "residual 1e-07; max steps")
+    assert summary.startswith(
+        f"15 GD runs, {int(frame['converged'].sum())} reached relative residual 1e-07; max steps"
+    )

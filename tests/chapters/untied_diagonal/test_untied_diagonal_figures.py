@@ -21,14 +21,27 @@ def _close_figures():
 def _theorem1_frame():
     rows = []
     for b, init in enumerate(["random", "small"]):
-        rows.append({"seed": 0, "init": init, "gd_error_step_0.4": 4e-3 * (b + 1),
-                     "gd_error_step_0.2": 2e-3 * (b + 1), "gf_error": 1e-12 if b else 1e-8})
+        rows.append(
+            {
+                "seed": 0,
+                "init": init,
+                "gd_error_step_0.4": 4e-3 * (b + 1),
+                "gd_error_step_0.2": 2e-3 * (b + 1),
+                "gf_error": 1e-12 if b else 1e-8,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _scale_shape_frame(x, values):
-    return pd.DataFrame({"seed": 0, x: values, "dist_l1": np.linspace(0.5, 0.1, len(values)),
-                         "dist_l2": np.linspace(0.01, 0.4, len(values))})
+    return pd.DataFrame(
+        {
+            "seed": 0,
+            x: values,
+            "dist_l1": np.linspace(0.5, 0.1, len(values)),
+            "dist_l2": np.linspace(0.01, 0.4, len(values)),
+        }
+    )
 
 
 def test_theorem1_step():
@@ -59,10 +72,21 @@ def test_regimes():
 
 def test_fig7_1():
     alphas, shapes = [1e-4, 1e-2, 1.0], [0.1, 1.0, 10.0]
-    table = pd.DataFrame([{"alpha": a, "shape": s, "m": a * (s + 1 / s),
-                           "pop_error_gd": a + abs(np.log(s)), "pop_error_q": a + abs(np.log(s)),
-                           "pop_error_l1": 0.1, "pop_error_l2": 0.9}
-                          for a in alphas for s in shapes])
+    table = pd.DataFrame(
+        [
+            {
+                "alpha": a,
+                "shape": s,
+                "m": a * (s + 1 / s),
+                "pop_error_gd": a + abs(np.log(s)),
+                "pop_error_q": a + abs(np.log(s)),
+                "pop_error_l1": 0.1,
+                "pop_error_l2": 0.9,
+            }
+            for a in alphas
+            for s in shapes
+        ]
+    )
     fig = figures.fig7_1(table)
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3  # heatmap, its colorbar, the collapse on m

@@ -26,21 +26,39 @@ def _one_thread():
 
 
 def test_scale_shape_task_small():
-    task = {"n": 12, "d": 30, "r_star": 2, "noise_var": 0.01, "seed": 0,
-            "points": [[1e-2, 1.0], [1e-2, 1e4], [10.0, 1.0]], "rel_step": 0.5,
-            "beta_bound": 1.0, "tol": 1e-9, "max_steps": 20_000, "extra_m": [1e-12]}
+    task = {
+        "n": 12,
+        "d": 30,
+        "r_star": 2,
+        "noise_var": 0.01,
+        "seed": 0,
+        "points": [[1e-2, 1.0], [1e-2, 1e4], [10.0, 1.0]],
+        "rel_step": 0.5,
+        "beta_bound": 1.0,
+        "tol": 1e-9,
+        "max_steps": 20_000,
+        "extra_m": [1e-12],
+    }
     out = tk.scale_shape_task(task)
     assert all(out["converged"])
     assert max(out["gd_vs_q"]) < 1e-2
     assert out["dist_l2"][1] < 1e-2 and out["dist_l2"][2] < 1e-2  # NTK points
-    assert out["dist_l1"][0] < out["dist_l1"][1]                  # balanced is richer
+    assert out["dist_l1"][0] < out["dist_l1"][1]  # balanced is richer
     assert out["pop_error_gd"][0] < out["pop_error_gd"][1]
     assert out["extra_m_dist_l1"][0] < out["dist_l1"][0]
 
 
 def test_theorem1_task_small():
-    task = {"n": 5, "d": 12, "seed": 0, "rel_steps": [0.4, 0.2], "tol": 1e-11,
-            "max_steps": 60_000, "gradient_flow": True, "device": "cpu"}
+    task = {
+        "n": 5,
+        "d": 12,
+        "seed": 0,
+        "rel_steps": [0.4, 0.2],
+        "tol": 1e-11,
+        "max_steps": 60_000,
+        "gradient_flow": True,
+        "device": "cpu",
+    }
     out = tk.theorem1_task(task)
     frame = analysis.theorem1_frame([out], [0])
     met = analysis.theorem1_metrics(frame, [out])
@@ -53,8 +71,14 @@ def test_theorem1_task_small():
 
 
 def test_rich_limit_task_distance_shrinks():
-    task = {"n": 12, "d": 30, "r_star": 2, "noise_var": 0.01, "seed": 0,
-            "m_values": [1e-4, 1e-12, 1e-30]}
+    task = {
+        "n": 12,
+        "d": 30,
+        "r_star": 2,
+        "noise_var": 0.01,
+        "seed": 0,
+        "m_values": [1e-4, 1e-12, 1e-30],
+    }
     rows = tk.rich_limit_task(task)["rows"]
     dists = [r["dist_l1"] for r in rows]
     assert dists[0] > dists[1] > dists[2]
@@ -99,8 +123,12 @@ def test_paper_task_lists_are_those_of_the_committed_results():
     if not folder.exists():
         pytest.skip("no committed paper-profile results")
     cfg = load_profile("untied_diagonal", "paper")
-    for sweep, built in (("theorem1", tk.theorem1_tasks(cfg)), ("regimes", tk.regimes_tasks(cfg)),
-                         ("fig71", tk.fig71_tasks(cfg)), ("rich_limit", tk.rich_limit_tasks(cfg))):
+    for sweep, built in (
+        ("theorem1", tk.theorem1_tasks(cfg)),
+        ("regimes", tk.regimes_tasks(cfg)),
+        ("fig71", tk.fig71_tasks(cfg)),
+        ("rich_limit", tk.rich_limit_tasks(cfg)),
+    ):
         for task in built:
             key = task_hash({**task, "device": "cpu"})
             assert (folder / sweep / f"{key}.json").exists(), (sweep, task["seed"])

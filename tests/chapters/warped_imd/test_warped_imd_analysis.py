@@ -13,11 +13,23 @@ torch.set_num_threads(1)
 
 
 def test_theorem2_metrics_only_count_wrong_variants_that_differ():
-    res = [{"cases": [{
-        "name": "c", "delta": 1.0, "sign_changed": False, "gf_err": 1e-7, "gd_err": [0.02, 0.01],
-        "newton_vs_closed_form": 1e-15, "kkt_residual_gf": 1e-7,
-        "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
-        "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2}}]}]
+    res = [
+        {
+            "cases": [
+                {
+                    "name": "c",
+                    "delta": 1.0,
+                    "sign_changed": False,
+                    "gf_err": 1e-7,
+                    "gd_err": [0.02, 0.01],
+                    "newton_vs_closed_form": 1e-15,
+                    "kkt_residual_gf": 1e-7,
+                    "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
+                    "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2},
+                }
+            ]
+        }
+    ]
     df = analysis.theorem2_table(res, [0], [0.8, 0.4])
     m = analysis.theorem2_metrics(df, [0.8, 0.4])
     assert np.isclose(m["thm2_wrong_variant_min_ratio"], 0.2 / 1e-7)  # sigma variant skipped
@@ -31,21 +43,29 @@ def test_theorem2_metrics_only_count_wrong_variants_that_differ():
 
 def test_regime_sweep_and_metrics_on_a_small_grid():
     pts = [[1e-3, 1.0], [1.0, 1.0], [1e3, 1.0]]
-    res = tasks.task_regimes({"n": 3, "d": 7, "seed": 0, "points": pts, "gf_eta": 0.5,
-                              "device": "cpu"})
-    shape = tasks.task_regimes({"n": 3, "d": 7, "seed": 0, "points": [[1.0, 1e3]],
-                                "gf_eta": 0.5, "device": "cpu"})
-    df = pd.concat([analysis.regimes_table([res], [0], "alpha"),
-                    analysis.regimes_table([shape], [0], "shape"),
-                    analysis.regimes_table([res], [0], "alpha_zero_output")], ignore_index=True)
+    res = tasks.task_regimes(
+        {"n": 3, "d": 7, "seed": 0, "points": pts, "gf_eta": 0.5, "device": "cpu"}
+    )
+    shape = tasks.task_regimes(
+        {"n": 3, "d": 7, "seed": 0, "points": [[1.0, 1e3]], "gf_eta": 0.5, "device": "cpu"}
+    )
+    df = pd.concat(
+        [
+            analysis.regimes_table([res], [0], "alpha"),
+            analysis.regimes_table([shape], [0], "shape"),
+            analysis.regimes_table([res], [0], "alpha_zero_output"),
+        ],
+        ignore_index=True,
+    )
     m = analysis.regime_metrics(df)
     assert m["regime_gf_vs_q_max"] < 1e-4
     assert m["regime_dist_l2_smallest_alpha"] < 0.1 and m["regime_dist_ntk_largest_shape"] < 1e-4
     theory = analysis.closed_form_regimes(3, 7, 0, pts)
     np.testing.assert_allclose(theory["q_dist_l2"], df.loc[:2, "gf_dist_l2"], rtol=1e-3)
     # the notebook's frame of all sweeps is the same long table
-    frame = analysis.regimes_frame({"alpha": [res], "shape": [shape],
-                                    "alpha_zero_output": [res]}, [0])
+    frame = analysis.regimes_frame(
+        {"alpha": [res], "shape": [shape], "alpha_zero_output": [res]}, [0]
+    )
     pd.testing.assert_frame_equal(frame, df)
     summary = analysis.regimes_summary(frame)
     assert summary.index.names == ["sweep", "alpha", "s"] and len(summary) == 7
@@ -54,15 +74,20 @@ def test_regime_sweep_and_metrics_on_a_small_grid():
 
 def test_regime_theory_is_the_closed_form_on_dense_grids():
     theory = analysis.regime_theory(3, 7, 0)
-    assert theory["sweep"].value_counts().to_dict() == {"alpha": 37, "alpha_zero_output": 37,
-                                                        "shape": 25}
+    assert theory["sweep"].value_counts().to_dict() == {
+        "alpha": 37,
+        "alpha_zero_output": 37,
+        "shape": 25,
+    }
     alpha = theory[theory["sweep"] == "alpha"]
     np.testing.assert_allclose(alpha["alpha"], np.geomspace(1e-5, 1e4, 37))
     assert (alpha["s"] == 1.0).all()
     pts = alpha[["alpha", "s"]].to_numpy().tolist()[:3]
     expected = analysis.closed_form_regimes(3, 7, 0, pts)
-    np.testing.assert_allclose(alpha[["q_dist_l2", "q_dist_ntk"]].to_numpy()[:3],
-                               expected[["q_dist_l2", "q_dist_ntk"]].to_numpy())
+    np.testing.assert_allclose(
+        alpha[["q_dist_l2", "q_dist_ntk"]].to_numpy()[:3],
+        expected[["q_dist_l2", "q_dist_ntk"]].to_numpy(),
+    )
 
 
 def test_hessian_map_tables_and_metrics():
@@ -77,11 +102,14 @@ def test_hessian_map_tables_and_metrics():
 
 
 def test_time_warp_metrics_and_tables():
-    tw = tasks.task_time_warp({"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3,
-                               "n_plot": 20})
+    tw = tasks.task_time_warp(
+        {"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3, "n_plot": 20}
+    )
     m = analysis.time_warp_metrics(tw)
-    assert m == {"time_warp_same_tau_gap": tw["same_tau_gap_rel"],
-                 "time_warp_same_time_gap": tw["same_time_gap_rel"]}
+    assert m == {
+        "time_warp_same_tau_gap": tw["same_tau_gap_rel"],
+        "time_warp_same_time_gap": tw["same_time_gap_rel"],
+    }
     summary = analysis.time_warp_summary(tw)
     assert summary["abs_a_min"] <= summary["abs_a_max"] and len(summary) == 6
     frame = analysis.time_warp_frame(tw)
@@ -90,8 +118,14 @@ def test_time_warp_metrics_and_tables():
 
 
 def test_multi_neuron_tables_and_metrics():
-    bal = [{"gf_err": 1e-7, "gd_err": [0.02, 0.01], "generic_err_vs_prop1": 0.3,
-            "generic_identity_err": 1e-12}]
+    bal = [
+        {
+            "gf_err": 1e-7,
+            "gd_err": [0.02, 0.01],
+            "generic_err_vs_prop1": 0.3,
+            "generic_identity_err": 1e-12,
+        }
+    ]
     anti = [{"eps": [0.1, 0.01], "dist_l2": [1e-2, 1e-3], "slope": 1.0}]
     m = analysis.multi_neuron_metrics(bal, anti, [0.8, 0.4])
     assert m["prop1_gd_min_halving_ratio"] == 2.0 and m["thm3_dist_l2_smallest_eps"] == 1e-3
@@ -102,23 +136,49 @@ def test_multi_neuron_tables_and_metrics():
 
 
 def test_leaky_table_and_metrics():
-    res = [{"rows": [
-        {"rho": 1.0, "kkt_residual_gf": 1e-8, "kkt_residual_gd": [0.01], "gf_err": 1e-8,
-         "gd_err": [0.02], "linear_label_err": 0.0, "negative_preactivations": 0},
-        {"rho": 0.5, "kkt_residual_gf": 2e-8, "kkt_residual_gd": [0.03], "gf_err": 3e-8,
-         "gd_err": [0.04], "linear_label_err": 0.2, "negative_preactivations": 2}]}]
+    res = [
+        {
+            "rows": [
+                {
+                    "rho": 1.0,
+                    "kkt_residual_gf": 1e-8,
+                    "kkt_residual_gd": [0.01],
+                    "gf_err": 1e-8,
+                    "gd_err": [0.02],
+                    "linear_label_err": 0.0,
+                    "negative_preactivations": 0,
+                },
+                {
+                    "rho": 0.5,
+                    "kkt_residual_gf": 2e-8,
+                    "kkt_residual_gd": [0.03],
+                    "gf_err": 3e-8,
+                    "gd_err": [0.04],
+                    "linear_label_err": 0.2,
+                    "negative_preactivations": 2,
+                },
+            ]
+        }
+    ]
     df = analysis.leaky_table(res, [0])
     assert "kkt_residual_gd0" in df and "gd_err" not in df  # lists spread or dropped
     m = analysis.leaky_metrics(df)
-    assert m == {"thm4_max_kkt_residual": 2e-8, "thm4_max_gf_err": 3e-8,
-                 "thm4_min_linear_label_err": 0.2}  # rho = 1 is a linear unit: not counted
+    assert m == {
+        "thm4_max_kkt_residual": 2e-8,
+        "thm4_max_gf_err": 3e-8,
+        "thm4_min_linear_label_err": 0.2,
+    }  # rho = 1 is a linear unit: not counted
 
 
 def test_q_level_grids_and_frame():
-    grids = analysis.q_level_grids({"alphas": [0.01, 100.0], "shapes": [1.0], "n_grid": 5,
-                                    "radius": 1.5})
-    assert [t for t, _ in grids] == ["$\\alpha$ = 1, s = 1", "s = 1, $\\alpha$ = 0.01",
-                                     "s = 1, $\\alpha$ = 100"]
+    grids = analysis.q_level_grids(
+        {"alphas": [0.01, 100.0], "shapes": [1.0], "n_grid": 5, "radius": 1.5}
+    )
+    assert [t for t, _ in grids] == [
+        "$\\alpha$ = 1, s = 1",
+        "s = 1, $\\alpha$ = 0.01",
+        "s = 1, $\\alpha$ = 100",
+    ]
     assert len(analysis.q_levels_frame(grids)) == 3 * 25
     one = [("a", fc.q_level_grid(1.0, 1.0, np.array([1.0, 0.0]), 9, 1.0))]
     frame = analysis.q_levels_frame(one)

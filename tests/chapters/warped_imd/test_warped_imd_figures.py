@@ -36,18 +36,25 @@ def test_hessian_map_figure():
 
 
 def test_time_warping_figure():
-    tw = tasks.task_time_warp({"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3,
-                               "n_plot": 20})
+    tw = tasks.task_time_warp(
+        {"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3, "n_plot": 20}
+    )
     fig = figures.time_warping(tw)
     assert isinstance(fig, Figure) and len(_panels(fig)) == 2
     assert fig.axes[1].get_xlabel() == "gradient-flow time $t$"
 
 
 def test_theorem2_figure():
-    case = {"delta": 1.0, "sign_changed": False, "gf_err": 1e-7, "gd_err": [0.02, 0.01],
-            "newton_vs_closed_form": 1e-15, "kkt_residual_gf": 1e-7,
-            "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
-            "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2}}
+    case = {
+        "delta": 1.0,
+        "sign_changed": False,
+        "gf_err": 1e-7,
+        "gd_err": [0.02, 0.01],
+        "newton_vs_closed_form": 1e-15,
+        "kkt_residual_gf": 1e-7,
+        "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
+        "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2},
+    }
     res = [{"cases": [{**case, "name": "a"}, {**case, "name": "b"}]}]
     fig = figures.theorem2(analysis.theorem2_table(res, [0], [0.8, 0.4]), [0.8, 0.4])
     assert isinstance(fig, Figure) and len(_panels(fig)) == 2
@@ -62,11 +69,23 @@ def test_anti_ntk_figure():
 
 
 def test_regimes_figure():
-    rows = [{"seed": 0, "sweep": sweep, "alpha": a, "s": s, "gf_dist_l2": 0.1,
-             "gf_dist_ntk": 0.2, "gf_vs_q": 1e-8}
-            for sweep, pts in (("alpha", [[0.1, 1.0], [10.0, 1.0]]), ("shape", [[1.0, 10.0]]),
-                               ("alpha_zero_output", [[0.1, 1.0], [10.0, 1.0]]))
-            for a, s in pts]
+    rows = [
+        {
+            "seed": 0,
+            "sweep": sweep,
+            "alpha": a,
+            "s": s,
+            "gf_dist_l2": 0.1,
+            "gf_dist_ntk": 0.2,
+            "gf_vs_q": 1e-8,
+        }
+        for sweep, pts in (
+            ("alpha", [[0.1, 1.0], [10.0, 1.0]]),
+            ("shape", [[1.0, 10.0]]),
+            ("alpha_zero_output", [[0.1, 1.0], [10.0, 1.0]]),
+        )
+        for a, s in pts
+    ]
     theory = analysis.regime_theory(3, 7, 0)
     fig = figures.regimes(pd.DataFrame(rows), theory)
     assert isinstance(fig, Figure) and len(_panels(fig)) == 2
@@ -75,8 +94,9 @@ def test_regimes_figure():
 
 
 def test_fig7_2_figure():
-    grids = analysis.q_level_grids({"alphas": [0.01, 1.0, 100.0], "shapes": [1.0, 10.0, 100.0],
-                                    "n_grid": 9, "radius": 1.5})
+    grids = analysis.q_level_grids(
+        {"alphas": [0.01, 1.0, 100.0], "shapes": [1.0, 10.0, 100.0], "n_grid": 9, "radius": 1.5}
+    )
     fig = figures.fig7_2(grids)
     assert isinstance(fig, Figure) and len(_panels(fig)) == 6
     assert fig.axes[0].get_title().startswith("$\\alpha$ = 1, s = 1\nmismatch")

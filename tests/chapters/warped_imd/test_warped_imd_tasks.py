@@ -14,8 +14,15 @@ from implicit_bias.core.tasks import spec_of
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)
-TASKS = ["task_hessian_map", "task_time_warp", "task_theorem2", "task_balanced",
-         "task_anti_ntk", "task_leaky", "task_regimes"]
+TASKS = [
+    "task_hessian_map",
+    "task_time_warp",
+    "task_theorem2",
+    "task_balanced",
+    "task_anti_ntk",
+    "task_leaky",
+    "task_regimes",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +42,9 @@ def test_gradient_flow_and_descent_reach_theorem2(s, problem):
     sigma = float(np.sign(gf["a"][0]))
     theory = fc.q_min_single_neuron(X, y, w0, delta, sigma).beta
     assert np.linalg.norm(gf["beta"][0] - theory) < 1e-5 * np.linalg.norm(theory)
-    gd = tasks.train_single_neuron(X, y, [a0, a0], [w0, w0], np.array([0.4, 0.2]),
-                                beta_scale=size * 2)
+    gd = tasks.train_single_neuron(
+        X, y, [a0, a0], [w0, w0], np.array([0.4, 0.2]), beta_scale=size * 2
+    )
     errs = np.linalg.norm(gd["beta"] - theory, axis=1)
     assert errs[1] < errs[0] / 1.6  # first-order discretization bias: halves with the step
 
@@ -55,26 +63,49 @@ def test_sign_change_needs_sigma_of_the_limit(problem):
 
 
 def test_multi_neuron_balanced_and_generic(problem):
-    out = tasks.task_balanced({"n": 4, "d": 9, "k": 3, "seed": 2, "scale": 0.8, "etas": [0.5],
-                            "gf_eta": 0.5, "device": "cpu"})
+    out = tasks.task_balanced(
+        {
+            "n": 4,
+            "d": 9,
+            "k": 3,
+            "seed": 2,
+            "scale": 0.8,
+            "etas": [0.5],
+            "gf_eta": 0.5,
+            "device": "cpu",
+        }
+    )
     assert out["gf_err"] < 1e-5
-    assert out["generic_identity_err"] < 1e-8   # beta_inf = X^+ y + P_perp W0^T a_inf, always
-    assert out["generic_err_vs_prop1"] > 1e-2   # Prop. 1 needs strict balance
+    assert out["generic_identity_err"] < 1e-8  # beta_inf = X^+ y + P_perp W0^T a_inf, always
+    assert out["generic_err_vs_prop1"] > 1e-2  # Prop. 1 needs strict balance
 
 
 def test_leaky_relu_limit_is_the_affine_q_min(problem):
-    np.testing.assert_allclose(fc.leaky_relu_inverse(np.array([-0.2, 0.0, 3.0]), 0.25),
-                               [-0.8, 0.0, 3.0])
-    out = tasks.task_leaky({"n": 4, "d": 9, "seed": 2, "rhos": [0.5], "alpha": 1.0, "s": 2.0,
-                         "etas": [0.5], "gf_eta": 0.5, "device": "cpu"})["rows"][0]
+    np.testing.assert_allclose(
+        fc.leaky_relu_inverse(np.array([-0.2, 0.0, 3.0]), 0.25), [-0.8, 0.0, 3.0]
+    )
+    out = tasks.task_leaky(
+        {
+            "n": 4,
+            "d": 9,
+            "seed": 2,
+            "rhos": [0.5],
+            "alpha": 1.0,
+            "s": 2.0,
+            "etas": [0.5],
+            "gf_eta": 0.5,
+            "device": "cpu",
+        }
+    )["rows"][0]
     assert out["kkt_residual_gf"] < 1e-5 and out["gf_err"] < 1e-5
-    assert out["negative_preactivations"] > 0      # the nonlinearity was actually used
-    assert out["linear_label_err"] > 1e-2          # treating the unit as linear is wrong
+    assert out["negative_preactivations"] > 0  # the nonlinearity was actually used
+    assert out["linear_label_err"] > 1e-2  # treating the unit as linear is wrong
 
 
 def test_time_warp_same_points_different_speeds():
-    out = tasks.task_time_warp({"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3,
-                             "n_plot": 20})
+    out = tasks.task_time_warp(
+        {"alpha": 0.5, "s": 2.0, "seed": 0, "end": 3.0, "dt": 5e-3, "n_plot": 20}
+    )
     assert out["same_tau_gap_rel"] < 1e-8
     assert out["same_time_gap_rel"] > 0.05
     with pytest.raises(ValueError, match="clock"):
@@ -82,8 +113,9 @@ def test_time_warp_same_points_different_speeds():
 
 
 def test_anti_ntk_distance_is_linear_in_the_scale():
-    out = tasks.task_anti_ntk({"n": 4, "d": 9, "k": 2, "seed": 0, "eps": [0.1, 0.01],
-                            "gf_eta": 0.5, "device": "cpu"})
+    out = tasks.task_anti_ntk(
+        {"n": 4, "d": 9, "k": 2, "seed": 0, "eps": [0.1, 0.01], "gf_eta": 0.5, "device": "cpu"}
+    )
     assert 0.9 < out["slope"] < 1.1 and out["dist_l2"][-1] < 1e-2
 
 
@@ -116,21 +148,36 @@ def test_task_lists_are_those_of_the_profile(profile):
     problem = {"n": cfg["n"], "d": cfg["d"]}
     seeds = cfg["seeds"]
     assert tasks.theorem2_tasks(cfg) == [
-        {**problem, "seed": s, "cases": cfg["theorem2_cases"], "etas": cfg["gd_etas"],
-         "gf_eta": cfg["gf_eta"]} for s in seeds]
+        {
+            **problem,
+            "seed": s,
+            "cases": cfg["theorem2_cases"],
+            "etas": cfg["gd_etas"],
+            "gf_eta": cfg["gf_eta"],
+        }
+        for s in seeds
+    ]
     mn = {**problem, "k": cfg["k_neurons"], "gf_eta": cfg["gf_eta"]}
     assert tasks.balanced_tasks(cfg) == [
-        {**mn, "seed": s, "scale": cfg["balanced_scale"], "etas": cfg["gd_etas"]} for s in seeds]
-    assert tasks.anti_ntk_tasks(cfg) == [{**mn, "seed": s, "eps": cfg["anti_ntk_eps"]}
-                                         for s in seeds]
-    assert tasks.leaky_tasks(cfg) == [{**problem, **cfg["leaky"], "seed": s,
-                                       "gf_eta": cfg["gf_eta"]} for s in seeds]
+        {**mn, "seed": s, "scale": cfg["balanced_scale"], "etas": cfg["gd_etas"]} for s in seeds
+    ]
+    assert tasks.anti_ntk_tasks(cfg) == [
+        {**mn, "seed": s, "eps": cfg["anti_ntk_eps"]} for s in seeds
+    ]
+    assert tasks.leaky_tasks(cfg) == [
+        {**problem, **cfg["leaky"], "seed": s, "gf_eta": cfg["gf_eta"]} for s in seeds
+    ]
     regimes = tasks.regime_tasks(cfg)
     assert list(regimes) == ["alpha", "shape", "alpha_zero_output"]
     alphas = [[a, 1.0] for a in cfg["regime_alphas"]]
     shapes = [[1.0, s] for s in cfg["regime_shapes"]]
-    expected = {"alpha": (alphas, False), "shape": (shapes, False),
-                "alpha_zero_output": (alphas, True)}
+    expected = {
+        "alpha": (alphas, False),
+        "shape": (shapes, False),
+        "alpha_zero_output": (alphas, True),
+    }
     for name, (points, in_null) in expected.items():
-        assert regimes[name] == [{**problem, "seed": s, "points": points, "in_null": in_null,
-                                  "gf_eta": cfg["gf_eta"]} for s in seeds]
+        assert regimes[name] == [
+            {**problem, "seed": s, "points": points, "in_null": in_null, "gf_eta": cfg["gf_eta"]}
+            for s in seeds
+        ]

@@ -8,9 +8,17 @@ import pandas as pd
 
 def runs_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     """One row per run: its parameters and outcome."""
-    rows = [{"d": t["d"], "seed": t["seed"], "status": r["status"], "steps": r.get("steps"),
-             "rel_distance": r.get("rel_distance"), "residual": r.get("residual")}
-            for t, r in zip(tasks, results)]
+    rows = [
+        {
+            "d": t["d"],
+            "seed": t["seed"],
+            "status": r["status"],
+            "steps": r.get("steps"),
+            "rel_distance": r.get("rel_distance"),
+            "residual": r.get("residual"),
+        }
+        for t, r in zip(tasks, results)
+    ]
     return pd.DataFrame(rows)
 
 

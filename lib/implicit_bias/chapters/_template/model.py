@@ -24,8 +24,9 @@ class GradientDescentRun:
     converged: bool
 
 
-def gradient_descent(X: np.ndarray, y: np.ndarray, max_steps: int, tol: float) -> \
-        GradientDescentRun:
+def gradient_descent(
+    X: np.ndarray, y: np.ndarray, max_steps: int, tol: float
+) -> GradientDescentRun:
     """Gradient descent from w = 0 on L(w) = |Xw - y|^2 / 2 with step 1/lambda_max(X^T X),
     stopped when the gradient norm falls below `tol` or after `max_steps` (unconverged)."""
     step = 1.0 / np.linalg.norm(X, 2) ** 2

@@ -16,6 +16,9 @@ def min_norm_task(task: dict) -> dict:
     X, y = random_problem(task["n"], task["d"], task["seed"])
     run = gradient_descent(X, y, task["max_steps"], task["tol"])
     w_star = min_norm_interpolator(X, y)
-    return {"status": "ok" if run.converged else "unconverged", "steps": run.steps,
-            "rel_distance": float(np.linalg.norm(run.w - w_star) / np.linalg.norm(w_star)),
-            "residual": float(np.linalg.norm(X @ run.w - y))}
+    return {
+        "status": "ok" if run.converged else "unconverged",
+        "steps": run.steps,
+        "rel_distance": float(np.linalg.norm(run.w - w_star) / np.linalg.norm(w_star)),
+        "residual": float(np.linalg.norm(X @ run.w - y)),
+    }

@@ -19,9 +19,16 @@ from implicit_bias.models.galu import first_below, linear_fit
 def fig1_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     """One row per (dataset, k, seed, model): final test and train accuracy."""
     rows = [
-        {"dataset": t["dataset"], "k": t["k"], "seed": t["seed"], "model": model,
-         "test_acc": r[f"{model}_test_acc"], "train_acc": r[f"{model}_train_acc"]}
-        for t, r in zip(tasks, results) for model in t["models"]
+        {
+            "dataset": t["dataset"],
+            "k": t["k"],
+            "seed": t["seed"],
+            "model": model,
+            "test_acc": r[f"{model}_test_acc"],
+            "train_acc": r[f"{model}_train_acc"],
+        }
+        for t, r in zip(tasks, results)
+        for model in t["models"]
     ]
     return pd.DataFrame(rows)
 
@@ -51,15 +58,27 @@ def fig1_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def theorem1_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     keys = ("kind", "m", "d", "k", "gate", "seed")
-    return pd.DataFrame([{**{k: t[k] for k in keys}, **{k: r[k] for k in (
-        "mc_mean", "formula", "mc_se", "rank", "min_m_kd", "m_active")}}
-        for t, r in zip(tasks, results)])
+    return pd.DataFrame(
+        [
+            {
+                **{k: t[k] for k in keys},
+                **{
+                    k: r[k] for k in ("mc_mean", "formula", "mc_se", "rank", "min_m_kd", "m_active")
+                },
+            }
+            for t, r in zip(tasks, results)
+        ]
+    )
 
 
 def theorem1_metrics(df: pd.DataFrame) -> dict:
     mc = df[df.kind == "mc"]
-    z = [abs(r.mc_mean - r.formula) / r.mc_se if r.mc_se > 0 else (0.0 if r.mc_mean < 1e-12
-         else math.inf) for r in mc.itertuples()]
+    z = [
+        abs(r.mc_mean - r.formula) / r.mc_se
+        if r.mc_se > 0
+        else (0.0 if r.mc_mean < 1e-12 else math.inf)
+        for r in mc.itertuples()
+    ]
     rank, few = df[df.kind == "rank"], df[df.kind == "few"]
     return {
         "thm1_max_abs_z": float(max(z)),
@@ -67,15 +86,19 @@ def theorem1_metrics(df: pd.DataFrame) -> dict:
         "thm1_rank_full_fraction_few_gates": float((few["rank"] == few["min_m_kd"]).mean()),
         # our refinement for 0-1 gates: rank = min(kd, #points with at least one open gate)
         "thm1_rank_equals_min_kd_active_fraction": float(
-            (few["rank"] == np.minimum(few["k"] * few["d"], few["m_active"])).mean()),
+            (few["rank"] == np.minimum(few["k"] * few["d"], few["m_active"])).mean()
+        ),
     }
 
 
 def theorem1_rank_table(df: pd.DataFrame) -> pd.DataFrame:
     """The rank draws: rank(X_bar), min(m, kd) and the points with an open gate, mean over
     draws, by (kind, m, d, k, gate)."""
-    return df[df.kind != "mc"].groupby(["kind", "m", "d", "k", "gate"])[
-        ["rank", "min_m_kd", "m_active"]].mean()
+    return (
+        df[df.kind != "mc"]
+        .groupby(["kind", "m", "d", "k", "gate"])[["rank", "min_m_kd", "m_active"]]
+        .mean()
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -85,8 +108,13 @@ def theorem1_rank_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def fig2_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     cols = ("galu", "galu_2k", "galu_alg1", "relu")
-    return pd.DataFrame([{"seed": t["seed"], "k": k, **{c: r[c][i] for c in cols}}
-                         for t, r in zip(tasks, results) for i, k in enumerate(r["k"])])
+    return pd.DataFrame(
+        [
+            {"seed": t["seed"], "k": k, **{c: r[c][i] for c in cols}}
+            for t, r in zip(tasks, results)
+            for i, k in enumerate(r["k"])
+        ]
+    )
 
 
 def fig2_metrics(df: pd.DataFrame, results: list[dict], m: int, d: int) -> dict:
@@ -118,9 +146,16 @@ def fig3_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     for t, r in zip(tasks, results):
         for model in ("galu", "galu_adam", "relu"):
             for i, noise in enumerate(r["noise"]):
-                rows.append({"task": t["task"], "seed": t["seed"], "model": model,
-                             "noise": noise, "train": r[f"{model}_train"][i],
-                             "test": r[f"{model}_test"][i]})
+                rows.append(
+                    {
+                        "task": t["task"],
+                        "seed": t["seed"],
+                        "model": model,
+                        "noise": noise,
+                        "train": r[f"{model}_train"][i],
+                        "test": r[f"{model}_test"][i],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -131,8 +166,10 @@ def fig3_metrics(df: pd.DataFrame) -> dict:
         rhos.append(spearmanr(sub["noise"], sub["test"]).statistic)
         noisy = sub[sub.noise > 0]
         ratios.extend(noisy["train"] / noisy["test"])
-    return {"fig3_min_spearman_test_vs_noise": float(min(rhos)),
-            "fig3_max_train_over_test": float(max(ratios))}
+    return {
+        "fig3_min_spearman_test_vs_noise": float(min(rhos)),
+        "fig3_max_train_over_test": float(max(ratios)),
+    }
 
 
 def fig3_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -141,18 +178,27 @@ def fig3_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig4_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([
-        {"seed": t["seed"], "sigma_y": r["noise"][i],
-         "gap": r["galu_test_mse"][i] - r["galu_train_mse"][i],
-         "l2_sq": r["galu_l2_sq"][i], "l1_sq": r["galu_l1_sq"][i]}
-        for t, r in zip(tasks, results) for i in range(len(r["noise"]))
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "seed": t["seed"],
+                "sigma_y": r["noise"][i],
+                "gap": r["galu_test_mse"][i] - r["galu_train_mse"][i],
+                "l2_sq": r["galu_l2_sq"][i],
+                "l1_sq": r["galu_l1_sq"][i],
+            }
+            for t, r in zip(tasks, results)
+            for i in range(len(r["noise"]))
+        ]
+    )
 
 
 def fig4_metrics(df: pd.DataFrame) -> dict:
     """R^2 of the least-squares line of the gap against ||w||_2^2 and against ||w||_1^2."""
-    return {"fig4_r2_gap_vs_l2_sq": linear_fit(df["l2_sq"], df["gap"])["r2"],
-            "fig4_r2_gap_vs_l1_sq": linear_fit(df["l1_sq"], df["gap"])["r2"]}
+    return {
+        "fig4_r2_gap_vs_l2_sq": linear_fit(df["l2_sq"], df["gap"])["r2"],
+        "fig4_r2_gap_vs_l1_sq": linear_fit(df["l1_sq"], df["gap"])["r2"],
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,9 +208,19 @@ def fig4_metrics(df: pd.DataFrame) -> dict:
 
 def lemma1_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     # Wall-clock seconds are dropped: the frame is a regression-tested figure table.
-    return pd.DataFrame([{"dist": t["dist"], "d": t["d"], "m": t["m"], "sigma": t["sigma"],
-                          "n_rep": t["n_rep"], **{k: v for k, v in r.items() if k != "seconds"}}
-                         for t, r in zip(tasks, results)])
+    return pd.DataFrame(
+        [
+            {
+                "dist": t["dist"],
+                "d": t["d"],
+                "m": t["m"],
+                "sigma": t["sigma"],
+                "n_rep": t["n_rep"],
+                **{k: v for k, v in r.items() if k != "seconds"},
+            }
+            for t, r in zip(tasks, results)
+        ]
+    )
 
 
 def lemma1_metrics(df: pd.DataFrame) -> dict:
@@ -185,8 +241,9 @@ def lemma1_metrics(df: pd.DataFrame) -> dict:
 
 def lemma1_table(df: pd.DataFrame) -> pd.DataFrame:
     """Monte Carlo train and test losses against the formulas of Lemma 1."""
-    return df[["dist", "m", "train_mean", "formula_train", "test_mean", "test_median",
-               "formula_test"]]
+    return df[
+        ["dist", "m", "train_mean", "formula_train", "test_mean", "test_median", "formula_test"]
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,16 +253,28 @@ def lemma1_table(df: pd.DataFrame) -> pd.DataFrame:
 FIG5_MODELS = ("galu_acs", "galu_adam", "relu")  # the curves of each Fig. 5 run
 
 
-def fig5_frames(tasks: list[dict], results: list[dict],
-                threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def fig5_frames(
+    tasks: list[dict], results: list[dict], threshold: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Training MSE against width (`curves`) and the smallest width below `threshold` of
     each run and model (`mins`; None where the grid does not reach it)."""
-    curves = pd.DataFrame([{"d_out": t["d_out"], "seed": t["seed"], "k": k,
-                            **{c: r[c][i] for c in FIG5_MODELS}}
-                           for t, r in zip(tasks, results) for i, k in enumerate(r["k"])])
-    mins = pd.DataFrame([{"d_out": t["d_out"], "seed": t["seed"],
-                          **{c: first_below(r["k"], r[c], threshold) for c in FIG5_MODELS}}
-                         for t, r in zip(tasks, results)])
+    curves = pd.DataFrame(
+        [
+            {"d_out": t["d_out"], "seed": t["seed"], "k": k, **{c: r[c][i] for c in FIG5_MODELS}}
+            for t, r in zip(tasks, results)
+            for i, k in enumerate(r["k"])
+        ]
+    )
+    mins = pd.DataFrame(
+        [
+            {
+                "d_out": t["d_out"],
+                "seed": t["seed"],
+                **{c: first_below(r["k"], r[c], threshold) for c in FIG5_MODELS},
+            }
+            for t, r in zip(tasks, results)
+        ]
+    )
     return curves, mins
 
 
@@ -216,10 +285,12 @@ def fig5_metrics(mins: pd.DataFrame, results: list[dict]) -> dict:
     top = k.index.max()
     return {
         "fig5_k_galu_minus_relu_dout1": float(k.loc[1, "galu_acs"] - k.loc[1, "relu"]),
-        "fig5_rel_diff_largest_dout": float(abs(k.loc[top, "galu_acs"] - k.loc[top, "relu"])
-                                            / k.loc[top, "relu"]),
-        "fig5_k_nondecreasing_in_dout": bool(all((k[c].diff().dropna() >= 0).all()
-                                                 for c in ("galu_acs", "relu"))),
+        "fig5_rel_diff_largest_dout": float(
+            abs(k.loc[top, "galu_acs"] - k.loc[top, "relu"]) / k.loc[top, "relu"]
+        ),
+        "fig5_k_nondecreasing_in_dout": bool(
+            all((k[c].diff().dropna() >= 0).all() for c in ("galu_acs", "relu"))
+        ),
         "fig5_acs_nonincreasing": all(r["acs_nonincreasing"] for r in results),
     }
 

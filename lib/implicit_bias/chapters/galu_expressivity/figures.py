@@ -15,8 +15,11 @@ MODEL_LABELS = {
     "relu_readout": "ReLU, readout only",
 }
 FIG3_LABELS = {"galu": "GaLU, closed form", "galu_adam": "GaLU, Adam", "relu": "ReLU, Adam"}
-FIG5_LABELS = {"galu_acs": "GaLU, alternate convex search", "galu_adam": "GaLU, Adam",
-               "relu": "ReLU, Adam"}
+FIG5_LABELS = {
+    "galu_acs": "GaLU, alternate convex search",
+    "galu_adam": "GaLU, Adam",
+    "relu": "ReLU, Adam",
+}
 
 
 def fig1(df):
@@ -28,9 +31,17 @@ def fig1(df):
         for i, model in enumerate(DEEP_MODELS):
             sub = df[(df.dataset == ds) & (df.model == model)].groupby("k")["test_acc"]
             mean, std = sub.mean(), sub.std().fillna(0)
-            ax.errorbar(mean.index, 100 * mean, yerr=100 * std, marker="o", ms=3,
-                        color=PALETTE[i], ls="--" if model == "relu_readout" else "-",
-                        label=MODEL_LABELS[model], capsize=2)
+            ax.errorbar(
+                mean.index,
+                100 * mean,
+                yerr=100 * std,
+                marker="o",
+                ms=3,
+                color=PALETTE[i],
+                ls="--" if model == "relu_readout" else "-",
+                label=MODEL_LABELS[model],
+                capsize=2,
+            )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("neurons per hidden layer k")
         ax.set_ylabel("test accuracy (%)")
@@ -46,8 +57,15 @@ def theorem1(df):
     mc = df[df.kind == "mc"]
     for i, gate in enumerate(GATES):
         sub = mc[mc.gate == gate]
-        ax.errorbar(sub.formula, sub.mc_mean, yerr=2 * sub.mc_se, fmt="o", ms=4,
-                    color=PALETTE[i], label=f"{gate} gates (MC, 2 s.e.)")
+        ax.errorbar(
+            sub.formula,
+            sub.mc_mean,
+            yerr=2 * sub.mc_se,
+            fmt="o",
+            ms=4,
+            color=PALETTE[i],
+            label=f"{gate} gates (MC, 2 s.e.)",
+        )
     ax.plot([0, 1], [0, 1], color="grey", lw=1, label="y = x")
     ax.set_xlabel("1 - rank(X_bar)/m (Theorem 1)")
     ax.set_ylabel("Monte Carlo E[min L_S]")
@@ -57,8 +75,11 @@ def theorem1(df):
     few = df[df.kind == "few"].groupby(["m", "d", "k"])[["min_m_kd", "rank", "m_active"]]
     few = few.mean().reset_index()
     x = np.arange(len(few))
-    bars = (("min_m_kd", "min(m, kd) (paper)"), ("rank", "rank(X_bar), observed"),
-            ("m_active", "points with an open gate"))
+    bars = (
+        ("min_m_kd", "min(m, kd) (paper)"),
+        ("rank", "rank(X_bar), observed"),
+        ("m_active", "points with an open gate"),
+    )
     for i, (col, label) in enumerate(bars):
         ax.bar(x + (i - 1) * 0.27, few[col], width=0.27, color=PALETTE[i], label=label)
     ax.set_xticks(x, [f"m={r.m}, d={r.d}\nk={r.k}" for r in few.itertuples()])
@@ -74,13 +95,18 @@ def fig2(df, m: int, d: int):
     ax = axes
     mean = df.groupby("k").mean()
     ks = np.array(mean.index)
-    lines = [("galu", "GaLU(k), closed form", "o-"), ("galu_alg1", "GaLU(512), Algorithm 1",
-             "s-"), ("relu", "ReLU(k), Adam", "^-"), ("galu_2k", "GaLU(2k), closed form", "v:")]
+    lines = [
+        ("galu", "GaLU(k), closed form", "o-"),
+        ("galu_alg1", "GaLU(512), Algorithm 1", "s-"),
+        ("relu", "ReLU(k), Adam", "^-"),
+        ("galu_2k", "GaLU(2k), closed form", "v:"),
+    ]
     for i, (col, label, style) in enumerate(lines):
         ax.plot(ks, mean[col], style, color=PALETTE[i], ms=4, label=label)
     kk = np.linspace(ks.min(), ks.max(), 200)
-    ax.plot(kk, 1 - np.minimum(m, kk * d) / m, color="grey", lw=1,
-            label="1 - min(m, kd)/m (Thm. 1)")
+    ax.plot(
+        kk, 1 - np.minimum(m, kk * d) / m, color="grey", lw=1, label="1 - min(m, kd)/m (Thm. 1)"
+    )
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")
     ax.set_title(f"Fig. 2: memorizing N(0,1) labels (m={m}, d={d})")
@@ -95,10 +121,22 @@ def fig3(df):
     for ax, task in zip(axes[0], ("regression", "classification")):
         for i, model in enumerate(FIG3_LABELS):
             sub = mean[(mean.task == task) & (mean.model == model)]
-            ax.plot(sub.noise, sub.test, "o-", color=PALETTE[i], ms=4,
-                    label=f"{FIG3_LABELS[model]}: test")
-            ax.plot(sub.noise, sub.train, "x--", color=PALETTE[i], ms=4,
-                    label=f"{FIG3_LABELS[model]}: train")
+            ax.plot(
+                sub.noise,
+                sub.test,
+                "o-",
+                color=PALETTE[i],
+                ms=4,
+                label=f"{FIG3_LABELS[model]}: test",
+            )
+            ax.plot(
+                sub.noise,
+                sub.train,
+                "x--",
+                color=PALETTE[i],
+                ms=4,
+                label=f"{FIG3_LABELS[model]}: train",
+            )
         if task == "regression":
             ax.set_yscale("symlog", linthresh=0.01)
             ax.set_xlabel("label noise sigma_y")
@@ -117,10 +155,22 @@ def fig4(df):
     for ax, p, name in zip(axes[0], ("l2", "l1"), ("||w||_2^2", "||w||_1^2")):
         fit = linear_fit(df[f"{p}_sq"], df["gap"])
         xx = np.linspace(0, df[f"{p}_sq"].max(), 50)
-        ax.plot(xx, fit["slope"] * xx + fit["intercept"], color=PALETTE[3], lw=1,
-                label=f"least-squares line, R^2 = {fit['r2']:.4f}")
-        ax.scatter(df[f"{p}_sq"], df["gap"], s=14, c=df["sigma_y"], cmap="viridis",
-                   zorder=3, label="closed-form GaLU fits")
+        ax.plot(
+            xx,
+            fit["slope"] * xx + fit["intercept"],
+            color=PALETTE[3],
+            lw=1,
+            label=f"least-squares line, R^2 = {fit['r2']:.4f}",
+        )
+        ax.scatter(
+            df[f"{p}_sq"],
+            df["gap"],
+            s=14,
+            c=df["sigma_y"],
+            cmap="viridis",
+            zorder=3,
+            label="closed-form GaLU fits",
+        )
         ax.set_xlabel(f"{name} (colour: sigma_y)")
         ax.set_ylabel("test MSE - train MSE")
         ax.set_title(f"Fig. 4: gap vs {name}")
@@ -149,11 +199,19 @@ def lemma1(df):
     ax = axes[0][1]
     edge = df[df.m == d + 2]
     x = np.arange(len(edge))
-    for i, (col, label) in enumerate((("train_mean", "train"), ("test_mean", "test (mean)"),
-                                      ("test_median", "test (median)"))):
+    for i, (col, label) in enumerate(
+        (("train_mean", "train"), ("test_mean", "test (mean)"), ("test_median", "test (median)"))
+    ):
         ax.bar(x + (i - 1) * 0.25, edge[col], width=0.25, color=PALETTE[i], label=label)
-    ax.scatter(x + 0.0, edge.formula_test, marker="_", s=300, color="black",
-               label="Lemma 1 (test)", zorder=3)
+    ax.scatter(
+        x + 0.0,
+        edge.formula_test,
+        marker="_",
+        s=300,
+        color="black",
+        label="Lemma 1 (test)",
+        zorder=3,
+    )
     ax.set_xticks(x, [f"{r.dist}\n(sigma = {r.sigma:g})" for r in edge.itertuples()])
     ax.set_yscale("log")
     ax.set_ylabel("loss")
@@ -169,8 +227,15 @@ def fig5(curves, mins, threshold: float, m: int, d: int):
     k = mins.groupby("d_out")[list(FIG5_LABELS)].mean()
     for i, (col, label) in enumerate(FIG5_LABELS.items()):
         # markers and dashes keep coinciding curves visible
-        ax.plot(k.index, k[col], ("o-", "s--", "^:")[i], color=PALETTE[i], ms=(7, 5, 4)[i],
-                mfc="none" if i == 0 else PALETTE[i], label=label)
+        ax.plot(
+            k.index,
+            k[col],
+            ("o-", "s--", "^:")[i],
+            color=PALETTE[i],
+            ms=(7, 5, 4)[i],
+            mfc="none" if i == 0 else PALETTE[i],
+            label=label,
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("output dimension d'")
     ax.set_ylabel(f"smallest k with MSE < {threshold}")

@@ -54,7 +54,12 @@ def theorem1_task(task: dict) -> dict:
 def lemma1_task(task: dict) -> dict:
     """Lemma 1 Monte Carlo at one (d, m, sigma)."""
     return lemma1_monte_carlo(
-        task["d"], task["m"], task["sigma"], task["beta_norm"], task["n_rep"], task["seed"],
+        task["d"],
+        task["m"],
+        task["sigma"],
+        task["beta_norm"],
+        task["n_rep"],
+        task["seed"],
         task.get("device", "cpu"),
     )
 
@@ -79,8 +84,14 @@ def fig2_task(task: dict) -> dict:
         for k in ks
     ]
     relu = train_one_hidden(
-        X.expand(len(ks), -1, -1), Y.expand(len(ks), -1, -1), max(ks), "relu",
-        [task["seed"] + 3] * len(ks), task["relu_steps"], task["relu_lr"], widths=ks,
+        X.expand(len(ks), -1, -1),
+        Y.expand(len(ks), -1, -1),
+        max(ks),
+        "relu",
+        [task["seed"] + 3] * len(ks),
+        task["relu_steps"],
+        task["relu_lr"],
+        widths=ks,
     )["train_mse"]
     return {
         "k": ks,
@@ -107,8 +118,15 @@ def fig3_task(task: dict) -> dict:
     reg = task["task"] == "regression"
     sets = [
         cluster_model(
-            task["m"], task["m_test"], task["d"], task["n_clusters"], task["sigma_x"],
-            task["task"], noise, task["seed"], dev,
+            task["m"],
+            task["m_test"],
+            task["d"],
+            task["n_clusters"],
+            task["sigma_x"],
+            task["task"],
+            noise,
+            task["seed"],
+            dev,
         )
         for noise in task["noise"]
     ]
@@ -134,8 +152,14 @@ def fig3_task(task: dict) -> dict:
                 float(((galu_predict(Xte, U, w) - yte) ** 2).mean()),
             )
         )
-    keys = ["galu_train", "galu_test", "galu_l1_sq", "galu_l2_sq", "galu_train_mse",
-            "galu_test_mse"]
+    keys = [
+        "galu_train",
+        "galu_test",
+        "galu_l1_sq",
+        "galu_l2_sq",
+        "galu_train_mse",
+        "galu_test_mse",
+    ]
     out.update({key: [r[i] for r in rows] for i, key in enumerate(keys)})
     if task.get("relu_steps", 0) > 0:
         Xtr = torch.stack([s[0] for s in sets])
@@ -144,8 +168,15 @@ def fig3_task(task: dict) -> dict:
         yte = torch.stack([s[3] for s in sets])[..., None]
         for arch in ("relu", "galu"):
             res = train_one_hidden(
-                Xtr, ytr, task["k"], arch, [task["seed"] + 2] * len(sets), task["relu_steps"],
-                task["relu_lr"], X_test=Xte, Y_test=yte,
+                Xtr,
+                ytr,
+                task["k"],
+                arch,
+                [task["seed"] + 2] * len(sets),
+                task["relu_steps"],
+                task["relu_lr"],
+                X_test=Xte,
+                Y_test=yte,
             )
             name = "relu" if arch == "relu" else "galu_adam"
             out[f"{name}_train"] = [err(res["train_pred"][i], ytr[i]) for i in range(len(sets))]
@@ -206,14 +237,18 @@ def fig1_task(task: dict) -> dict:
     """Fig. 1 for one (dataset, k, seed): the four two-hidden-layer models' test accuracy."""
     dev = _device(task)
     Ztr, ytr, Zte, yte = _pca_data(
-        task["dataset"], task["n_train"], task["n_test"], task.get("data_seed", 0),
+        task["dataset"],
+        task["n_train"],
+        task["n_test"],
+        task.get("data_seed", 0),
         task["pca_dim"],
     )
     tens = [torch.as_tensor(a).to(dev) for a in (Ztr, ytr, Zte, yte)]
     out = {}
     for model in task["models"]:
-        r = train_classifier(*tens, task["k"], model, task["seed"], task["epochs"], task["lr"],
-                             task["batch_size"])
+        r = train_classifier(
+            *tens, task["k"], model, task["seed"], task["epochs"], task["lr"], task["batch_size"]
+        )
         out[f"{model}_test_acc"] = r["test_acc"]
         out[f"{model}_train_acc"] = r["train_acc"]
     return out
@@ -227,11 +262,22 @@ def fig1_task(task: dict) -> dict:
 def fig1_tasks(cfg: dict, device: str) -> list[dict]:
     """One run per (dataset, width, seed); each trains the four models of Fig. 1."""
     return [
-        {"dataset": ds, "k": k, "seed": s, "n_train": cfg["fig1_n_train"],
-         "n_test": cfg["fig1_n_test"], "pca_dim": cfg["pca_dim"], "epochs": cfg["fig1_epochs"],
-         "lr": cfg["fig1_lr"], "batch_size": cfg["fig1_batch_size"], "models": list(DEEP_MODELS),
-         "device": device}
-        for ds in cfg["fig1_datasets"] for k in cfg["fig1_k"] for s in cfg["fig1_seeds"]
+        {
+            "dataset": ds,
+            "k": k,
+            "seed": s,
+            "n_train": cfg["fig1_n_train"],
+            "n_test": cfg["fig1_n_test"],
+            "pca_dim": cfg["pca_dim"],
+            "epochs": cfg["fig1_epochs"],
+            "lr": cfg["fig1_lr"],
+            "batch_size": cfg["fig1_batch_size"],
+            "models": list(DEEP_MODELS),
+            "device": device,
+        }
+        for ds in cfg["fig1_datasets"]
+        for k in cfg["fig1_k"]
+        for s in cfg["fig1_seeds"]
     ]
 
 
@@ -239,15 +285,33 @@ def theorem1_tasks(cfg: dict, device: str) -> list[dict]:
     """Monte Carlo cases (`kind` mc), then rank draws at the paper's widths (rank) and
     with few 0-1 gates (few)."""
     mc = [
-        {"m": m, "d": d, "k": k, "gate": gate, "seed": s, "n_labels": cfg["thm1_n_labels"],
-         "device": device, "kind": "mc"}
-        for (m, d, k, gate) in cfg["thm1_cases"] for s in cfg["thm1_seeds"]
+        {
+            "m": m,
+            "d": d,
+            "k": k,
+            "gate": gate,
+            "seed": s,
+            "n_labels": cfg["thm1_n_labels"],
+            "device": device,
+            "kind": "mc",
+        }
+        for (m, d, k, gate) in cfg["thm1_cases"]
+        for s in cfg["thm1_seeds"]
     ]
     rank = [
-        {"m": m, "d": d, "k": k, "gate": gate, "seed": s, "n_labels": 1, "device": device,
-         "kind": kind}
+        {
+            "m": m,
+            "d": d,
+            "k": k,
+            "gate": gate,
+            "seed": s,
+            "n_labels": 1,
+            "device": device,
+            "kind": kind,
+        }
         for kind, cases in (("rank", cfg["thm1_rank_cases"]), ("few", cfg["thm1_few_gate_cases"]))
-        for (m, d, k) in cases for gate in (("step", "sigmoid") if kind == "rank" else ("step",))
+        for (m, d, k) in cases
+        for gate in (("step", "sigmoid") if kind == "rank" else ("step",))
         for s in range(cfg["thm1_rank_draws"])
     ]
     return mc + rank
@@ -256,9 +320,17 @@ def theorem1_tasks(cfg: dict, device: str) -> list[dict]:
 def fig2_tasks(cfg: dict, device: str) -> list[dict]:
     """One run per seed, each over the whole width grid."""
     return [
-        {"m": cfg["fig2_m"], "d": cfg["fig2_d"], "k_grid": cfg["fig2_k"], "seed": s,
-         "gate": "step", "alg1_steps": cfg["fig2_alg1_steps"], "relu_steps": cfg["relu_steps"],
-         "relu_lr": cfg["relu_lr"], "device": device}
+        {
+            "m": cfg["fig2_m"],
+            "d": cfg["fig2_d"],
+            "k_grid": cfg["fig2_k"],
+            "seed": s,
+            "gate": "step",
+            "alg1_steps": cfg["fig2_alg1_steps"],
+            "relu_steps": cfg["relu_steps"],
+            "relu_lr": cfg["relu_lr"],
+            "device": device,
+        }
         for s in cfg["fig2_seeds"]
     ]
 
@@ -267,18 +339,35 @@ def fig3_tasks(cfg: dict, device: str) -> list[dict]:
     """One run per (regression or classification, seed), each over its noise levels."""
     base = {k: cfg[f"fig3_{k}"] for k in ("m", "m_test", "d", "n_clusters", "k", "sigma_x")}
     return [
-        {**base, "task": task, "noise": cfg["fig3_sigma_y" if task == "regression" else "fig3_p"],
-         "seed": s, "relu_steps": cfg["relu_steps"], "relu_lr": cfg["relu_lr"],
-         "device": device}
-        for task in ("regression", "classification") for s in cfg["fig3_seeds"]
+        {
+            **base,
+            "task": task,
+            "noise": cfg["fig3_sigma_y" if task == "regression" else "fig3_p"],
+            "seed": s,
+            "relu_steps": cfg["relu_steps"],
+            "relu_lr": cfg["relu_lr"],
+            "device": device,
+        }
+        for task in ("regression", "classification")
+        for s in cfg["fig3_seeds"]
     ]
 
 
 def fig4_tasks(cfg: dict, device: str) -> list[dict]:
     """Closed-form fits only (no Adam: `relu_steps` 0), run by `fig3_task`."""
     base = {k: cfg[f"fig3_{k}"] for k in ("m", "m_test", "d", "n_clusters", "k", "sigma_x")}
-    return [{**base, "task": "regression", "noise": cfg["fig4_sigma_y"], "seed": s,
-             "relu_steps": 0, "relu_lr": 0.0, "device": device} for s in cfg["fig4_seeds"]]
+    return [
+        {
+            **base,
+            "task": "regression",
+            "noise": cfg["fig4_sigma_y"],
+            "seed": s,
+            "relu_steps": 0,
+            "relu_lr": 0.0,
+            "device": device,
+        }
+        for s in cfg["fig4_seeds"]
+    ]
 
 
 def lemma1_tasks(cfg: dict, device: str) -> list[dict]:
@@ -288,18 +377,39 @@ def lemma1_tasks(cfg: dict, device: str) -> list[dict]:
     tasks = []
     for m in (d + int(off) for off in cfg["lemma1_m_minus_d"]):
         n_rep = cfg["lemma1_n_rep_d_plus_2"] if m == d + 2 else cfg["lemma1_n_rep"]
-        for dist, sigma, beta in (("D_1,0", 1.0, 0.0),
-                                  ("D_sigma,beta", cfg["lemma1_sigma_small"], 1.0)):
-            tasks.append({"d": d, "m": m, "sigma": sigma, "beta_norm": beta, "n_rep": n_rep,
-                          "seed": cfg["lemma1_seed"], "dist": dist, "device": device})
+        for dist, sigma, beta in (
+            ("D_1,0", 1.0, 0.0),
+            ("D_sigma,beta", cfg["lemma1_sigma_small"], 1.0),
+        ):
+            tasks.append(
+                {
+                    "d": d,
+                    "m": m,
+                    "sigma": sigma,
+                    "beta_norm": beta,
+                    "n_rep": n_rep,
+                    "seed": cfg["lemma1_seed"],
+                    "dist": dist,
+                    "device": device,
+                }
+            )
     return tasks
 
 
 def fig5_tasks(cfg: dict, device: str) -> list[dict]:
     """One run per (d', seed), each over the width grid of its d'."""
     return [
-        {"m": cfg["fig5_m"], "d": cfg["fig5_d"], "d_out": int(dout), "k_grid": ks, "seed": s,
-         "acs_iters": cfg["fig5_acs_iters"], "relu_steps": cfg["relu_steps"],
-         "relu_lr": cfg["relu_lr"], "device": device}
-        for dout, ks in zip(cfg["fig5_dout"], cfg["fig5_k"]) for s in cfg["fig5_seeds"]
+        {
+            "m": cfg["fig5_m"],
+            "d": cfg["fig5_d"],
+            "d_out": int(dout),
+            "k_grid": ks,
+            "seed": s,
+            "acs_iters": cfg["fig5_acs_iters"],
+            "relu_steps": cfg["relu_steps"],
+            "relu_lr": cfg["relu_lr"],
+            "device": device,
+        }
+        for dout, ks in zip(cfg["fig5_dout"], cfg["fig5_k"])
+        for s in cfg["fig5_seeds"]
     ]

@@ -15,9 +15,18 @@ from implicit_bias.models.gln_theory import toy_contexts
 
 from .analysis import GLN_METHODS, GLN_SVMS, RELU_METHODS, RELU_SVMS, toy_zetas
 
-METHOD_COLORS = {"GD-GLN": 7, "SVM-GLN": 0, "SVM-L2": 1, "SVM-L2-eq23": 4, "GD-ReLU": 7,
-                 "SVM-RC": 1, "SVM-LC": 0, "SVM-HL": 2, "GD-shallow-GLN": 3,
-                 "SVM-shallow": 5}
+METHOD_COLORS = {
+    "GD-GLN": 7,
+    "SVM-GLN": 0,
+    "SVM-L2": 1,
+    "SVM-L2-eq23": 4,
+    "GD-ReLU": 7,
+    "SVM-RC": 1,
+    "SVM-LC": 0,
+    "SVM-HL": 2,
+    "GD-shallow-GLN": 3,
+    "SVM-shallow": 5,
+}
 
 
 def _color(method: str) -> str:
@@ -53,8 +62,9 @@ def fig1_toy(problem: dict, snap: dict, svm: SVMResult) -> Figure:
     ax.legend(fontsize=6, loc="lower left")
     for ax, (name, z) in zip(axes[1:], toy_zetas(snap, svm).items()):
         f = predict_gln(z, grid, gctx).reshape(gx.shape)
-        ax.contourf(gx, gy, np.sign(f), levels=[-2, 0, 2], colors=[_palette(1), _palette(0)],
-                    alpha=0.25)
+        ax.contourf(
+            gx, gy, np.sign(f), levels=[-2, 0, 2], colors=[_palette(1), _palette(0)], alpha=0.25
+        )
         ax.contour(gx, gy, f, levels=[0], colors="k", linewidths=1.2)
         ax.scatter(X[:, 0], X[:, 1], s=8, c=[_palette(0 if v > 0 else 1) for v in y])
         ax.axvline(0, color="0.4", lw=0.8, ls="--")
@@ -70,21 +80,42 @@ def theorem31(traj: pd.DataFrame) -> Figure:
     axes = np.ravel(axes)
     t = traj[traj["step"] > 0]
     ax = axes[0]
-    ax.plot(t["step"], 1 - t["cos_zeta"], "o-", color=_palette(0),
-            label=r"1 - cos($\zeta$, $\zeta^*$)")
-    ax.plot(t["step"], 1 - t["cos_beta"], "s-", color=_palette(2),
-            label=r"1 - cos($\beta$, $\beta^*$)")
-    ax.plot(t["step"], 1 - t["margin_ratio"], "^-", color=_palette(1),
-            label="1 - normalized margin / SVM's")
-    ax.set(xscale="log", yscale="log", xlabel="full-batch GD step",
-           title="Theorem 3.1: distance to SVM-GLN")
+    ax.plot(
+        t["step"], 1 - t["cos_zeta"], "o-", color=_palette(0), label=r"1 - cos($\zeta$, $\zeta^*$)"
+    )
+    ax.plot(
+        t["step"], 1 - t["cos_beta"], "s-", color=_palette(2), label=r"1 - cos($\beta$, $\beta^*$)"
+    )
+    ax.plot(
+        t["step"],
+        1 - t["margin_ratio"],
+        "^-",
+        color=_palette(1),
+        label="1 - normalized margin / SVM's",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="full-batch GD step",
+        title="Theorem 3.1: distance to SVM-GLN",
+    )
     ax.legend(fontsize=7)
     ax = axes[1]
     ax.plot(t["step"], t["stationarity"], "o-", color=_palette(3), label="stationarity (Eq. 7)")
-    ax.plot(t["step"], t["complementary_slackness"], "s-", color=_palette(4),
-            label="complementary slackness")
-    ax.set(xscale="log", yscale="log", xlabel="full-batch GD step", ylabel="residual",
-           title="Eq. 7: approximate KKT residuals")
+    ax.plot(
+        t["step"],
+        t["complementary_slackness"],
+        "s-",
+        color=_palette(4),
+        label="complementary slackness",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="full-batch GD step",
+        ylabel="residual",
+        title="Eq. 7: approximate KKT residuals",
+    )
     ax.legend(fontsize=7)
     return fig
 
@@ -95,12 +126,25 @@ def theorem31(traj: pd.DataFrame) -> Figure:
 
 
 def _errorbar(ax, x, y, xerr, yerr, method, label=None, marker="o", alpha=1.0, **kw):
-    ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=marker, ms=4, color=_color(method),
-                label=label or method, alpha=alpha, elinewidth=0.8, capsize=0, **kw)
+    ax.errorbar(
+        x,
+        y,
+        xerr=xerr,
+        yerr=yerr,
+        fmt=marker,
+        ms=4,
+        color=_color(method),
+        label=label or method,
+        alpha=alpha,
+        elinewidth=0.8,
+        capsize=0,
+        **kw,
+    )
 
 
-def _errors_and_inconsistency(table: pd.DataFrame, ref: pd.DataFrame | None, x_method: str,
-                              methods, title: str) -> Figure:
+def _errors_and_inconsistency(
+    table: pd.DataFrame, ref: pd.DataFrame | None, x_method: str, methods, title: str
+) -> Figure:
     """(a) error of the network vs. the SVMs' and (b) inconsistency vs. the network's error,
     with the grey line 2p(1-p); config means ± 1 s.e. over seeds (`analysis.pair_table`). The
     authors' numbers (hollow markers) where they exist."""
@@ -109,15 +153,28 @@ def _errors_and_inconsistency(table: pd.DataFrame, ref: pd.DataFrame | None, x_m
     for m in methods:
         t = table[table["method"] == m]
         _errorbar(axes[0], t["gd_error"], t["val_error"], t["gd_error_se"], t["val_error_se"], m)
-        _errorbar(axes[1], t["gd_error"], t["inconsistency"], t["gd_error_se"],
-                  t["inconsistency_se"], m)
+        _errorbar(
+            axes[1], t["gd_error"], t["inconsistency"], t["gd_error_se"], t["inconsistency_se"], m
+        )
     if ref is not None and len(ref):
         for m in ("SVM-GLN", "SVM-L2"):
             r = ref[ref["method"] == m]
-            axes[0].scatter(r["gd_ref_val_error_mean"], r["val_error_mean"], s=16,
-                            facecolors="none", edgecolors=_color(m), label=f"{m} (authors')")
-            axes[1].scatter(r["gd_ref_val_error_mean"], r["inconsistency_mean"], s=16,
-                            facecolors="none", edgecolors=_color(m), label=f"{m} (authors')")
+            axes[0].scatter(
+                r["gd_ref_val_error_mean"],
+                r["val_error_mean"],
+                s=16,
+                facecolors="none",
+                edgecolors=_color(m),
+                label=f"{m} (authors')",
+            )
+            axes[1].scatter(
+                r["gd_ref_val_error_mean"],
+                r["inconsistency_mean"],
+                s=16,
+                facecolors="none",
+                edgecolors=_color(m),
+                label=f"{m} (authors')",
+            )
     values = np.concatenate([table["gd_error"], table["val_error"]])
     lo, hi = 0.8 * float(np.nanmin(values)), 1.1 * float(np.nanmax(values))
     if ref is not None and len(ref):
@@ -125,12 +182,19 @@ def _errors_and_inconsistency(table: pd.DataFrame, ref: pd.DataFrame | None, x_m
         hi = max(hi, 1.05 * float(np.nanmax(ref["val_error_mean"])))
     line = np.linspace(lo, hi, 50)
     axes[0].plot(line, line, color="0.6", lw=1, zorder=0, label="identical error")
-    axes[1].plot(line, 2 * line * (1 - line), color="0.6", lw=1, zorder=0,
-                 label="2p(1-p): uncorrelated")
-    axes[0].set(xlabel=f"{x_method} validation error", ylabel="SVM validation error",
-                title=f"{title}a: errors")
-    axes[1].set(xlabel=f"{x_method} validation error", ylabel=f"inconsistency with {x_method}",
-                title=f"{title}b: inconsistency")
+    axes[1].plot(
+        line, 2 * line * (1 - line), color="0.6", lw=1, zorder=0, label="2p(1-p): uncorrelated"
+    )
+    axes[0].set(
+        xlabel=f"{x_method} validation error",
+        ylabel="SVM validation error",
+        title=f"{title}a: errors",
+    )
+    axes[1].set(
+        xlabel=f"{x_method} validation error",
+        ylabel=f"inconsistency with {x_method}",
+        title=f"{title}b: inconsistency",
+    )
     axes[0].legend(fontsize=6)
     axes[1].legend(fontsize=6)
     return fig
@@ -154,8 +218,7 @@ def fig3ab(table: pd.DataFrame) -> Figure:
 
 def fig5ab(table: pd.DataFrame) -> Figure:
     """Fig. 5a, b: as Fig. 3a, b with momentum 0.9."""
-    return _errors_and_inconsistency(table, None, "GD-ReLU", RELU_SVMS,
-                                     "Fig. 5 (momentum 0.9)")
+    return _errors_and_inconsistency(table, None, "GD-ReLU", RELU_SVMS, "Fig. 5 (momentum 0.9)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,8 +226,9 @@ def fig5ab(table: pd.DataFrame) -> Figure:
 # ----------------------------------------------------------------------------------------------
 
 
-def _error_vs_h(summary: pd.DataFrame, ref: pd.DataFrame | None, methods, C: int,
-                title: str) -> Figure:
+def _error_vs_h(
+    summary: pd.DataFrame, ref: pd.DataFrame | None, methods, C: int, title: str
+) -> Figure:
     """Validation error vs. number of hidden units, one panel per N; ours solid (± 1 s.e.,
     the numbers of `analysis.error_vs_h`), the authors' dashed."""
     Ns = sorted(summary["N"].unique())
@@ -172,20 +236,40 @@ def _error_vs_h(summary: pd.DataFrame, ref: pd.DataFrame | None, methods, C: int
     axes = np.atleast_1d(axes).ravel()
     for ax, N in zip(axes, Ns):
         for m in methods:
-            s = summary[(summary["method"] == m) & (summary["N"] == N)
-                        & (summary["C"] == C)].sort_values("H")
+            s = summary[
+                (summary["method"] == m) & (summary["N"] == N) & (summary["C"] == C)
+            ].sort_values("H")
             if not len(s):
                 continue
-            ax.errorbar(s["H"], s["val_error_mean"], yerr=s["val_error_se"], marker="o",
-                        ms=4, color=_color(m), label=m)
+            ax.errorbar(
+                s["H"],
+                s["val_error_mean"],
+                yerr=s["val_error_se"],
+                marker="o",
+                ms=4,
+                color=_color(m),
+                label=m,
+            )
             if ref is not None:
-                r = ref[(ref["method"] == m) & (ref["N"] == N) & (ref["C"] == C)
-                        & (ref["n_files"] > 0)].sort_values("H")
+                r = ref[
+                    (ref["method"] == m) & (ref["N"] == N) & (ref["C"] == C) & (ref["n_files"] > 0)
+                ].sort_values("H")
                 if len(r):
-                    ax.plot(r["H"], r["val_error_mean"], ls="--", marker="x", ms=4,
-                            color=_color(m), label=f"{m} (authors')")
-        ax.set(xscale="log", xlabel="hidden units H", ylabel="validation error",
-               title=f"{title}: C = {C}, N = {N}")
+                    ax.plot(
+                        r["H"],
+                        r["val_error_mean"],
+                        ls="--",
+                        marker="x",
+                        ms=4,
+                        color=_color(m),
+                        label=f"{m} (authors')",
+                    )
+        ax.set(
+            xscale="log",
+            xlabel="hidden units H",
+            ylabel="validation error",
+            title=f"{title}: C = {C}, N = {N}",
+        )
         hs = sorted(summary["H"].unique())
         ax.set_xticks(hs, [str(int(h)) for h in hs])
         ax.minorticks_off()
@@ -218,14 +302,32 @@ def _best_models(best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str) 
     ± 1 s.e. over seeds; `analysis.best_table`); the authors' numbers dashed."""
     fig, ax = figure(1, 1, width=6.4)
     for m, s in best.groupby("label", sort=False):
-        ax.errorbar(s["N"], s["mean"], yerr=s["se"], marker="o", ms=4,
-                    color=_color(s["method"].iloc[0]), label=m)
+        ax.errorbar(
+            s["N"],
+            s["mean"],
+            yerr=s["se"],
+            marker="o",
+            ms=4,
+            color=_color(s["method"].iloc[0]),
+            label=m,
+        )
     if ref_best is not None:
         for m, s in ref_best.groupby("label", sort=False):
-            ax.plot(s["N"], s["mean"], ls="--", marker="x", ms=4,
-                    color=_color(s["method"].iloc[0]), label=f"{m} (authors')")
-    ax.set(xscale="log", xlabel="training set size N", ylabel="best validation error",
-           title=f"{title}: best models")
+            ax.plot(
+                s["N"],
+                s["mean"],
+                ls="--",
+                marker="x",
+                ms=4,
+                color=_color(s["method"].iloc[0]),
+                label=f"{m} (authors')",
+            )
+    ax.set(
+        xscale="log",
+        xlabel="training set size N",
+        ylabel="best validation error",
+        title=f"{title}: best models",
+    )
     ns = sorted(best["N"].unique())
     ax.set_xticks(ns, [str(int(n)) for n in ns])
     ax.minorticks_off()
@@ -235,7 +337,7 @@ def _best_models(best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str) 
 
 def fig2c(best: pd.DataFrame, ref_best: pd.DataFrame | None = None) -> Figure:
     """Fig. 2c: best shallow vs deep GLNs (`analysis.best_gln`; `ref_best`:
-    `analysis.reference_best`)."""
+    `reference.reference_best`)."""
     return _best_models(best, ref_best, "Fig. 2c")
 
 

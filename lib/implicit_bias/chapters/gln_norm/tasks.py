@@ -75,13 +75,13 @@ def binary_mnist(n_train: int, seed: int, n_val: int) -> dict[str, np.ndarray]:
     return {"X": X[train], "y": y[train], "X_val": X[val], "y_val": y[val]}
 
 
-def gln_problem(N: int, seed: int, n_val: int, n_units: int, n_contexts: int,
-                median_init: bool) -> dict[str, np.ndarray]:
+def gln_problem(
+    N: int, seed: int, n_val: int, n_units: int, n_contexts: int, median_init: bool
+) -> dict[str, np.ndarray]:
     """One seed's data and contexts: the seed draws both the training subset and the
     hyperplanes (the paper's 'context seeds')."""
     data = binary_mnist(N, seed, n_val)
-    planes = sample_hyperplanes(pixel_features(data["X"]), n_units, n_contexts, seed,
-                                median_init)
+    planes = sample_hyperplanes(pixel_features(data["X"]), n_units, n_contexts, seed, median_init)
     data["ctx"] = assign_contexts(pixel_features(data["X"]), planes)
     data["ctx_val"] = assign_contexts(pixel_features(data["X_val"]), planes)
     return data
@@ -118,8 +118,9 @@ def gd_task(task: dict) -> dict:
     dtype = getattr(torch, task.get("dtype", "float32"))
     seeds, depth = list(task["seeds"]), task["depth"]
     H = task["H"] if depth == "deep" else 1
-    probs = [gln_problem(task["N"], s, task["n_val"], H, task["C"], task["median_init"])
-             for s in seeds]
+    probs = [
+        gln_problem(task["N"], s, task["n_val"], H, task["C"], task["median_init"]) for s in seeds
+    ]
     X = _torch(np.stack([p["X"] for p in probs]), dtype, device)
     y = _torch(np.stack([p["y"] for p in probs]), dtype, device)
     ctx = torch.as_tensor(np.stack([p["ctx"] for p in probs]), device=device)
@@ -130,8 +131,9 @@ def gd_task(task: dict) -> dict:
     else:
         params = init_shallow_gln(seeds, task["C"], X.shape[-1], dtype, device)
         ctx, ctx_val = ctx[..., 0], ctx_val[..., 0]
-    schedule = Schedule(n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"],
-                        momentum=task["momentum"])
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
     params = train_batched(depth, params, X, y, ctx, schedule, seeds)
     f_train = predict_batched(depth, params, X, ctx).double().cpu().numpy()
     f_val = predict_batched(depth, params, X_val, ctx_val).double().cpu().numpy()
@@ -150,15 +152,34 @@ def svm_task(task: dict) -> dict:
     per-seed validation/train errors, objective, solver status, time, group sparsity (units with
     ||zeta_h|| > 1e-6 max_h ||zeta_h||) and packed validation signs. A failed solve is recorded
     with its status (errors None)."""
-    out = {k: [] for k in ("val_error", "train_error", "objective", "solver_status",
-                           "solve_seconds", "active_units", "pred_val", "duality_gap")}
+    out = {
+        k: []
+        for k in (
+            "val_error",
+            "train_error",
+            "objective",
+            "solver_status",
+            "solve_seconds",
+            "active_units",
+            "pred_val",
+            "duality_gap",
+        )
+    }
     method = task["method"]
     device = _task_device(task)
     for seed in task["seeds"]:
         H = task["H"] if method != "SVM-shallow" else 1
         p = gln_problem(task["N"], seed, task["n_val"], H, task["C"], task["median_init"])
-        res = solve_program(method, p["X"], p["y"], p["ctx"], task["C"], task["solver"],
-                            task.get("max_iters"), device=str(device))
+        res = solve_program(
+            method,
+            p["X"],
+            p["y"],
+            p["ctx"],
+            task["C"],
+            task["solver"],
+            task.get("max_iters"),
+            device=str(device),
+        )
         out["solver_status"].append(res.status)
         out["solve_seconds"].append(res.seconds)
         out["objective"].append(res.objective)
@@ -193,21 +214,26 @@ def relu_task(task: dict) -> dict:
     X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
     y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
     X_val = _torch(datas[0]["X_val"], dtype, device)
-    schedule = Schedule(n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"],
-                        momentum=task["momentum"])
-    params = train_batched("relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None,
-                           schedule, seeds)
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
+    params = train_batched(
+        "relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None, schedule, seeds
+    )
     f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
     out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
     for name in ("SVM-RC", "SVM-LC", "SVM-HL"):
-        out[name] = {k: [] for k in ("val_error", "inconsistency", "solver_status",
-                                     "solve_seconds")}
+        out[name] = {
+            k: [] for k in ("val_error", "inconsistency", "solver_status", "solve_seconds")
+        }
     w1 = params["w1"].double().cpu().numpy()
     for r, (seed, d) in enumerate(zip(seeds, datas)):
         planes = sample_hyperplanes(pixel_features(d["X"]), H, 2, seed, median_init=True)
         programs = {
-            "SVM-RC": (assign_contexts(pixel_features(d["X"]), planes) == 1,
-                       assign_contexts(pixel_features(d["X_val"]), planes) == 1),
+            "SVM-RC": (
+                assign_contexts(pixel_features(d["X"]), planes) == 1,
+                assign_contexts(pixel_features(d["X_val"]), planes) == 1,
+            ),
             "SVM-LC": (d["X"] @ w1[r].T > 0, d["X_val"] @ w1[r].T > 0),
         }
         for name, (g_tr, g_val) in programs.items():
@@ -217,8 +243,13 @@ def relu_task(task: dict) -> dict:
         feats = np.hstack([np.maximum(d["X"] @ w1[r].T, 0), np.ones((len(d["X"]), 1))])
         feats_val = np.hstack([np.maximum(d["X_val"] @ w1[r].T, 0), np.ones((len(d["X_val"]), 1))])
         res = _linear(feats, d["y"], solver, str(device))
-        _record(out["SVM-HL"], res, None if res.primal is None else feats_val @ res.primal,
-                f_gd[r], d["y_val"])
+        _record(
+            out["SVM-HL"],
+            res,
+            None if res.primal is None else feats_val @ res.primal,
+            f_gd[r],
+            d["y_val"],
+        )
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -239,8 +270,9 @@ def _linear(F, y, solver, device: str) -> SVMResult:
     return svm_linear(F, y, solver)
 
 
-def _record(slot: dict, res: SVMResult, f: np.ndarray | None, f_gd: np.ndarray,
-            y_val: np.ndarray) -> None:
+def _record(
+    slot: dict, res: SVMResult, f: np.ndarray | None, f_gd: np.ndarray, y_val: np.ndarray
+) -> None:
     slot["solver_status"].append(res.status)
     slot["solve_seconds"].append(res.seconds)
     slot["val_error"].append(None if f is None else error_rate(f, y_val))
@@ -267,41 +299,71 @@ def expand_blocks(blocks: list[dict]) -> list[dict]:
 
 
 def _common(cfg: dict, device: str | None) -> dict:
-    out = {"seeds": list(cfg["seeds"]), "n_val": cfg["n_val"], "n_steps": cfg["n_steps"],
-           "lr_drop_step": cfg["lr_drop_step"], "dtype": cfg["dtype"]}
+    out = {
+        "seeds": list(cfg["seeds"]),
+        "n_val": cfg["n_val"],
+        "n_steps": cfg["n_steps"],
+        "lr_drop_step": cfg["lr_drop_step"],
+        "dtype": cfg["dtype"],
+    }
     return out if device is None else {**out, "device": device}
 
 
 def gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """Deep GLN training tasks of a profile (one per (H, C, N, MI, momentum), seeds batched)."""
-    return [{"depth": "deep", **c, **_common(cfg, device)}
-            for c in expand_blocks(cfg["gln_blocks"])]
+    return [
+        {"depth": "deep", **c, **_common(cfg, device)} for c in expand_blocks(cfg["gln_blocks"])
+    ]
 
 
 def svm_tasks(cfg: dict) -> list[dict]:
     """Convex-program tasks: every method for every (H, C, N, MI) of the GLN blocks."""
-    configs = expand_blocks([{k: v for k, v in b.items() if k != "momentum"}
-                             for b in cfg["gln_blocks"]])
-    return [{"method": m, **c, "seeds": list(cfg["seeds"]), "n_val": cfg["n_val"],
-             "solver": cfg["solver"]} for c in configs for m in cfg["svm_methods"]]
+    configs = expand_blocks(
+        [{k: v for k, v in b.items() if k != "momentum"} for b in cfg["gln_blocks"]]
+    )
+    return [
+        {
+            "method": m,
+            **c,
+            "seeds": list(cfg["seeds"]),
+            "n_val": cfg["n_val"],
+            "solver": cfg["solver"],
+        }
+        for c in configs
+        for m in cfg["svm_methods"]
+    ]
 
 
 def shallow_gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """Shallow GLN training tasks (2^k contexts)."""
-    return [{"depth": "shallow", "H": 1, "C": 2 ** c.pop("k"), **c, **_common(cfg, device)}
-            for c in expand_blocks(cfg["shallow_blocks"])]
+    return [
+        {"depth": "shallow", "H": 1, "C": 2 ** c.pop("k"), **c, **_common(cfg, device)}
+        for c in expand_blocks(cfg["shallow_blocks"])
+    ]
 
 
 def shallow_svm_tasks(cfg: dict) -> list[dict]:
     """Shallow per-context SVM tasks, up to 2^shallow_svm_max_k contexts."""
     blocks = [{k: v for k, v in b.items() if k != "momentum"} for b in cfg["shallow_blocks"]]
-    return [{"method": "SVM-shallow", "H": 1, "C": 2 ** c["k"], "N": c["N"],
-             "median_init": c["median_init"], "seeds": list(cfg["seeds"]),
-             "n_val": cfg["n_val"], "solver": cfg["solver"]}
-            for c in expand_blocks(blocks) if c["k"] <= cfg["shallow_svm_max_k"]]
+    return [
+        {
+            "method": "SVM-shallow",
+            "H": 1,
+            "C": 2 ** c["k"],
+            "N": c["N"],
+            "median_init": c["median_init"],
+            "seeds": list(cfg["seeds"]),
+            "n_val": cfg["n_val"],
+            "solver": cfg["solver"],
+        }
+        for c in expand_blocks(blocks)
+        if c["k"] <= cfg["shallow_svm_max_k"]
+    ]
 
 
 def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """ReLU network tasks (GD-ReLU with its SVM-RC, SVM-LC and SVM-HL)."""
-    return [{**c, **_common(cfg, device), "solver": cfg["solver"]}
-            for c in expand_blocks(cfg["relu_blocks"])]
+    return [
+        {**c, **_common(cfg, device), "solver": cfg["solver"]}
+        for c in expand_blocks(cfg["relu_blocks"])
+    ]

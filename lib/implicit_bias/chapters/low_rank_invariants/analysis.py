@@ -29,14 +29,18 @@ def lemma1_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
 def lemma1_table(results: list[dict[str, Any]]) -> pd.DataFrame:
     """Per architecture: paths, tree size, worst relative error of f = T(h) (as drawn and with
     rescaled magnitudes), whether T depends on the signs only, and the dead networks."""
-    return lemma1_frame(results).groupby("arch", sort=False).agg(
-        paths=("n_paths", "max"),
-        tree_nodes=("n_tree_nodes", "max"),
-        rel_error=("max_rel_err_tree", "max"),
-        rel_error_rescaled=("max_rel_err_tree_rescaled", "max"),
-        unchanged_by_magnitudes=("tree_unchanged_by_magnitudes", "all"),
-        changed_by_sign_flip=("tree_changed_by_sign_flip", "all"),
-        dead_networks=("network_is_zero", "sum"),
+    return (
+        lemma1_frame(results)
+        .groupby("arch", sort=False)
+        .agg(
+            paths=("n_paths", "max"),
+            tree_nodes=("n_tree_nodes", "max"),
+            rel_error=("max_rel_err_tree", "max"),
+            rel_error_rescaled=("max_rel_err_tree_rescaled", "max"),
+            unchanged_by_magnitudes=("tree_unchanged_by_magnitudes", "all"),
+            changed_by_sign_flip=("tree_changed_by_sign_flip", "all"),
+            dead_networks=("network_is_zero", "sum"),
+        )
     )
 
 
@@ -219,8 +223,12 @@ def run_table(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.
     """Steps taken and final loss of every Theorem 2 run."""
     return pd.DataFrame(
         [
-            {"run": t["run"], "seed": t["seed"], "steps": r["final_step"],
-             "final loss": r["final_loss"]}
+            {
+                "run": t["run"],
+                "seed": t["seed"],
+                "steps": r["final_step"],
+                "final loss": r["final_loss"],
+            }
             for t, r in zip(tasks, results)
         ]
     )
@@ -259,8 +267,18 @@ def rank_one_data(
 
 def rank_one_table(final: pd.DataFrame) -> pd.DataFrame:
     """The last snapshot of the synthetic and MNIST runs, per layer."""
-    columns = ["run", "seed", "layer", "act", "frob_sq", "ratio", "gap", "gap_bound",
-               "gap_over_bound_max", "alignment"]
+    columns = [
+        "run",
+        "seed",
+        "layer",
+        "act",
+        "frob_sq",
+        "ratio",
+        "gap",
+        "gap_bound",
+        "gap_over_bound_max",
+        "alignment",
+    ]
     return final[final["run"].isin(["synthetic", "mnist"])][columns].round(5)
 
 
@@ -332,8 +350,16 @@ def reduced_alignment_data(traj: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def reduced_alignment_table(final: pd.DataFrame) -> pd.DataFrame:
     """The last snapshot of the ResNetFree and conv runs' linear layers, with the Theorem 2
     lower bound 1/8^{N_j} and the predicted ratio of the conv layer."""
-    columns = ["run", "seed", "layer", "frob_sq", "ratio", "n_resfree_after",
-               "theorem2_lower_bound", "predicted_ratio"]
+    columns = [
+        "run",
+        "seed",
+        "layer",
+        "frob_sq",
+        "ratio",
+        "n_resfree_after",
+        "theorem2_lower_bound",
+        "predicted_ratio",
+    ]
     return pd.concat([_resfree_layers(final), _conv_layers(final)])[columns].round(5)
 
 

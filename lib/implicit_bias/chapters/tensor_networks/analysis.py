@@ -34,49 +34,69 @@ def _label(frame: pd.DataFrame) -> list[str]:
 def classification_frame(tasks: list[dict], runs: list[dict]) -> pd.DataFrame:
     """One row per run: its architecture, depth and seed, and everything the task returned,
     plus the Fourier sparsity index of its predictor (`fourier_sparsity`)."""
-    cls = pd.DataFrame([{**{k: t[k] for k in ("arch", "L", "data_seed")}, **r}
-                        for t, r in zip(tasks, runs)])
+    cls = pd.DataFrame(
+        [{**{k: t[k] for k in ("arch", "L", "data_seed")}, **r} for t, r in zip(tasks, runs)]
+    )
     cls["fourier_sparsity"] = cls["fourier_magnitudes"].map(fourier_sparsity)
     return cls
 
 
 def thm1_table(cls: pd.DataFrame) -> pd.DataFrame:
     """Thm 1's final residuals per run (the figure's data, with the columns' own names)."""
-    return cls[["arch", "L", "data_seed", "thm1_kkt_residual", "thm1_uavg_residual",
-                "final_cosine_gap"]]
+    return cls[
+        ["arch", "L", "data_seed", "thm1_kkt_residual", "thm1_uavg_residual", "final_cosine_gap"]
+    ]
 
 
 def thm1_display(thm1: pd.DataFrame) -> pd.DataFrame:
     """`thm1_table` with the column names the chapter shows."""
-    return thm1.rename(columns={"thm1_kkt_residual": "residual, u from multipliers",
-                                "thm1_uavg_residual": "residual, averaged u",
-                                "final_cosine_gap": "1 - cos to reference"})
+    return thm1.rename(
+        columns={
+            "thm1_kkt_residual": "residual, u from multipliers",
+            "thm1_uavg_residual": "residual, averaged u",
+            "final_cosine_gap": "1 - cos to reference",
+        }
+    )
 
 
 def residual_paths(cls: pd.DataFrame) -> pd.DataFrame:
     """Thm 1's residual (u from the multipliers) at every recorded step of every run."""
-    return pd.concat([pd.DataFrame({"run": run, "seed": s, "step": st, "residual": res})
-                      for run, s, st, res in zip(_label(cls), cls["data_seed"], cls["steps"],
-                                                 cls["thm1_kkt_residual_path"])],
-                     ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame({"run": run, "seed": s, "step": st, "residual": res})
+            for run, s, st, res in zip(
+                _label(cls), cls["data_seed"], cls["steps"], cls["thm1_kkt_residual_path"]
+            )
+        ],
+        ignore_index=True,
+    )
 
 
 def thm1_metrics(cls: pd.DataFrame, paths: pd.DataFrame) -> dict:
     """The largest final residual, and whether every run's residual at the end is below half
     its value at the middle checkpoint."""
-    return {"thm1_max_singular_residual": float(cls["thm1_kkt_residual"].max()),
-            "thm1_residual_shrinks": bool(all(
+    return {
+        "thm1_max_singular_residual": float(cls["thm1_kkt_residual"].max()),
+        "thm1_residual_shrinks": bool(
+            all(
                 g["residual"].iloc[-1] < 0.5 * g["residual"].iloc[len(g) // 2]
-                for _, g in paths.groupby(["run", "seed"])))}
+                for _, g in paths.groupby(["run", "seed"])
+            )
+        ),
+    }
 
 
 def cosine_curves(cls: pd.DataFrame) -> pd.DataFrame:
     """1 - cos(beta, reference) at every recorded step, with log(1 / loss) there."""
-    return pd.concat([pd.DataFrame({"run": run, "seed": s, "step": st, "log_inv_loss": ll,
-                                    "cosine_gap": cg})
-                      for run, s, st, ll, cg in zip(_label(cls), cls["data_seed"], cls["steps"],
-                                                    cls["log_inv_loss"], cls["cosine_gap"])],
-                     ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame({"run": run, "seed": s, "step": st, "log_inv_loss": ll, "cosine_gap": cg})
+            for run, s, st, ll, cg in zip(
+                _label(cls), cls["data_seed"], cls["steps"], cls["log_inv_loss"], cls["cosine_gap"]
+            )
+        ],
+        ignore_index=True,
+    )
 
 
 def corollary_metrics(cls: pd.DataFrame) -> dict:
@@ -85,13 +105,16 @@ def corollary_metrics(cls: pd.DataFrame) -> dict:
     tenth of its value at the middle checkpoint)."""
     final = cls.groupby(["arch", "L"])["final_cosine_gap"].max()
     diag2 = cls[(cls["arch"] == "diag") & (cls["L"] == 2)]
-    return {"cor1_fc_max_cosine_gap": float(final["fc"].max()),
-            "cor2_diag_l2_cosine_gap": float(final[("diag", 2)]),
-            "cor2_diag_deep_max_cosine_gap": float(final["diag"].drop(2).max()),
-            "cor3_conv_l2_cosine_gap": float(final[("conv", 2)]),
-            "cor3_conv_deep_max_cosine_gap": float(final["conv"].drop(2).max()),
-            "cor2_gap_shrinks_over_training": bool(all(
-                g[-1] < 0.1 * g[len(g) // 2] for g in diag2["cosine_gap"]))}
+    return {
+        "cor1_fc_max_cosine_gap": float(final["fc"].max()),
+        "cor2_diag_l2_cosine_gap": float(final[("diag", 2)]),
+        "cor2_diag_deep_max_cosine_gap": float(final["diag"].drop(2).max()),
+        "cor3_conv_l2_cosine_gap": float(final[("conv", 2)]),
+        "cor3_conv_deep_max_cosine_gap": float(final["conv"].drop(2).max()),
+        "cor2_gap_shrinks_over_training": bool(
+            all(g[-1] < 0.1 * g[len(g) // 2] for g in diag2["cosine_gap"])
+        ),
+    }
 
 
 def fourier_sparsity(mags) -> float:
@@ -103,10 +126,20 @@ def fourier_sparsity(mags) -> float:
 
 def fourier_spectra(cls: pd.DataFrame) -> pd.DataFrame:
     """Each run's DFT magnitudes |F beta|_j, sorted and divided by the largest."""
-    return pd.concat([pd.DataFrame({"run": run, "seed": s, "rank": np.arange(1, len(m) + 1),
-                                    "magnitude": np.sort(m)[::-1] / np.max(m)})
-                      for run, s, m in zip(_label(cls), cls["data_seed"],
-                                           cls["fourier_magnitudes"])], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "seed": s,
+                    "rank": np.arange(1, len(m) + 1),
+                    "magnitude": np.sort(m)[::-1] / np.max(m),
+                }
+            )
+            for run, s, m in zip(_label(cls), cls["data_seed"], cls["fourier_magnitudes"])
+        ],
+        ignore_index=True,
+    )
 
 
 def fourier_sparsity_table(cls: pd.DataFrame) -> pd.DataFrame:
@@ -118,8 +151,9 @@ def fourier_sparsity_table(cls: pd.DataFrame) -> pd.DataFrame:
 def fourier_metrics(table: pd.DataFrame) -> dict:
     """Cor 3: every conv net's spectrum is sparser than every fc net's."""
     sparsity = table.iloc[:, 0]
-    return {"cor3_conv_fourier_sparser_than_fc": bool(
-        sparsity["conv"].max() < sparsity["fc"].min())}
+    return {
+        "cor3_conv_fourier_sparser_than_fc": bool(sparsity["conv"].max() < sparsity["fc"].min())
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -127,8 +161,7 @@ def fourier_metrics(table: pd.DataFrame) -> dict:
 
 
 def theorem3_frame(tasks: list[dict], runs: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{**{k: t[k] for k in ("seed", "y")}, **r}
-                         for t, r in zip(tasks, runs)])
+    return pd.DataFrame([{**{k: t[k] for k in ("seed", "y")}, **r} for t, r in zip(tasks, runs)])
 
 
 def theorem3_table(thm3: pd.DataFrame) -> pd.DataFrame:
@@ -136,9 +169,11 @@ def theorem3_table(thm3: pd.DataFrame) -> pd.DataFrame:
 
 
 def theorem3_metrics(thm3: pd.DataFrame) -> dict:
-    return {"thm3_max_direction_error": float(thm3[["error_v1", "error_v2"]].max().max()),
-            "thm3_sign_rule_holds": bool(thm3["sign_rule_holds"].all()),
-            "thm3_norm_ratio_deviation": float((thm3["norm_ratio"] - 1).abs().max())}
+    return {
+        "thm3_max_direction_error": float(thm3[["error_v1", "error_v2"]].max().max()),
+        "thm3_sign_rule_holds": bool(thm3["sign_rule_holds"].all()),
+        "thm3_norm_ratio_deviation": float((thm3["norm_ratio"] - 1).abs().max()),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -155,17 +190,27 @@ def lemma4_table(lemma4: pd.DataFrame) -> pd.DataFrame:
 
 
 def lemma4_metrics(lemma4: pd.DataFrame) -> dict:
-    return {"lemma4_max_abs_error_vs_ode": float(
-        lemma4[["error_h_inverse", "error_H"]].max().max())}
+    return {
+        "lemma4_max_abs_error_vs_ode": float(lemma4[["error_h_inverse", "error_H"]].max().max())
+    }
 
 
 def hl_curves(Ls=(2, 3, 4), grid=None) -> pd.DataFrame:
     """The closed forms H_L(t) and h_L^{-1}(t) on a grid of t (default 241 points in
     [-6, 6])."""
     grid = np.linspace(-6, 6, 241) if grid is None else grid
-    return pd.DataFrame([{"L": L, "t": t, "H_L": float(theory.H(np.array([t]), L)[0]),
-                          "h_inverse": float(theory.h_inverse(np.array([t]), L)[0])}
-                         for L in Ls for t in grid])
+    return pd.DataFrame(
+        [
+            {
+                "L": L,
+                "t": t,
+                "H_L": float(theory.H(np.array([t]), L)[0]),
+                "h_inverse": float(theory.h_inverse(np.array([t]), L)[0]),
+            }
+            for L in Ls
+            for t in grid
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -175,10 +220,18 @@ def hl_curves(Ls=(2, 3, 4), grid=None) -> pd.DataFrame:
 def argument_frame(tasks: list[dict], runs: list[dict], rel_step: float) -> pd.DataFrame:
     """One row per regression run: architecture, depth, seed, step knob ("h" for the profile's
     `rel_step`, else "h/2"), the relative errors to the Q-minimizers and the final loss."""
-    return pd.DataFrame([{"arch": t["arch"], "L": t["L"], "seed": t["data_seed"],
-                          "step knob": "h" if t["rel_step"] == rel_step else "h/2",
-                          **{k: v for k, v in r.items() if k.startswith("error") or k == "loss"}}
-                         for t, r in zip(tasks, runs)])
+    return pd.DataFrame(
+        [
+            {
+                "arch": t["arch"],
+                "L": t["L"],
+                "seed": t["data_seed"],
+                "step knob": "h" if t["rel_step"] == rel_step else "h/2",
+                **{k: v for k, v in r.items() if k.startswith("error") or k == "loss"},
+            }
+            for t, r in zip(tasks, runs)
+        ]
+    )
 
 
 def by_step_knob(args: pd.DataFrame, knob: str) -> pd.DataFrame:
@@ -195,21 +248,29 @@ def argument_metrics(args: pd.DataFrame) -> dict:
     """At the step h/2: the derived forms' worst error and the printed forms' best; the
     smallest error-halving ratio of the diagonal nets."""
     half, ratio = by_step_knob(args, "h/2"), halving_ratio(args)
-    return {"cor5_max_rel_error_half_step": float(half.loc["diag", "error_derived"].max()),
-            "cor5_min_error_halving_ratio": float(ratio.loc["diag"].min()),
-            "thm5_printed_min_rel_error": float(half.loc["diag", "error_thm5_printed"].min()),
-            "cor6_max_rel_error_derived": float(half.loc["conv", "error_derived"].max()),
-            "cor6_min_rel_error_printed": float(half.loc["conv", "error_cor6_printed"].min())}
+    return {
+        "cor5_max_rel_error_half_step": float(half.loc["diag", "error_derived"].max()),
+        "cor5_min_error_halving_ratio": float(ratio.loc["diag"].min()),
+        "thm5_printed_min_rel_error": float(half.loc["diag", "error_thm5_printed"].min()),
+        "cor6_max_rel_error_derived": float(half.loc["conv", "error_derived"].max()),
+        "cor6_min_rel_error_printed": float(half.loc["conv", "error_cor6_printed"].min()),
+    }
 
 
 def argument_errors(args: pd.DataFrame) -> pd.DataFrame:
     """The errors at the step h/2 in long form (one row per run and formula), the figure's
     data."""
     half = by_step_knob(args, "h/2")
-    return half.reset_index().melt(id_vars=["arch", "L", "seed"],
-                                   value_vars=["error_derived", "error_thm5_printed",
-                                               "error_cor6_printed"],
-                                   var_name="formula", value_name="relative_error").dropna()
+    return (
+        half.reset_index()
+        .melt(
+            id_vars=["arch", "L", "seed"],
+            value_vars=["error_derived", "error_thm5_printed", "error_cor6_printed"],
+            var_name="formula",
+            value_name="relative_error",
+        )
+        .dropna()
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,14 +280,29 @@ def argument_errors(args: pd.DataFrame) -> pd.DataFrame:
 def alpha_theory(cfg: dict) -> pd.DataFrame:
     """The Q_{L,alpha}-minimizer's distances to the min-l1 and min-l2 interpolators along the
     profile's `theory_alphas` (wbar = 1), for every depth."""
-    return pd.DataFrame([row for L in cfg["reg_depths"] for row in theory.alpha_sweep_theory(
-        cfg["reg_n"], cfg["reg_d"], cfg["reg_seeds"][0], L, cfg["theory_alphas"])])
+    return pd.DataFrame(
+        [
+            row
+            for L in cfg["reg_depths"]
+            for row in theory.alpha_sweep_theory(
+                cfg["reg_n"], cfg["reg_d"], cfg["reg_seeds"][0], L, cfg["theory_alphas"]
+            )
+        ]
+    )
 
 
 def alpha_gd_frame(tasks: list[dict], runs: list[dict]) -> pd.DataFrame:
     """The GD limits of the alpha sweep: distances to both interpolators, error to Q-min."""
-    return pd.DataFrame([{"L": t["L"], "alpha": t["alpha"], **{k: r[k] for k in (
-        "distance_l1", "distance_l2", "error_derived")}} for t, r in zip(tasks, runs)])
+    return pd.DataFrame(
+        [
+            {
+                "L": t["L"],
+                "alpha": t["alpha"],
+                **{k: r[k] for k in ("distance_l1", "distance_l2", "error_derived")},
+            }
+            for t, r in zip(tasks, runs)
+        ]
+    )
 
 
 def alpha_metrics(theory_frame: pd.DataFrame, gd: pd.DataFrame) -> dict:
@@ -235,11 +311,16 @@ def alpha_metrics(theory_frame: pd.DataFrame, gd: pd.DataFrame) -> dict:
     at every depth."""
     smallest = theory_frame[theory_frame["alpha"] == theory_frame["alpha"].min()].set_index("L")
     largest = theory_frame[theory_frame["alpha"] == theory_frame["alpha"].max()]
-    return {"cor5_l1_distance_smallest_alpha_L3": float(smallest.loc[3, "distance_l1"]),
-            "cor5_l2_distance_largest_alpha": float(largest["distance_l2"].max()),
-            "cor5_gd_l1_distance_decreases_with_alpha": bool(all(
+    return {
+        "cor5_l1_distance_smallest_alpha_L3": float(smallest.loc[3, "distance_l1"]),
+        "cor5_l2_distance_largest_alpha": float(largest["distance_l2"].max()),
+        "cor5_gd_l1_distance_decreases_with_alpha": bool(
+            all(
                 np.all(np.diff(g.sort_values("alpha")["distance_l1"].to_numpy()) > 0)
-                for _, g in gd.groupby("L")))}
+                for _, g in gd.groupby("L")
+            )
+        ),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -255,7 +336,8 @@ def theorem6_table(thm6: pd.DataFrame) -> pd.DataFrame:
 
 
 def theorem6_metrics(thm6: pd.DataFrame) -> dict:
-    return {"thm6_flow_rel_error": float(thm6["flow_error"].max()),
-            "thm6_printed_flow_rel_error": float(thm6["flow_error_printed"].min()),
-            "thm6_gd_error_halving_ratio": float(
-                (thm6["gd_error"] / thm6["gd_error_half"]).min())}
+    return {
+        "thm6_flow_rel_error": float(thm6["flow_error"].max()),
+        "thm6_printed_flow_rel_error": float(thm6["flow_error_printed"].min()),
+        "thm6_gd_error_halving_ratio": float((thm6["gd_error"] / thm6["gd_error_half"]).min()),
+    }

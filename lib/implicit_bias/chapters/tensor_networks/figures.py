@@ -13,14 +13,29 @@ import pandas as pd
 from implicit_bias.core.plotting import PALETTE, figure
 
 
-def plot_by_group(ax, frame, x: str, y: str, group: str, palette: Sequence[str],
-                  floor: float = 1e-16, style: str = "-", **kwargs) -> None:
+def plot_by_group(
+    ax,
+    frame,
+    x: str,
+    y: str,
+    group: str,
+    palette: Sequence[str],
+    floor: float = 1e-16,
+    style: str = "-",
+    **kwargs,
+) -> None:
     """One log-log line per value of `group` (the chapter's convergence plots); values below
     `floor` (exact zeros) are drawn at the floor, non-positive x are dropped."""
     for i, (name, g) in enumerate(frame.groupby(group)):
         keep = g[x] > 0
-        ax.loglog(g[x][keep], g[y][keep].clip(lower=floor), style, label=name,
-                  color=palette[i % len(palette)], **kwargs)
+        ax.loglog(
+            g[x][keep],
+            g[y][keep].clip(lower=floor),
+            style,
+            label=name,
+            color=palette[i % len(palette)],
+            **kwargs,
+        )
 
 
 def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
@@ -29,15 +44,18 @@ def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
     fig, axes = figure(1, 2, width=8.5)
     axes = axes.ravel()
     plot_by_group(axes[0], paths[paths["seed"] == seed], "step", "residual", "run", PALETTE)
-    axes[0].set(xlabel="GD step", ylabel="singular-vector residual (relative)",
-                title="Theorem 1: residual along training")
+    axes[0].set(
+        xlabel="GD step",
+        ylabel="singular-vector residual (relative)",
+        title="Theorem 1: residual along training",
+    )
     axes[0].legend(fontsize=7)
     labels = [f"{a} L={L} s{s}" for a, L, s in zip(cls["arch"], cls["L"], cls["data_seed"])]
     pos = np.arange(len(cls))
-    axes[1].bar(pos - 0.2, cls["thm1_kkt_residual"], 0.4, label="u from multipliers",
-                color=PALETTE[0])
-    axes[1].bar(pos + 0.2, cls["thm1_uavg_residual"], 0.4, label="averaged u",
-                color=PALETTE[1])
+    axes[1].bar(
+        pos - 0.2, cls["thm1_kkt_residual"], 0.4, label="u from multipliers", color=PALETTE[0]
+    )
+    axes[1].bar(pos + 0.2, cls["thm1_uavg_residual"], 0.4, label="averaged u", color=PALETTE[1])
     axes[1].set_yscale("log")
     axes[1].set_xticks(pos, labels, rotation=60, ha="right")
     axes[1].set(ylabel="final residual", title="Theorem 1: two estimates of u_inf")
@@ -64,8 +82,9 @@ def cor123_convergence(curves: pd.DataFrame, seed: int):
 def cor3_fourier_spectra(spectra: pd.DataFrame, seed: int):
     """Cor 3: the sorted, normalized Fourier magnitudes of the predictors (runs of `seed`)."""
     fig, ax = figure(1, 1, width=5.0)
-    plot_by_group(ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", PALETTE,
-                  floor=1e-12)
+    plot_by_group(
+        ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", PALETTE, floor=1e-12
+    )
     ax.set_xscale("linear")
     ax.set_xlabel("rank of the Fourier coefficient (sorted by magnitude)")
     ax.set_ylabel("|F beta|_j / max_j |F beta|_j")
@@ -87,10 +106,16 @@ def lemma4_hl(curves: pd.DataFrame, ode: pd.DataFrame):
         axes[1].plot(at_L["h_ode"], at_L["H_ode"], "o", ms=3, color=PALETTE[i])
     grid = curves.loc[curves["L"] == curves["L"].iloc[0], "t"].to_numpy()
     axes[1].plot(grid, grid**2 / 2, "k:", lw=1, label="t^2 / 2")
-    axes[0].set(xlabel="t", ylabel="h_L^{-1}(t)", title="Lemma 4: h_L^{-1} (dots: ODE)",
-                xlim=(-6, 6), ylim=(-2, 2))
-    axes[1].set(xlabel="t", ylabel="H_L(t)", title="Thm 5: H_L (dots: ODE)", xlim=(-6, 6),
-                ylim=(0, 12))
+    axes[0].set(
+        xlabel="t",
+        ylabel="h_L^{-1}(t)",
+        title="Lemma 4: h_L^{-1} (dots: ODE)",
+        xlim=(-6, 6),
+        ylim=(-2, 2),
+    )
+    axes[1].set(
+        xlabel="t", ylabel="H_L(t)", title="Thm 5: H_L (dots: ODE)", xlim=(-6, 6), ylim=(0, 12)
+    )
     axes[1].legend()
     return fig
 
@@ -101,8 +126,9 @@ def thm5_argument(bars: pd.DataFrame):
     fig, ax = figure(1, 1, width=6.0)
     for i, (formula, g) in enumerate(bars.groupby("formula")):
         labels = [f"{a} L={L} s{s}" for a, L, s in zip(g["arch"], g["L"], g["seed"])]
-        ax.scatter(labels, g["relative_error"], label=formula.replace("error_", ""),
-                   color=PALETTE[i], s=30)
+        ax.scatter(
+            labels, g["relative_error"], label=formula.replace("error_", ""), color=PALETTE[i], s=30
+        )
     ax.set_yscale("log")
     plt.setp(ax.get_xticklabels(), rotation=60, ha="right")
     ax.set_ylabel("relative distance, GD limit to Q-min")
@@ -119,11 +145,14 @@ def cor5_alpha_sweep(theory: pd.DataFrame, gd: pd.DataFrame, depths: Sequence[in
     for ax, col, name in zip(axes, ("distance_l1", "distance_l2"), ("min-l1", "min-l2")):
         for i, L in enumerate(depths):
             t, g = theory[theory["L"] == L], gd[gd["L"] == L]
-            ax.loglog(t["alpha"], t[col].clip(lower=1e-9), color=PALETTE[i],
-                      label=f"Q, L = {L}")
-            ax.loglog(g["alpha"], g[col].clip(lower=1e-9), "o", color=PALETTE[i],
-                      label=f"GD, L = {L}")
-        ax.set(xlabel="initialization scale alpha", ylabel=f"relative distance to {name}",
-               title=f"Cor. 5: limit vs. {name} interpolator")
+            ax.loglog(t["alpha"], t[col].clip(lower=1e-9), color=PALETTE[i], label=f"Q, L = {L}")
+            ax.loglog(
+                g["alpha"], g[col].clip(lower=1e-9), "o", color=PALETTE[i], label=f"GD, L = {L}"
+            )
+        ax.set(
+            xlabel="initialization scale alpha",
+            ylabel=f"relative distance to {name}",
+            title=f"Cor. 5: limit vs. {name} interpolator",
+        )
     axes[0].legend(fontsize=7)
     return fig

@@ -44,29 +44,41 @@ def classification_task(task: dict) -> dict:
     and the Fourier spectrum."""
     device = torch.device(task.get("device", "cpu"))
     X, y = separable_data(task["n"], task["d"], task["sparsity"], task["data_seed"])
-    params = init_params(task["arch"], task["d"], task["L"], task["alpha"], task["init_seed"],
-                         device=device)
-    out = train_exponential(task["arch"], X, y, params, task["steps"], task["rel_step"],
-                            record=task["record"], decay=task["decay"])
+    params = init_params(
+        task["arch"], task["d"], task["L"], task["alpha"], task["init_seed"], device=device
+    )
+    out = train_exponential(
+        task["arch"],
+        X,
+        y,
+        params,
+        task["steps"],
+        task["rel_step"],
+        record=task["record"],
+        decay=task["decay"],
+    )
     beta = out["beta"]
     name, ref, nu = _reference_direction(task["arch"], task["L"], X, y, beta)
     # Thm 1 with u_inf from the reference's multipliers: -u_inf ~ X^T (y * nu)
-    x_kkt = torch.as_tensor(X.T @ (y * nu), dtype=out["params"][0].dtype,
-                            device=out["params"][0].device)
+    x_kkt = torch.as_tensor(
+        X.T @ (y * nu), dtype=out["params"][0].dtype, device=out["params"][0].device
+    )
     margins = y * (X @ beta)
     F = dft_matrix(task["d"])
     return {
-        "reference": name, "reference_z": ref.tolist(), "beta": beta.tolist(),
+        "reference": name,
+        "reference_z": ref.tolist(),
+        "beta": beta.tolist(),
         "steps": [h["step"] for h in out["history"]],
         "log_inv_loss": [h["log_inv_loss"] for h in out["history"]],
         "cosine_gap": [1 - cosine(h["beta"], ref) for h in out["history"]],
         "final_cosine_gap": 1 - cosine(beta, ref),
         "thm1_kkt_residual": singular_vector_residual(task["arch"], x_kkt, out["params"]),
-        "thm1_kkt_residual_path": [singular_vector_residual(task["arch"], x_kkt, h["params"])
-                                   for h in out["history"]],
+        "thm1_kkt_residual_path": [
+            singular_vector_residual(task["arch"], x_kkt, h["params"]) for h in out["history"]
+        ],
         "dual_weights": nu.tolist(),
-        "thm1_uavg_residual": singular_vector_residual(task["arch"], -out["u_avg"],
-                                                       out["params"]),
+        "thm1_uavg_residual": singular_vector_residual(task["arch"], -out["u_avg"], out["params"]),
         "normalized_margins": (margins / margins.min()).tolist(),
         "fourier_magnitudes": np.abs(F @ beta).tolist(),
     }
@@ -119,20 +131,33 @@ def theorem3_task(task: dict) -> dict:
     setup = single_point_setup(task["d"], task["k1"], task["seed"])
     y = float(task["y"])
     k1, d = task["k1"], task["d"]
-    params = [torch.as_tensor(task["alpha"] * setup["v1bar"]),
-              torch.as_tensor(task["alpha"] * setup["v2bar"])]
+    params = [
+        torch.as_tensor(task["alpha"] * setup["v1bar"]),
+        torch.as_tensor(task["alpha"] * setup["v2bar"]),
+    ]
     # train_exponential runs the conv net with filters (k1, d) on the single point
-    out = train_exponential("conv", setup["x"][None], np.array([y]), params, task["steps"],
-                            task["rel_step"], renormalize=task.get("renormalize", False))
+    out = train_exponential(
+        "conv",
+        setup["x"][None],
+        np.array([y]),
+        params,
+        task["steps"],
+        task["rel_step"],
+        renormalize=task.get("renormalize", False),
+    )
     v1, v2 = (p.cpu().numpy() for p in out["params"])
     p1, p2 = theorem3_limit(setup["M"], y)
     sign_ok = bool(np.sign(v1 @ p1) == np.sign(v2 @ p2))
     assert v1.shape == (k1,) and v2.shape == (d,)
-    return {"lambda": setup["lambda"], "s": setup["s"].tolist(),
-            "error_v1": 1 - abs(cosine(v1, p1)), "error_v2": 1 - abs(cosine(v2, p2)),
-            "sign_rule_holds": sign_ok,
-            "norm_ratio": float(np.linalg.norm(v1) / np.linalg.norm(v2)),
-            "log_inv_loss": out["log_inv_loss"]}
+    return {
+        "lambda": setup["lambda"],
+        "s": setup["s"].tolist(),
+        "error_v1": 1 - abs(cosine(v1, p1)),
+        "error_v2": 1 - abs(cosine(v2, p2)),
+        "sign_rule_holds": sign_ok,
+        "norm_ratio": float(np.linalg.norm(v1) / np.linalg.norm(v2)),
+        "log_inv_loss": out["log_inv_loss"],
+    }
 
 
 @task
@@ -154,9 +179,13 @@ def theorem6_task(task: dict) -> dict:
     # the loss decays like exp(-2 kappa t) with kappa = ||grad f||^2 at the limit
     kappa = float(np.linalg.norm(M @ c2) ** 2 + np.linalg.norm(M.T @ c1) ** 2)
     f1, f2 = _two_layer_flow(M, y, v1_0, v2_0, t_end=40.0 / kappa)
-    result = {"lambda": setup["lambda"], "nu": nu, "flow_error": err(f1, f2, closed),
-              "flow_error_printed": err(f1, f2, printed),
-              "flow_residual": float(abs(f1 @ M @ f2 - y))}
+    result = {
+        "lambda": setup["lambda"],
+        "nu": nu,
+        "flow_error": err(f1, f2, closed),
+        "flow_error_printed": err(f1, f2, printed),
+        "flow_residual": float(abs(f1 @ M @ f2 - y)),
+    }
     lr = task["lr_factor"] / kappa
     for name, step in (("gd_error", lr), ("gd_error_half", lr / 2)):
         g1, g2, used = _two_layer_gd(M, y, v1_0, v2_0, step)
@@ -176,19 +205,43 @@ def classification_tasks(cfg: dict) -> list[dict]:
     """Sweep `classification` (Thm 1, Cor 1-3): every architecture and depth, per seed, each
     recording 25 log-spaced checkpoints."""
     record = sorted({1, *map(int, np.geomspace(1, cfg["cls_steps"], 25).astype(int))})
-    return [dict(arch=arch, L=L, n=cfg["cls_n"], d=cfg["cls_d"], sparsity=cfg["cls_sparsity"],
-                 data_seed=seed, init_seed=seed, alpha=cfg["cls_alpha"],
-                 steps=cfg["cls_steps"], rel_step=cfg["cls_rel_step"],
-                 decay=cfg["cls_decay"], record=record)
-            for seed in cfg["cls_seeds"] for arch in ("diag", "conv", "fc")
-            for L in cfg["cls_depths"]]
+    return [
+        dict(
+            arch=arch,
+            L=L,
+            n=cfg["cls_n"],
+            d=cfg["cls_d"],
+            sparsity=cfg["cls_sparsity"],
+            data_seed=seed,
+            init_seed=seed,
+            alpha=cfg["cls_alpha"],
+            steps=cfg["cls_steps"],
+            rel_step=cfg["cls_rel_step"],
+            decay=cfg["cls_decay"],
+            record=record,
+        )
+        for seed in cfg["cls_seeds"]
+        for arch in ("diag", "conv", "fc")
+        for L in cfg["cls_depths"]
+    ]
 
 
 def theorem3_tasks(cfg: dict) -> list[dict]:
     """Sweep `theorem3`: one point, labels +1 and -1, per seed."""
-    return [dict(d=cfg["single_d"], k1=cfg["single_k1"], seed=s, y=y, alpha=0.5,
-                 steps=cfg["thm3_steps"], rel_step=cfg["thm3_rel_step"], renormalize=True)
-            for s in cfg["single_seeds"] for y in (1.0, -1.0)]
+    return [
+        dict(
+            d=cfg["single_d"],
+            k1=cfg["single_k1"],
+            seed=s,
+            y=y,
+            alpha=0.5,
+            steps=cfg["thm3_steps"],
+            rel_step=cfg["thm3_rel_step"],
+            renormalize=True,
+        )
+        for s in cfg["single_seeds"]
+        for y in (1.0, -1.0)
+    ]
 
 
 def argument_tasks(cfg: dict) -> list[dict]:
@@ -197,27 +250,65 @@ def argument_tasks(cfg: dict) -> list[dict]:
     step knobs h and h/2."""
     tasks = []
     for arch, n, d, alpha, depths in (
-            ("diag", cfg["reg_n"], cfg["reg_d"], cfg["reg_check_alpha"], cfg["reg_depths"]),
-            ("conv", cfg["conv_reg_n"], cfg["conv_reg_d"], cfg["conv_reg_alpha"],
-             [L for L in cfg["reg_depths"] if L <= 3])):
-        tasks += [dict(arch=arch, L=L, n=n, d=d, data_seed=s, alpha=alpha, wbar=str(s + 1),
-                       steps=cfg["reg_steps"], rel_step=cfg["reg_rel_step"] * f,
-                       stability=cfg["reg_stability"] * f)
-                  for s in cfg["reg_seeds"] for L in depths for f in (1.0, 0.5)]
+        ("diag", cfg["reg_n"], cfg["reg_d"], cfg["reg_check_alpha"], cfg["reg_depths"]),
+        (
+            "conv",
+            cfg["conv_reg_n"],
+            cfg["conv_reg_d"],
+            cfg["conv_reg_alpha"],
+            [L for L in cfg["reg_depths"] if L <= 3],
+        ),
+    ):
+        tasks += [
+            dict(
+                arch=arch,
+                L=L,
+                n=n,
+                d=d,
+                data_seed=s,
+                alpha=alpha,
+                wbar=str(s + 1),
+                steps=cfg["reg_steps"],
+                rel_step=cfg["reg_rel_step"] * f,
+                stability=cfg["reg_stability"] * f,
+            )
+            for s in cfg["reg_seeds"]
+            for L in depths
+            for f in (1.0, 0.5)
+        ]
     return tasks
 
 
 def alpha_sweep_tasks(cfg: dict) -> list[dict]:
     """Sweep `alpha_sweep` (Cor 5): diagonal nets from wbar = 1 along the profile's alphas."""
-    return [dict(arch="diag", L=L, n=cfg["reg_n"], d=cfg["reg_d"],
-                 data_seed=cfg["reg_seeds"][0], alpha=a, wbar="ones",
-                 steps=cfg["reg_steps"], rel_step=cfg["reg_rel_step"],
-                 stability=cfg["reg_stability"])
-            for L in cfg["reg_depths"] for a in cfg["reg_alphas"]]
+    return [
+        dict(
+            arch="diag",
+            L=L,
+            n=cfg["reg_n"],
+            d=cfg["reg_d"],
+            data_seed=cfg["reg_seeds"][0],
+            alpha=a,
+            wbar="ones",
+            steps=cfg["reg_steps"],
+            rel_step=cfg["reg_rel_step"],
+            stability=cfg["reg_stability"],
+        )
+        for L in cfg["reg_depths"]
+        for a in cfg["reg_alphas"]
+    ]
 
 
 def theorem6_tasks(cfg: dict) -> list[dict]:
     """Sweep `theorem6`: one point, square loss, per seed."""
-    return [dict(d=cfg["single_d"], k1=cfg["single_k1"], seed=s, y=cfg["thm6_y"],
-                 alpha=cfg["thm6_alpha"], lr_factor=cfg["thm6_lr_factor"])
-            for s in cfg["single_seeds"]]
+    return [
+        dict(
+            d=cfg["single_d"],
+            k1=cfg["single_k1"],
+            seed=s,
+            y=cfg["thm6_y"],
+            alpha=cfg["thm6_alpha"],
+            lr_factor=cfg["thm6_lr_factor"],
+        )
+        for s in cfg["single_seeds"]
+    ]

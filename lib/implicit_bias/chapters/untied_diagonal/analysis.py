@@ -32,13 +32,19 @@ def theorem1_frame(results: list[dict], seeds) -> pd.DataFrame:
         for b, name in enumerate(res["inits"]):
             row = {"seed": seed, "init": name}
             row.update({f"gd_error_step_{s:g}": gd[i, b] for i, s in enumerate(res["rel_steps"])})
-            row.update({"step_slope": slopes[b], "gf_error": res.get("gf_error", [np.nan] * 9)[b],
-                        "wrong_half": res["wrong_half"][b], "wrong_double": res["wrong_double"][b],
-                        "qmin_kkt": res["qmin_kkt"][b],
-                        "dist_weighted_l2": res["dist_weighted_l2"][b],
-                        "dist_plain_l2": res["dist_plain_l2"][b],
-                        "gd_steps_smallest": res["gd_steps"][-1][b],
-                        "gd_converged": all(c[b] for c in res["gd_converged"])})
+            row.update(
+                {
+                    "step_slope": slopes[b],
+                    "gf_error": res.get("gf_error", [np.nan] * 9)[b],
+                    "wrong_half": res["wrong_half"][b],
+                    "wrong_double": res["wrong_double"][b],
+                    "qmin_kkt": res["qmin_kkt"][b],
+                    "dist_weighted_l2": res["dist_weighted_l2"][b],
+                    "dist_plain_l2": res["dist_plain_l2"][b],
+                    "gd_steps_smallest": res["gd_steps"][-1][b],
+                    "gd_converged": all(c[b] for c in res["gd_converged"]),
+                }
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -50,14 +56,16 @@ def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
     # kernel-regime rows (every m_i >> |beta_i|): large and unbalanced initializations
     ntk = frame[frame["init"].isin(["large", "unbalanced"])]
     ntk = ntk.assign(ratio=ntk["dist_weighted_l2"] / ntk["dist_plain_l2"])
-    return {"thm1_gf_max_rel_error": float(frame["gf_error"].max()),
-            "thm1_gd_max_rel_error": float(frame[smallest].max()),
-            "thm1_step_slope_min": float(frame["step_slope"].min()),
-            "thm1_step_slope_max": float(frame["step_slope"].max()),
-            "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
-            "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
-            "tied_rel_error": float(max(r["tied_error"] for r in results)),
-            "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max())}
+    return {
+        "thm1_gf_max_rel_error": float(frame["gf_error"].max()),
+        "thm1_gd_max_rel_error": float(frame[smallest].max()),
+        "thm1_step_slope_min": float(frame["step_slope"].min()),
+        "thm1_step_slope_max": float(frame["step_slope"].max()),
+        "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
+        "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
+        "tied_rel_error": float(max(r["tied_error"] for r in results)),
+        "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max()),
+    }
 
 
 def metrics_table(metrics: dict) -> pd.DataFrame:
@@ -82,10 +90,12 @@ def q_shape_frame(m_values, num: int = 201) -> pd.DataFrame:
 def q_shape_metrics() -> dict:
     """Max deviation of the normalized Q_m from b^2 (m = 1e3) and |b| (m = 1e-12) on [-1, 1]."""
     b = np.linspace(-1.0, 1.0, 2001)
-    return {"qm_max_dev_from_square_m1e3": float(np.max(np.abs(normalized_q_shape(b, 1e3)
-                                                                - b**2))),
-            "qm_max_dev_from_abs_m1e-12": float(np.max(np.abs(normalized_q_shape(b, 1e-12)
-                                                               - np.abs(b))))}
+    return {
+        "qm_max_dev_from_square_m1e3": float(np.max(np.abs(normalized_q_shape(b, 1e3) - b**2))),
+        "qm_max_dev_from_abs_m1e-12": float(
+            np.max(np.abs(normalized_q_shape(b, 1e-12) - np.abs(b)))
+        ),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,8 +105,18 @@ def q_shape_metrics() -> dict:
 
 def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
     """Long table (seed, alpha, shape, ...) of `scale_shape_task` results."""
-    keys = ("alpha", "shape", "m", "pop_error_gd", "pop_error_q", "gd_vs_q", "dist_l1",
-            "dist_l2", "steps", "converged")
+    keys = (
+        "alpha",
+        "shape",
+        "m",
+        "pop_error_gd",
+        "pop_error_q",
+        "gd_vs_q",
+        "dist_l1",
+        "dist_l2",
+        "steps",
+        "converged",
+    )
     frames = []
     for seed, res in zip(seeds, results):
         frame = pd.DataFrame({k: res[k] for k in keys})
@@ -107,18 +127,20 @@ def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame,
-                    results: list[dict]) -> dict:
+def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame, results: list[dict]) -> dict:
     """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed."""
-    mono = all(np.all(np.diff(g.sort_values("alpha")["dist_l1"].to_numpy()) > 0)
-               for _, g in balanced.groupby("seed"))
+    mono = all(
+        np.all(np.diff(g.sort_values("alpha")["dist_l1"].to_numpy()) > 0)
+        for _, g in balanced.groupby("seed")
+    )
     top = balanced[balanced["alpha"] == balanced["alpha"].max()]
     far = unbalanced[unbalanced["shape"] == unbalanced["shape"].max()]
-    return {"regimes_dist_l1_monotone": bool(mono),
-            "regimes_large_alpha_dist_l2": float(top["dist_l2"].max()),
-            "regimes_unbalanced_dist_l2": float(far["dist_l2"].max()),
-            "regimes_qmin_tiny_m_dist_l1": float(max(max(r["extra_m_dist_l1"])
-                                                     for r in results))}
+    return {
+        "regimes_dist_l1_monotone": bool(mono),
+        "regimes_large_alpha_dist_l2": float(top["dist_l2"].max()),
+        "regimes_unbalanced_dist_l2": float(far["dist_l2"].max()),
+        "regimes_qmin_tiny_m_dist_l1": float(max(max(r["extra_m_dist_l1"]) for r in results)),
+    }
 
 
 def split_regimes(frame: pd.DataFrame, cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -137,8 +159,9 @@ def regimes_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def rich_limit_frame(results: list[dict], seeds) -> pd.DataFrame:
     """One row per (m, seed) of `rich_limit_task` results."""
-    return pd.concat([pd.DataFrame(r["rows"]).assign(seed=s) for s, r in zip(seeds, results)],
-                     ignore_index=True)
+    return pd.concat(
+        [pd.DataFrame(r["rows"]).assign(seed=s) for s, r in zip(seeds, results)], ignore_index=True
+    )
 
 
 def rich_limit_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -156,15 +179,20 @@ def mirror_shapes(frame: pd.DataFrame) -> pd.DataFrame:
     """
     mirrored = frame[frame["shape"] > 1].copy()
     mirrored["shape"] = 1.0 / mirrored["shape"]
-    return (pd.concat([frame, mirrored], ignore_index=True)
-            .sort_values(["seed", "alpha", "shape"], ignore_index=True))
+    return pd.concat([frame, mirrored], ignore_index=True).sort_values(
+        ["seed", "alpha", "shape"], ignore_index=True
+    )
 
 
 def fig71_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Population error (mean over data seeds) on the (alpha, s) grid, GD and Theorem 1."""
-    return (frame.groupby(["alpha", "shape"])[["m", "pop_error_gd", "pop_error_q",
-                                               "pop_error_l1", "pop_error_l2"]]
-            .mean().reset_index())
+    return (
+        frame.groupby(["alpha", "shape"])[
+            ["m", "pop_error_gd", "pop_error_q", "pop_error_l1", "pop_error_l2"]
+        ]
+        .mean()
+        .reset_index()
+    )
 
 
 def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
@@ -183,10 +211,12 @@ def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
         for side in (err[center:], err[center::-1]):  # moving away from s = 1
             drops.append(float(np.max((side[:-1] - side[1:]) / side[:-1])))
             ratios.append(float(side[-1] / side[0]))
-    return {"fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
-            "fig71_small_alpha_rows_argmin_at_s1": float(np.mean(argmin_ok)),
-            "fig71_max_relative_drop_away_from_s1": max(drops),
-            "fig71_extreme_over_balanced_min_ratio": min(ratios)}
+    return {
+        "fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
+        "fig71_small_alpha_rows_argmin_at_s1": float(np.mean(argmin_ok)),
+        "fig71_max_relative_drop_away_from_s1": max(drops),
+        "fig71_extreme_over_balanced_min_ratio": min(ratios),
+    }
 
 
 def fig71_frame(results: list[dict], cfg: dict) -> pd.DataFrame:
@@ -198,8 +228,10 @@ def fig71_frame(results: list[dict], cfg: dict) -> pd.DataFrame:
 
 def fig71_summary(frame: pd.DataFrame, tol: float) -> str:
     """One line: how many GD runs reached the relative residual `tol`, and the most steps."""
-    return (f"{len(frame)} GD runs, {int(frame['converged'].sum())} reached relative residual "
-            f"{tol:g}; max steps {int(frame['steps'].max())}")
+    return (
+        f"{len(frame)} GD runs, {int(frame['converged'].sum())} reached relative residual "
+        f"{tol:g}; max steps {int(frame['steps'].max())}"
+    )
 
 
 def fig71_heatmap_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -26,11 +26,18 @@ def _plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
     first = frame[frame["seed"] == frame["seed"].min()]
     for color, (_, row) in zip(palette, first.iterrows()):
         ax.loglog(steps, row[cols].to_numpy(float), "o-", color=color, label=row["init"])
-        ax.loglog([min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color,
-                  mfc="none")
+        ax.loglog(
+            [min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color, mfc="none"
+        )
     ax.axhline(GF_ERROR_FLOOR, color="0.6", lw=0.8, ls=":")
-    ax.annotate("gradient flow: at or below this line", (min(steps) / 2, GF_ERROR_FLOOR),
-                textcoords="offset points", xytext=(2, -9), fontsize=6, color="0.4")
+    ax.annotate(
+        "gradient flow: at or below this line",
+        (min(steps) / 2, GF_ERROR_FLOOR),
+        textcoords="offset points",
+        xytext=(2, -9),
+        fontsize=6,
+        color="0.4",
+    )
     ax.set_xlabel("relative step size (1 = stability edge)")
     ax.set_ylabel(r"$\|\beta_{GD} - \beta_Q\| / \|\beta_Q\|$")
     ax.legend(fontsize=7, ncol=2, title="open squares: gradient flow", title_fontsize=7)
@@ -117,8 +124,9 @@ def regimes(balanced: pd.DataFrame, unbalanced: pd.DataFrame, tiny_alpha: float)
     fig, axes = figure(1, 2, width=8.0, height=3.3)
     axes = axes.ravel()
     _plot_distances(axes[0], balanced, "alpha", PALETTE, r"scale $\alpha$ (shape $s = 1$)")
-    _plot_distances(axes[1], unbalanced, "shape", PALETTE,
-                    rf"shape $s$ (scale $\alpha = {tiny_alpha:g}$)")
+    _plot_distances(
+        axes[1], unbalanced, "shape", PALETTE, rf"shape $s$ (scale $\alpha = {tiny_alpha:g}$)"
+    )
     axes[0].set_title(r"Sec. 7.1: $\alpha \to 0$ rich, $\alpha \to \infty$ NTK")
     axes[1].set_title(r"Sec. 7.1: $s \to \infty$ NTK at any $\alpha$")
     return fig

@@ -58,16 +58,23 @@ def theorem1_task(task: dict) -> dict:
     qmins = [q_minimizer(X, y, k[b], beta0[b]) for b in range(len(THEOREM1_INITS))]
     q_beta = np.array([q.beta for q in qmins])
     beta_bound = 3 * float(np.abs(np.linalg.pinv(X) @ y).max())
-    out: dict = {"inits": list(THEOREM1_INITS), "rel_steps": task["rel_steps"],
-                 "qmin_kkt": [kkt_residual(X, np.arcsinh(q.beta / k[b])
-                                           - np.arcsinh(beta0[b] / k[b]))
-                              for b, q in enumerate(qmins)],
-                 "qmin_residual": [q.residual for q in qmins],
-                 "gd_error": [], "gd_steps": [], "gd_converged": []}
+    out: dict = {
+        "inits": list(THEOREM1_INITS),
+        "rel_steps": task["rel_steps"],
+        "qmin_kkt": [
+            kkt_residual(X, np.arcsinh(q.beta / k[b]) - np.arcsinh(beta0[b] / k[b]))
+            for b, q in enumerate(qmins)
+        ],
+        "qmin_residual": [q.residual for q in qmins],
+        "gd_error": [],
+        "gd_steps": [],
+        "gd_converged": [],
+    }
     for rel in task["rel_steps"]:
         steps = stable_steps(Xt, params.to(device), beta_bound, rel)
-        res = gradient_descent(Xt, yt, params.to(device), steps, tol=task["tol"],
-                               max_steps=task["max_steps"])
+        res = gradient_descent(
+            Xt, yt, params.to(device), steps, tol=task["tol"], max_steps=task["max_steps"]
+        )
         beta = res.beta.cpu().numpy()
         out["gd_error"].append(relative_distance(beta, q_beta).tolist())
         out["gd_steps"].append(res.steps.cpu().tolist())
@@ -76,23 +83,28 @@ def theorem1_task(task: dict) -> dict:
     # interpolator of the tangent kernel 2 x^T diag(m) x', i.e. min-L2 weighted by m (an
     # unweighted min-L2 is the wrong kernel when m varies across coordinates).
     plain = min_l2_interpolator(X, y).x
-    out["dist_weighted_l2"] = [float(relative_distance(
-        beta[b], min_l2_interpolator(X, y, weights=k[b]).x)) for b in range(len(k))]
+    out["dist_weighted_l2"] = [
+        float(relative_distance(beta[b], min_l2_interpolator(X, y, weights=k[b]).x))
+        for b in range(len(k))
+    ]
     out["dist_plain_l2"] = [float(relative_distance(beta[b], plain)) for b in range(len(k))]
     # Control: the same program with the scale off by 2 either way must miss the GD limit.
     for name, factor in (("wrong_half", 0.5), ("wrong_double", 2.0)):
-        out[name] = [float(relative_distance(beta[b], q_minimizer(X, y, factor * k[b],
-                                                                  beta0[b]).beta))
-                     for b in range(len(THEOREM1_INITS))]
+        out[name] = [
+            float(relative_distance(beta[b], q_minimizer(X, y, factor * k[b], beta0[b]).beta))
+            for b in range(len(THEOREM1_INITS))
+        ]
     if task.get("gradient_flow", True):
         flow = gradient_flow(X, y, params, tol=task["tol"])
         out["gf_error"] = relative_distance(flow.beta.numpy(), q_beta).tolist()
     # Woodworth et al.'s tied model, trained in its own parametrization: m = 2 alpha_w^2.
     alpha_w = torch.tensor(rng.uniform(0.05, 0.5, (1, d)), dtype=torch.float64)
-    eta = task["rel_steps"][-1] / (curvature_bound(Xt) * 4 * (float(alpha_w.max()) ** 2
-                                                              + beta_bound))
-    tied = tied_gradient_descent(Xt, yt, alpha_w.to(device), eta, tol=task["tol"],
-                                 max_steps=task["max_steps"])
+    eta = task["rel_steps"][-1] / (
+        curvature_bound(Xt) * 4 * (float(alpha_w.max()) ** 2 + beta_bound)
+    )
+    tied = tied_gradient_descent(
+        Xt, yt, alpha_w.to(device), eta, tol=task["tol"], max_steps=task["max_steps"]
+    )
     tied_q = q_minimizer(X, y, 2 * alpha_w[0].numpy() ** 2).beta
     out["tied_error"] = float(relative_distance(tied[0].cpu().numpy(), tied_q))
     return out
@@ -109,8 +121,9 @@ def scale_shape_task(task: dict) -> dict:
     task: n, d, r_star, noise_var, seed, points [[alpha, s], ...], rel_step, beta_bound, tol,
     max_steps, device, and optionally extra_m (Q-minimizers only, their distances to min-L1/L2).
     """
-    X, y, beta_star = sparse_regression_data(task["n"], task["d"], task["r_star"],
-                                             task["noise_var"], task["seed"])
+    X, y, beta_star = sparse_regression_data(
+        task["n"], task["d"], task["r_star"], task["noise_var"], task["seed"]
+    )
     device = torch.device(task.get("device", "cpu"))
     Xt = torch.tensor(X, device=device)
     yt = torch.tensor(y, device=device)
@@ -119,8 +132,9 @@ def scale_shape_task(task: dict) -> dict:
     shape = torch.tensor(pts[:, 1], dtype=torch.float64, device=device)
     params = scale_shape_init(alpha, shape, task["d"])
     steps = stable_steps(Xt, params, task["beta_bound"], task["rel_step"])
-    res = gradient_descent(Xt, yt, params, steps, tol=task["tol"], max_steps=task["max_steps"],
-                           check_every=200)
+    res = gradient_descent(
+        Xt, yt, params, steps, tol=task["tol"], max_steps=task["max_steps"], check_every=200
+    )
     beta = res.beta.cpu().numpy()
     m = m_from_scale_shape(pts[:, 0], pts[:, 1])
     q_beta = np.array([q_minimizer(X, y, mi).beta for mi in m])
@@ -128,18 +142,24 @@ def scale_shape_task(task: dict) -> dict:
     l2 = min_l2_interpolator(X, y)
     # Theorem 1's prediction at scales m far beyond gradient descent's reach (optional).
     extra = [q_minimizer(X, y, mi).beta for mi in task.get("extra_m", [])]
-    return {"extra_m": task.get("extra_m", []),
-            "extra_m_dist_l1": [float(relative_distance(b, l1.x)) for b in extra],
-            "extra_m_dist_l2": [float(relative_distance(b, l2.x)) for b in extra],
-            "alpha": pts[:, 0].tolist(), "shape": pts[:, 1].tolist(), "m": m.tolist(),
-            "pop_error_gd": population_error(beta, beta_star).tolist(),
-            "pop_error_q": population_error(q_beta, beta_star).tolist(),
-            "gd_vs_q": relative_distance(beta, q_beta).tolist(),
-            "dist_l1": relative_distance(beta, l1.x).tolist(),
-            "dist_l2": relative_distance(beta, l2.x).tolist(),
-            "steps": res.steps.cpu().tolist(), "converged": res.converged.cpu().tolist(),
-            "pop_error_l1": float(population_error(l1.x, beta_star)), "l1_status": l1.status,
-            "pop_error_l2": float(population_error(l2.x, beta_star))}
+    return {
+        "extra_m": task.get("extra_m", []),
+        "extra_m_dist_l1": [float(relative_distance(b, l1.x)) for b in extra],
+        "extra_m_dist_l2": [float(relative_distance(b, l2.x)) for b in extra],
+        "alpha": pts[:, 0].tolist(),
+        "shape": pts[:, 1].tolist(),
+        "m": m.tolist(),
+        "pop_error_gd": population_error(beta, beta_star).tolist(),
+        "pop_error_q": population_error(q_beta, beta_star).tolist(),
+        "gd_vs_q": relative_distance(beta, q_beta).tolist(),
+        "dist_l1": relative_distance(beta, l1.x).tolist(),
+        "dist_l2": relative_distance(beta, l2.x).tolist(),
+        "steps": res.steps.cpu().tolist(),
+        "converged": res.converged.cpu().tolist(),
+        "pop_error_l1": float(population_error(l1.x, beta_star)),
+        "l1_status": l1.status,
+        "pop_error_l2": float(population_error(l2.x, beta_star)),
+    }
 
 
 @task
@@ -147,16 +167,23 @@ def rich_limit_task(task: dict) -> dict:
     """Theorem 1's minimizer at tiny m on the Sec. 9 data: relative distance to min-L1 and
     dist * log(1/m) (constant if the approach is ~ 1/log(1/m), the rate of Q's entropy term).
     task: n, d, r_star, noise_var, seed, m_values."""
-    X, y, _ = sparse_regression_data(task["n"], task["d"], task["r_star"], task["noise_var"],
-                                     task["seed"])
+    X, y, _ = sparse_regression_data(
+        task["n"], task["d"], task["r_star"], task["noise_var"], task["seed"]
+    )
     l1 = min_l1_interpolator(X, y).x
     rows = []
     for m in task["m_values"]:
         q = q_minimizer(X, y, m)
         dist = float(relative_distance(q.beta, l1))
-        rows.append({"m": m, "dist_l1": dist, "dist_times_log_1_over_m": dist * np.log(1 / m),
-                     "kkt": kkt_residual(X, grad_regularizer_q(q.beta, m)),
-                     "residual": q.residual})
+        rows.append(
+            {
+                "m": m,
+                "dist_l1": dist,
+                "dist_times_log_1_over_m": dist * np.log(1 / m),
+                "kkt": kkt_residual(X, grad_regularizer_q(q.beta, m)),
+                "residual": q.residual,
+            }
+        )
     return {"rows": rows}
 
 
@@ -197,8 +224,15 @@ def regimes_tasks(cfg: dict) -> list[dict]:
     """One `scale_shape_task` per data seed over both lines of `regimes_points` (balanced
     first), with Theorem 1's minimizer at `qmin_tiny_m` as an extra."""
     balanced, unbalanced = regimes_points(cfg)
-    return [{**_gd_base(cfg), "seed": s, "points": balanced + unbalanced,
-             "extra_m": [cfg["qmin_tiny_m"]]} for s in cfg["data"]["seeds"]]
+    return [
+        {
+            **_gd_base(cfg),
+            "seed": s,
+            "points": balanced + unbalanced,
+            "extra_m": [cfg["qmin_tiny_m"]],
+        }
+        for s in cfg["data"]["seeds"]
+    ]
 
 
 def fig71_points(cfg: dict) -> list[list[float]]:
@@ -219,5 +253,11 @@ def fig71_tasks(cfg: dict) -> list[dict]:
 def rich_limit_tasks(cfg: dict) -> list[dict]:
     """One `rich_limit_task` per data seed at the m of RICH_LIMIT_M_VALUES."""
     data = cfg["data"]
-    return [{**{k: v for k, v in data.items() if k != "seeds"}, "seed": s,
-             "m_values": list(RICH_LIMIT_M_VALUES)} for s in data["seeds"]]
+    return [
+        {
+            **{k: v for k, v in data.items() if k != "seeds"},
+            "seed": s,
+            "m_values": list(RICH_LIMIT_M_VALUES),
+        }
+        for s in data["seeds"]
+    ]

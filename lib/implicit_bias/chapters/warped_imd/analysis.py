@@ -29,8 +29,9 @@ def hessian_map_frame(result: dict) -> pd.DataFrame:
 def hessian_map_summary(df: pd.DataFrame) -> pd.DataFrame:
     """The largest asymmetry of each variant, and the warped metric's distance to the Hessian of
     Q, per delta (the table under the test)."""
-    return df.groupby("delta")[["plain", "warped", "wrong_warp_a2", "warped_fd",
-                                "warped_vs_hess_q"]].max()
+    return df.groupby("delta")[
+        ["plain", "warped", "wrong_warp_a2", "warped_fd", "warped_vs_hess_q"]
+    ].max()
 
 
 def hessian_map_metrics(rows: list[dict]) -> dict:
@@ -58,16 +59,35 @@ def time_warp_metrics(res: dict) -> dict:
 
 def time_warp_summary(res: dict) -> pd.Series:
     """The scalar results of `task_time_warp` (gaps, end-point errors, range of |a|)."""
-    return pd.Series({k: res[k] for k in ("same_tau_gap_rel", "same_time_gap_rel", "gf_end_err",
-                                          "mf_end_err", "abs_a_min", "abs_a_max")})
+    return pd.Series(
+        {
+            k: res[k]
+            for k in (
+                "same_tau_gap_rel",
+                "same_time_gap_rel",
+                "gf_end_err",
+                "mf_end_err",
+                "abs_a_min",
+                "abs_a_max",
+            )
+        }
+    )
 
 
 def time_warp_frame(res: dict) -> pd.DataFrame:
     """The numbers of the time-warping figure."""
     gf, mf = np.array(res["gf_beta"]), np.array(res["mf_beta"])
-    return pd.DataFrame({"t_or_tau": res["time"], "tau_of_t": res["tau_of_t"],
-                         "a": res["a_of_t"], "gf_beta1": gf[:, 0], "gf_beta2": gf[:, 1],
-                         "mf_beta1": mf[:, 0], "mf_beta2": mf[:, 1]})
+    return pd.DataFrame(
+        {
+            "t_or_tau": res["time"],
+            "tau_of_t": res["tau_of_t"],
+            "a": res["a_of_t"],
+            "gf_beta1": gf[:, 0],
+            "gf_beta2": gf[:, 1],
+            "mf_beta1": mf[:, 0],
+            "mf_beta2": mf[:, 1],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -78,10 +98,15 @@ def theorem2_table(results: list[dict], seeds: list[int], etas: list[float]) -> 
     rows = []
     for seed, res in zip(seeds, results):
         for c in res["cases"]:
-            row = {"seed": seed, "case": c["name"], "delta": c["delta"],
-                   "sign_changed": c["sign_changed"], "gf_err": c["gf_err"],
-                   "newton_vs_closed_form": c["newton_vs_closed_form"],
-                   "kkt_residual_gf": c["kkt_residual_gf"]}
+            row = {
+                "seed": seed,
+                "case": c["name"],
+                "delta": c["delta"],
+                "sign_changed": c["sign_changed"],
+                "gf_err": c["gf_err"],
+                "newton_vs_closed_form": c["newton_vs_closed_form"],
+                "kkt_residual_gf": c["kkt_residual_gf"],
+            }
             row.update({f"gd_err_eta{eta:g}": e for eta, e in zip(etas, c["gd_err"])})
             row.update({f"wrong_{k}": v for k, v in c["wrong_err"].items()})
             row.update({f"differs_{k}": v for k, v in c["wrong_differs"].items()})
@@ -115,7 +140,8 @@ def theorem2_metrics(df: pd.DataFrame, etas: list[float]) -> dict:
         "thm2_gd_max_err_smallest_step": float(df[f"gd_err_eta{min(etas):g}"].max()),
         "thm2_sign_change_observed": bool(len(flips) > 0),
         "thm2_sign_change_wrong_sigma_err": float(flips["wrong_sigma_from_a0"].min())
-        if len(flips) else float("nan"),
+        if len(flips)
+        else float("nan"),
         "thm2_wrong_variant_min_ratio": float(min(ratios)),
     }
 
@@ -132,15 +158,15 @@ def anti_ntk_frame(anti: list[dict], seeds: list[int]) -> pd.DataFrame:
     """Theorem 3's figure data: distance to min-L2 per (seed, eps)."""
     rows = []
     for seed, res in zip(seeds, anti):
-        rows += [{"seed": seed, "eps": e, "dist_l2": d} for e, d in zip(res["eps"],
-                                                                          res["dist_l2"])]
+        rows += [{"seed": seed, "eps": e, "dist_l2": d} for e, d in zip(res["eps"], res["dist_l2"])]
     return pd.DataFrame(rows)
 
 
 def multi_neuron_metrics(balanced: list[dict], anti: list[dict], etas: list[float]) -> dict:
     """Claim metrics of Proposition 1 and Theorem 3."""
-    gd = pd.DataFrame([{f"gd_err_eta{e:g}": v for e, v in zip(etas, b["gd_err"])}
-                       for b in balanced])
+    gd = pd.DataFrame(
+        [{f"gd_err_eta{e:g}": v for e, v in zip(etas, b["gd_err"])} for b in balanced]
+    )
     return {
         "prop1_gf_max_err": max(b["gf_err"] for b in balanced),
         "prop1_gd_min_halving_ratio": float(_halving_ratios(gd, etas).min()),
@@ -179,15 +205,21 @@ def leaky_metrics(df: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------------------------
 def regimes_table(results: list[dict], seeds: list[int], sweep: str) -> pd.DataFrame:
     """Long table of the scale / shape sweeps (sweep = 'alpha', 'shape' or 'alpha_zero_output')."""
-    return pd.DataFrame([{"seed": seed, "sweep": sweep, **row}
-                         for seed, res in zip(seeds, results) for row in res["rows"]])
+    return pd.DataFrame(
+        [
+            {"seed": seed, "sweep": sweep, **row}
+            for seed, res in zip(seeds, results)
+            for row in res["rows"]
+        ]
+    )
 
 
 def regimes_frame(results: dict[str, list[dict]], seeds: list[int]) -> pd.DataFrame:
     """The long table of all scale / shape sweeps: `results` maps a sweep's name ('alpha',
     'shape', 'alpha_zero_output') to its results."""
-    return pd.concat([regimes_table(res, seeds, name) for name, res in results.items()],
-                     ignore_index=True)
+    return pd.concat(
+        [regimes_table(res, seeds, name) for name, res in results.items()], ignore_index=True
+    )
 
 
 def regimes_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -203,21 +235,25 @@ def regime_metrics(df: pd.DataFrame) -> dict:
     mid = alpha[(alpha["alpha"] == 1.0) & (alpha["s"] == 1.0)]
     return {
         "regime_gf_vs_q_max": float(df["gf_vs_q"].max()),
-        "regime_dist_l2_smallest_alpha":
-            float(alpha.loc[alpha["alpha"] == alpha["alpha"].min(), "gf_dist_l2"].max()),
-        "regime_dist_ntk_largest_alpha":
-            float(alpha.loc[alpha["alpha"] == alpha["alpha"].max(), "gf_dist_ntk"].max()),
-        "regime_dist_ntk_largest_alpha_zero_output":
-            float(zero.loc[zero["alpha"] == zero["alpha"].max(), "gf_dist_ntk"].max()),
-        "regime_dist_ntk_largest_shape":
-            float(shape.loc[shape["s"] == shape["s"].max(), "gf_dist_ntk"].max()),
-        "regime_min_dist_alpha1_s1":
-            float(np.minimum(mid["gf_dist_l2"], mid["gf_dist_ntk"]).min()),
+        "regime_dist_l2_smallest_alpha": float(
+            alpha.loc[alpha["alpha"] == alpha["alpha"].min(), "gf_dist_l2"].max()
+        ),
+        "regime_dist_ntk_largest_alpha": float(
+            alpha.loc[alpha["alpha"] == alpha["alpha"].max(), "gf_dist_ntk"].max()
+        ),
+        "regime_dist_ntk_largest_alpha_zero_output": float(
+            zero.loc[zero["alpha"] == zero["alpha"].max(), "gf_dist_ntk"].max()
+        ),
+        "regime_dist_ntk_largest_shape": float(
+            shape.loc[shape["s"] == shape["s"].max(), "gf_dist_ntk"].max()
+        ),
+        "regime_min_dist_alpha1_s1": float(np.minimum(mid["gf_dist_l2"], mid["gf_dist_ntk"]).min()),
     }
 
 
-def closed_form_regimes(n: int, d: int, seed: int, points: list[list[float]],
-                        in_null: bool = False) -> pd.DataFrame:
+def closed_form_regimes(
+    n: int, d: int, seed: int, points: list[list[float]], in_null: bool = False
+) -> pd.DataFrame:
     """Theory curves for Sec. 7.2: distances of the Q-min (sigma = sign(a0) = +1; no sign change
     for s >= 1) to min-L2 and to the Mahalanobis predictor, on a dense (alpha, s) list."""
     X, y = random_regression(n, d, seed)
@@ -228,8 +264,14 @@ def closed_form_regimes(n: int, d: int, seed: int, points: list[list[float]],
         a0, w0 = init_from_scale_shape(alpha, s, u)
         q = q_min_single_neuron(X, y, w0, a0**2 - w0 @ w0, 1.0).beta
         ntk = mahalanobis_predictor(X, y, a0, w0)
-        rows.append({"alpha": alpha, "s": s, "q_dist_l2": _rel(q, beta_l2),
-                     "q_dist_ntk": _rel(q, ntk, ntk - a0 * w0)})
+        rows.append(
+            {
+                "alpha": alpha,
+                "s": s,
+                "q_dist_l2": _rel(q, beta_l2),
+                "q_dist_ntk": _rel(q, ntk, ntk - a0 * w0),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -238,10 +280,18 @@ def regime_theory(n: int, d: int, seed: int) -> pd.DataFrame:
     at s = 1 (also with zero initial output) and 25 shapes s in [1, 1e4] at alpha = 1."""
     dense_a = [[a, 1.0] for a in np.geomspace(1e-5, 1e4, 37)]
     dense_s = [[1.0, s] for s in np.geomspace(1, 1e4, 25)]
-    dense = {"alpha": (dense_a, False), "shape": (dense_s, False),
-             "alpha_zero_output": (dense_a, True)}
-    return pd.concat([closed_form_regimes(n, d, seed, pts, in_null).assign(sweep=name)
-                      for name, (pts, in_null) in dense.items()], ignore_index=True)
+    dense = {
+        "alpha": (dense_a, False),
+        "shape": (dense_s, False),
+        "alpha_zero_output": (dense_a, True),
+    }
+    return pd.concat(
+        [
+            closed_form_regimes(n, d, seed, pts, in_null).assign(sweep=name)
+            for name, (pts, in_null) in dense.items()
+        ],
+        ignore_index=True,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -252,15 +302,25 @@ def q_level_grids(fig72: dict) -> list[tuple[str, dict]]:
     row), then the scales at s = 1 (bottom row), all with the orientation (cos 0.5, sin 0.5)."""
     u2 = np.array([np.cos(0.5), np.sin(0.5)])
     n_grid, radius = fig72["n_grid"], fig72["radius"]
-    grids = [(f"$\\alpha$ = 1, s = {s:g}", q_level_grid(1.0, s, u2, n_grid, radius))
-             for s in fig72["shapes"]]
-    grids += [(f"s = 1, $\\alpha$ = {a:g}", q_level_grid(a, 1.0, u2, n_grid, radius))
-              for a in fig72["alphas"]]
+    grids = [
+        (f"$\\alpha$ = 1, s = {s:g}", q_level_grid(1.0, s, u2, n_grid, radius))
+        for s in fig72["shapes"]
+    ]
+    grids += [
+        (f"s = 1, $\\alpha$ = {a:g}", q_level_grid(a, 1.0, u2, n_grid, radius))
+        for a in fig72["alphas"]
+    ]
     return grids
 
 
 def q_levels_frame(grids: list[tuple[str, dict]]) -> pd.DataFrame:
     """Fig. 7.2's data: Q and its quadratic model on each panel's grid."""
-    return pd.concat([pd.DataFrame({"panel": title, "b1": g["b1"], "b2": g["b2"], "q": g["q"],
-                                    "quad": g["quad"]}) for title, g in grids],
-                     ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {"panel": title, "b1": g["b1"], "b2": g["b2"], "q": g["q"], "quad": g["quad"]}
+            )
+            for title, g in grids
+        ],
+        ignore_index=True,
+    )

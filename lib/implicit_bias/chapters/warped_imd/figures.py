@@ -13,13 +13,21 @@ def hessian_map(df: pd.DataFrame):
     """Eq. (6): strip plot of the Hessian-map asymmetry per metric variant (log scale), one colour
     per delta; `df` is `analysis.hessian_map_frame`."""
     fig, ax = figure(1, 1, width=5.0, height=3.2)
-    variants = [("plain", "plain IMD\n$H^{-1}$"), ("warped", "warped\n$|a| H^{-1}$"),
-                ("wrong_warp_a2", "wrong warp\n$a^2 H^{-1}$")]
+    variants = [
+        ("plain", "plain IMD\n$H^{-1}$"),
+        ("warped", "warped\n$|a| H^{-1}$"),
+        ("wrong_warp_a2", "wrong warp\n$a^2 H^{-1}$"),
+    ]
     for i, (col, _) in enumerate(variants):
         for j, (delta, grp) in enumerate(df.groupby("delta")):
             x = i + 0.15 * (j - 1) + 0.03 * np.arange(len(grp)) / max(len(grp), 1)
-            ax.scatter(x, np.maximum(grp[col], 1e-17), s=14, color=PALETTE[j],
-                       label=f"$\\delta$ = {delta:g}" if i == 0 else None)
+            ax.scatter(
+                x,
+                np.maximum(grp[col], 1e-17),
+                s=14,
+                color=PALETTE[j],
+                label=f"$\\delta$ = {delta:g}" if i == 0 else None,
+            )
     ax.set_xticks(range(len(variants)), [lab for _, lab in variants])
     ax.set_yscale("log")
     ax.axhline(1e-12, color="grey", ls=":", lw=1)
@@ -38,8 +46,14 @@ def time_warping(res: dict, marks=(0.25, 0.5, 1.0, 2.0)):
     ax = axes[0]
     gf, mf = np.array(res["gf_beta"]), np.array(res["mf_beta"])
     ax.plot(gf[:, 0], gf[:, 1], color=PALETTE[0], lw=2.5, label="gradient flow, time $t$")
-    ax.plot(mf[:, 0], mf[:, 1], color=PALETTE[1], lw=1.2, ls="--",
-            label="mirror flow of $Q$, time $\\tau$")
+    ax.plot(
+        mf[:, 0],
+        mf[:, 1],
+        color=PALETTE[1],
+        lw=1.2,
+        ls="--",
+        label="mirror flow of $Q$, time $\\tau$",
+    )
     t = np.array(res["time"])
     for m in marks:
         for path, col, mk in ((gf, PALETTE[0], "o"), (mf, PALETTE[1], "s")):
@@ -50,8 +64,9 @@ def time_warping(res: dict, marks=(0.25, 0.5, 1.0, 2.0)):
     lim = np.array(res["limit"])
     direction = np.array([-x[1], x[0]]) / np.linalg.norm(x)
     line = lim[None] + np.linspace(-0.6, 0.6, 2)[:, None] * direction
-    ax.plot(line[:, 0], line[:, 1], color="grey", lw=1,
-            label=f"$\\langle x, \\beta\\rangle$ = {yv:.2f}")
+    ax.plot(
+        line[:, 0], line[:, 1], color="grey", lw=1, label=f"$\\langle x, \\beta\\rangle$ = {yv:.2f}"
+    )
     ax.plot(*lim, "*", color="black", ms=9, label="argmin $Q$")
     ax.set_xlabel("$\\beta_1$")
     ax.set_ylabel("$\\beta_2$")
@@ -64,8 +79,11 @@ def time_warping(res: dict, marks=(0.25, 0.5, 1.0, 2.0)):
     ax.set_xlabel("gradient-flow time $t$")
     ax.set_ylabel("warped time $\\tau$, $|a|$")
     ax.legend(fontsize=7)
-    fig.suptitle("Sec. 5: gradient flow and the warped mirror flow of $Q$ "
-                 "(marks at $t = \\tau$ = 0.25, 0.5, 1, 2)", fontsize=9)
+    fig.suptitle(
+        "Sec. 5: gradient flow and the warped mirror flow of $Q$ "
+        "(marks at $t = \\tau$ = 0.25, 0.5, 1, 2)",
+        fontsize=9,
+    )
     return fig
 
 
@@ -81,10 +99,20 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
         ax.plot(etas, grp[cols].max().to_numpy(), "o-", color=PALETTE[i], label=case)
         ax.axhline(grp["gf_err"].max(), color=PALETTE[i], ls=":", lw=1)
     e = np.array(sorted(etas))
-    ax.plot(e, 0.5 * df[cols].to_numpy().min() * e / e.min(), color="grey", ls="--", lw=1,
-            label="slope 1")
-    ax.set(xscale="log", yscale="log", xlabel="normalized GD step $\\eta$",
-           ylabel="$\\|\\beta_{GD} - \\beta_Q\\| / \\|\\beta_Q\\|$ (worst seed)")
+    ax.plot(
+        e,
+        0.5 * df[cols].to_numpy().min() * e / e.min(),
+        color="grey",
+        ls="--",
+        lw=1,
+        label="slope 1",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="normalized GD step $\\eta$",
+        ylabel="$\\|\\beta_{GD} - \\beta_Q\\| / \\|\\beta_Q\\|$ (worst seed)",
+    )
     ax.set_title("GD (dots) and gradient flow (dotted)", fontsize=8)
     ax.legend(fontsize=6.5)
     ax = axes[1]
@@ -94,8 +122,7 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     cases = list(dict.fromkeys(df["case"]))
     for j, (col, name) in enumerate(zip(labels, names)):
         vals = [max(df.loc[df["case"] == c, col].max(), 1e-17) for c in cases]
-        ax.bar(np.arange(len(cases)) + (j - 1.5) * width, vals, width, color=PALETTE[j],
-               label=name)
+        ax.bar(np.arange(len(cases)) + (j - 1.5) * width, vals, width, color=PALETTE[j], label=name)
     ax.set_xticks(range(len(cases)), cases, rotation=20, fontsize=7)
     ax.set(yscale="log", ylabel="distance of the GF limit (relative)")
     ax.set_ylim(top=ax.get_ylim()[1] * 1e3)  # room for the legend above the bars
@@ -110,13 +137,23 @@ def anti_ntk(anti: list[dict], seeds: list[int], k: int):
     scale eps (log-log), one line per problem; `anti` holds the results of `task_anti_ntk`."""
     fig, ax = figure(1, 1, width=4.6, height=3.3)
     for i, (seed, res) in enumerate(zip(seeds, anti)):
-        ax.plot(res["eps"], res["dist_l2"], "o-", color=PALETTE[i % len(PALETTE)],
-                label=f"problem {seed}: slope {res['slope']:.3f}")
+        ax.plot(
+            res["eps"],
+            res["dist_l2"],
+            "o-",
+            color=PALETTE[i % len(PALETTE)],
+            label=f"problem {seed}: slope {res['slope']:.3f}",
+        )
     eps = np.array(anti[0]["eps"])
-    ax.plot(eps, eps * anti[0]["dist_l2"][0] / eps[0] / 2, color="grey", ls="--", lw=1,
-            label="slope 1")
-    ax.set(xscale="log", yscale="log", xlabel="initialization scale $\\epsilon$",
-           ylabel="$\\|\\beta_\\infty - X^+y\\| / \\|X^+y\\|$")
+    ax.plot(
+        eps, eps * anti[0]["dist_l2"][0] / eps[0] / 2, color="grey", ls="--", lw=1, label="slope 1"
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="initialization scale $\\epsilon$",
+        ylabel="$\\|\\beta_\\infty - X^+y\\| / \\|X^+y\\|$",
+    )
     ax.legend(fontsize=7)
     ax.set_title(f"Theorem 3: k = {k} neurons, initialization $\\times\\epsilon$", fontsize=9)
     return fig
@@ -130,26 +167,30 @@ def regimes(df: pd.DataFrame, theory: pd.DataFrame):
     fig, axes = figure(1, 2, width=8.4, height=3.4)
     seed = df["seed"].iloc[0]
     df = df[df["seed"] == seed]
-    specs = [("alpha", "alpha", "scale $\\alpha$ (shape $s$ = 1)"),
-             ("shape", "s", "shape $s$ (scale $\\alpha$ = 1)")]
+    specs = [
+        ("alpha", "alpha", "scale $\\alpha$ (shape $s$ = 1)"),
+        ("shape", "s", "shape $s$ (scale $\\alpha$ = 1)"),
+    ]
     for ax, (sweep, xcol, xlabel) in zip(np.ravel(axes), specs):
         gf = df[df["sweep"] == sweep].groupby(xcol).max(numeric_only=True)
         th = theory[theory["sweep"] == sweep]
         ax.plot(th[xcol], th["q_dist_l2"], color=PALETTE[0], lw=1)
         ax.plot(th[xcol], th["q_dist_ntk"], color=PALETTE[1], lw=1)
         ax.plot(gf.index, gf["gf_dist_l2"], "o", color=PALETTE[0], label="to min-$\\ell_2$")
-        ax.plot(gf.index, gf["gf_dist_ntk"], "s", color=PALETTE[1],
-                label="to Mahalanobis (NTK)")
+        ax.plot(gf.index, gf["gf_dist_ntk"], "s", color=PALETTE[1], label="to Mahalanobis (NTK)")
         if sweep == "alpha":
             z = df[df["sweep"] == "alpha_zero_output"].groupby(xcol).max(numeric_only=True)
             thz = theory[theory["sweep"] == "alpha_zero_output"]
             ax.plot(thz[xcol], thz["q_dist_ntk"], color=PALETTE[2], lw=1, ls="--")
-            ax.plot(z.index, z["gf_dist_ntk"], "^", color=PALETTE[2],
-                    label="to NTK, $X\\beta_0 = 0$")
+            ax.plot(
+                z.index, z["gf_dist_ntk"], "^", color=PALETTE[2], label="to NTK, $X\\beta_0 = 0$"
+            )
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="relative distance")
         ax.legend(fontsize=6.5)
-    fig.suptitle("Sec. 7.2: gradient-flow limits (markers) and argmin $Q$ (lines), "
-                 f"problem {seed}", fontsize=9)
+    fig.suptitle(
+        f"Sec. 7.2: gradient-flow limits (markers) and argmin $Q$ (lines), problem {seed}",
+        fontsize=9,
+    )
     return fig
 
 
@@ -162,16 +203,30 @@ def fig7_2(grids: list[tuple[str, dict]]):
         shape = (n, n)
         b1, b2 = g["b1"].reshape(shape), g["b2"].reshape(shape)
         levels = np.quantile(g["q"], [0.03, 0.1, 0.2, 0.35, 0.5, 0.7])
-        ax.contour(b1, b2, g["q"].reshape(shape), levels=np.unique(levels), colors=PALETTE[0],
-                   linewidths=1.2)
-        ax.contour(b1, b2, g["quad"].reshape(shape), levels=np.unique(levels),
-                   colors=PALETTE[1], linewidths=0.9, linestyles="--")
+        ax.contour(
+            b1,
+            b2,
+            g["q"].reshape(shape),
+            levels=np.unique(levels),
+            colors=PALETTE[0],
+            linewidths=1.2,
+        )
+        ax.contour(
+            b1,
+            b2,
+            g["quad"].reshape(shape),
+            levels=np.unique(levels),
+            colors=PALETTE[1],
+            linewidths=0.9,
+            linestyles="--",
+        )
         ax.plot(*g["beta0"], "x", color="black", ms=5)
         ax.plot(0, 0, "+", color="grey", ms=6)
         ax.set_title(f"{title}\nmismatch {g['quad_mismatch']:.2g}", fontsize=8)
         ax.set_aspect("equal")
         ax.set_xlabel("$\\beta_1$", fontsize=8)
         ax.set_ylabel("$\\beta_2$", fontsize=8)
-    fig.suptitle("Fig. 7.2: $Q$ (solid) and its Mahalanobis model at $\\beta_0$ (dashed)",
-                 fontsize=9)
+    fig.suptitle(
+        "Fig. 7.2: $Q$ (solid) and its Mahalanobis model at $\\beta_0$ (dashed)", fontsize=9
+    )
     return fig

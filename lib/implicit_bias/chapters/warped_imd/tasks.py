@@ -48,10 +48,19 @@ from implicit_bias.models.fully_connected import (
 # ----------------------------------------------------------------------------------------------
 # Training: batches of networks on the run's device (gradient descent or gradient flow)
 # ----------------------------------------------------------------------------------------------
-def train_single_neuron(X: Array, y: Array, a0: Array, w0: Array, eta: float | Array,
-                        method: str = "euler", rho: float | Array | None = None,
-                        beta_scale: Array | None = None, max_steps: int = 200_000,
-                        rtol: float = 1e-11, device: str | torch.device = "cpu") -> dict:
+def train_single_neuron(
+    X: Array,
+    y: Array,
+    a0: Array,
+    w0: Array,
+    eta: float | Array,
+    method: str = "euler",
+    rho: float | Array | None = None,
+    beta_scale: Array | None = None,
+    max_steps: int = 200_000,
+    rtol: float = 1e-11,
+    device: str | torch.device = "cpu",
+) -> dict:
     """Train a batch of single neurons (a0 (B,), w0 (B, d)) to zero loss; float64.
 
     The step is eta / (lambda_max(X X^T) sqrt(delta^2 + 4 R^2)), R = max(||beta0||, beta_scale):
@@ -72,17 +81,34 @@ def train_single_neuron(X: Array, y: Array, a0: Array, w0: Array, eta: float | A
     rho_t = None if rho is None else t(np.broadcast_to(rho, a0.shape)[:, None].copy())
     field = _single_neuron_field(t(X), t(y), rho_t)
     tol = t(_loss_tol(X, y, r, rtol))
-    (a, w), loss, steps, flipped = _integrate(field, (t(a0), t(w0)), t(step), method,
-                                              max_steps, tol)
+    (a, w), loss, steps, flipped = _integrate(
+        field, (t(a0), t(w0)), t(step), method, max_steps, tol
+    )
     a, w = a.cpu().numpy(), w.cpu().numpy()
-    return {"a": a, "w": w, "beta": a[:, None] * w, "loss": loss.cpu().numpy(), "steps": steps,
-            "sign_changed": flipped.cpu().numpy(), "delta": delta, "step": step}
+    return {
+        "a": a,
+        "w": w,
+        "beta": a[:, None] * w,
+        "loss": loss.cpu().numpy(),
+        "steps": steps,
+        "sign_changed": flipped.cpu().numpy(),
+        "delta": delta,
+        "step": step,
+    }
 
 
-def train_multi_neuron(X: Array, y: Array, a0: Array, W0: Array, eta: float | Array,
-                       method: str = "euler", beta_scale: Array | None = None,
-                       max_steps: int = 200_000, rtol: float = 1e-11,
-                       device: str | torch.device = "cpu") -> dict:
+def train_multi_neuron(
+    X: Array,
+    y: Array,
+    a0: Array,
+    W0: Array,
+    eta: float | Array,
+    method: str = "euler",
+    beta_scale: Array | None = None,
+    max_steps: int = 200_000,
+    rtol: float = 1e-11,
+    device: str | torch.device = "cpu",
+) -> dict:
     """Train a batch of k-neuron networks f = a^T W x (a0 (B, k), W0 (B, k, d)); float64.
 
     Step eta / (lambda_max(X X^T) (||a0||^2 + ||W0||_F^2 + 2 R)), R = max(||beta0||, beta_scale).
@@ -94,14 +120,21 @@ def train_multi_neuron(X: Array, y: Array, a0: Array, W0: Array, eta: float | Ar
     if beta_scale is not None:
         r = np.maximum(r, np.asarray(beta_scale, dtype=float))
     step = np.asarray(eta, dtype=float) / _curvature_scale(
-        X, (a0**2).sum(1) + (W0**2).sum((1, 2)) + 2 * r)
+        X, (a0**2).sum(1) + (W0**2).sum((1, 2)) + 2 * r
+    )
     t = lambda v: torch.as_tensor(v, dtype=DTYPE, device=dev)  # noqa: E731
     field = _multi_neuron_field(t(X), t(y))
     tol = t(_loss_tol(X, y, r, rtol))
     (a, W), loss, steps, _ = _integrate(field, (t(a0), t(W0)), t(step), method, max_steps, tol)
     a, W = a.cpu().numpy(), W.cpu().numpy()
-    return {"a": a, "W": W, "beta": np.einsum("bk,bkd->bd", a, W), "loss": loss.cpu().numpy(),
-            "steps": steps, "step": step}
+    return {
+        "a": a,
+        "W": W,
+        "beta": np.einsum("bk,bkd->bd", a, W),
+        "loss": loss.cpu().numpy(),
+        "steps": steps,
+        "step": step,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -119,17 +152,25 @@ def task_hessian_map(task: dict) -> dict:
     for delta in task["deltas"]:
         for point in range(task["n_points"]):
             beta = rng.standard_normal(task["dim"])
-            asym = {p: hessian_map_asymmetry(
-                lambda b, p=p, dl=delta: predictor_metric(b, dl, p), beta) for p in (0.0, 1.0, 2.0)}
+            asym = {
+                p: hessian_map_asymmetry(lambda b, p=p, dl=delta: predictor_metric(b, dl, p), beta)
+                for p in (0.0, 1.0, 2.0)
+            }
             warped = predictor_metric(torch.as_tensor(beta), delta, 1.0).numpy()
             hess = hess_q_single_neuron(beta, delta)
-            rows.append({
-                "delta": delta, "point": point, "plain": asym[0.0], "warped": asym[1.0],
-                "wrong_warp_a2": asym[2.0],
-                "warped_fd": hessian_map_asymmetry(
-                    lambda b, dl=delta: predictor_metric(b, dl, 1.0), beta, method="fd"),
-                "warped_vs_hess_q": float(np.abs(warped - hess).max() / np.abs(hess).max()),
-            })
+            rows.append(
+                {
+                    "delta": delta,
+                    "point": point,
+                    "plain": asym[0.0],
+                    "warped": asym[1.0],
+                    "wrong_warp_a2": asym[2.0],
+                    "warped_fd": hessian_map_asymmetry(
+                        lambda b, dl=delta: predictor_metric(b, dl, 1.0), beta, method="fd"
+                    ),
+                    "warped_vs_hess_q": float(np.abs(warped - hess).max() / np.abs(hess).max()),
+                }
+            )
     return {"rows": rows}
 
 
@@ -157,12 +198,19 @@ def task_time_warp(task: dict) -> dict:
     return {
         "same_tau_gap_rel": gap(gf_tau["beta"], mf["beta"]),
         "same_time_gap_rel": gap(gf_t["beta"], mf["beta"]),
-        "gf_end_err": _rel(gf_t["beta"][-1], limit), "mf_end_err": _rel(mf["beta"][-1], limit),
-        "abs_a_min": float(np.abs(gf_t["a"]).min()), "abs_a_max": float(np.abs(gf_t["a"]).max()),
-        "X": X.tolist(), "y": y.tolist(), "limit": limit.tolist(),
-        "time": gf_t["t"][idx].tolist(), "tau_of_t": gf_t["tau"][idx].tolist(),
-        "a_of_t": gf_t["a"][idx].tolist(), "gf_beta": gf_t["beta"][idx].tolist(),
-        "mf_beta": mf["beta"][idx].tolist(), "gf_tau_beta": gf_tau["beta"][idx].tolist(),
+        "gf_end_err": _rel(gf_t["beta"][-1], limit),
+        "mf_end_err": _rel(mf["beta"][-1], limit),
+        "abs_a_min": float(np.abs(gf_t["a"]).min()),
+        "abs_a_max": float(np.abs(gf_t["a"]).max()),
+        "X": X.tolist(),
+        "y": y.tolist(),
+        "limit": limit.tolist(),
+        "time": gf_t["t"][idx].tolist(),
+        "tau_of_t": gf_t["tau"][idx].tolist(),
+        "a_of_t": gf_t["a"][idx].tolist(),
+        "gf_beta": gf_t["beta"][idx].tolist(),
+        "mf_beta": mf["beta"][idx].tolist(),
+        "gf_tau_beta": gf_tau["beta"][idx].tolist(),
     }
 
 
@@ -182,43 +230,59 @@ def task_theorem2(task: dict) -> dict:
         u = _orientation(X, y, task["seed"], anti_aligned=case["anti_aligned"])
         a0, w0 = init_from_scale_shape(case["alpha"], case["s"], u)
         delta = a0**2 - w0 @ w0
-        size = max(np.linalg.norm(q_min_single_neuron(X, y, w0, delta, sg).beta)
-                   for sg in (1, -1))
+        size = max(np.linalg.norm(q_min_single_neuron(X, y, w0, delta, sg).beta) for sg in (1, -1))
         inits.append((a0, w0, delta, size))
     a0s = np.array([i[0] for i in inits])
     w0s = np.array([i[1] for i in inits])
     sizes = np.array([i[3] for i in inits])
     m = len(etas)  # GD batch: case-major, one run per (case, eta)
-    gd = train_single_neuron(X, y, np.repeat(a0s, m), np.repeat(w0s, m, axis=0),
-                             np.tile(etas, len(inits)), beta_scale=np.repeat(sizes, m),
-                             device=task["device"])
-    gf = train_single_neuron(X, y, a0s, w0s, task["gf_eta"], method="rk4", beta_scale=sizes,
-                             device=task["device"])
+    gd = train_single_neuron(
+        X,
+        y,
+        np.repeat(a0s, m),
+        np.repeat(w0s, m, axis=0),
+        np.tile(etas, len(inits)),
+        beta_scale=np.repeat(sizes, m),
+        device=task["device"],
+    )
+    gf = train_single_neuron(
+        X, y, a0s, w0s, task["gf_eta"], method="rk4", beta_scale=sizes, device=task["device"]
+    )
     out = []
     for c, (case, (a0, w0, delta, _)) in enumerate(zip(task["cases"], inits)):
         sigma = float(np.sign(gf["a"][c]))
         theory = q_min_single_neuron(X, y, w0, delta, sigma)
-        newton = q_min_numeric(X, y, lambda b: q_single_neuron(b, w0, delta, sigma),  # noqa: B023
-                               lambda b: grad_q_single_neuron(b, w0, delta, sigma),  # noqa: B023
-                               lambda b: hess_q_single_neuron(b, delta))  # noqa: B023
+        newton = q_min_numeric(
+            X,
+            y,
+            lambda b: q_single_neuron(b, w0, delta, sigma),  # noqa: B023
+            lambda b: grad_q_single_neuron(b, w0, delta, sigma),  # noqa: B023
+            lambda b: hess_q_single_neuron(b, delta),  # noqa: B023
+        )
         beta_gf = gf["beta"][c]
         wrong = {
             "unit_w0": q_min_single_neuron(X, y, _unit(w0), delta, sigma).beta,
             "sigma_from_a0": q_min_single_neuron(X, y, w0, delta, float(np.sign(a0))).beta,
             "delta_zero": q_min_single_neuron(X, y, w0, 0.0, sigma).beta,
         }
-        out.append({
-            "name": case["name"], "delta": float(delta), "a0": a0, "a_inf": float(gf["a"][c]),
-            "sign_changed": bool(gf["sign_changed"][c]),
-            "gd_err": [_rel(b, theory.beta) for b in gd["beta"][c * m:(c + 1) * m]],
-            "gd_loss": gd["loss"][c * m:(c + 1) * m].tolist(),
-            "gf_err": _rel(beta_gf, theory.beta), "gf_loss": float(gf["loss"][c]),
-            "a_abs_err": abs(abs(gf["a"][c]) - theory.a_abs) / theory.a_abs,
-            "newton_vs_closed_form": _rel(newton, theory.beta),
-            "kkt_residual_gf": kkt_residual(beta_gf, X, w0, delta, sigma),
-            "wrong_err": {k: _rel(beta_gf, v) for k, v in wrong.items()},
-            "wrong_differs": {k: _rel(v, theory.beta) for k, v in wrong.items()},
-        })
+        out.append(
+            {
+                "name": case["name"],
+                "delta": float(delta),
+                "a0": a0,
+                "a_inf": float(gf["a"][c]),
+                "sign_changed": bool(gf["sign_changed"][c]),
+                "gd_err": [_rel(b, theory.beta) for b in gd["beta"][c * m : (c + 1) * m]],
+                "gd_loss": gd["loss"][c * m : (c + 1) * m].tolist(),
+                "gf_err": _rel(beta_gf, theory.beta),
+                "gf_loss": float(gf["loss"][c]),
+                "a_abs_err": abs(abs(gf["a"][c]) - theory.a_abs) / theory.a_abs,
+                "newton_vs_closed_form": _rel(newton, theory.beta),
+                "kkt_residual_gf": kkt_residual(beta_gf, X, w0, delta, sigma),
+                "wrong_err": {k: _rel(beta_gf, v) for k, v in wrong.items()},
+                "wrong_differs": {k: _rel(v, theory.beta) for k, v in wrong.items()},
+            }
+        )
     return {"cases": out, "gd_steps": gd["steps"], "gf_steps": gf["steps"]}
 
 
@@ -240,26 +304,45 @@ def task_balanced(task: dict) -> dict:
     size = np.linalg.norm(theory.beta)
     etas = np.asarray(task["etas"], dtype=float)
     m = len(etas)
-    gd = train_multi_neuron(X, y, np.tile(a0, (m, 1)), np.tile(W0, (m, 1, 1)), etas,
-                            beta_scale=np.full(m, size), device=task["device"])
-    gf = train_multi_neuron(X, y, [a0], W0[None], task["gf_eta"], method="rk4",
-                            beta_scale=[size], device=task["device"])
+    gd = train_multi_neuron(
+        X,
+        y,
+        np.tile(a0, (m, 1)),
+        np.tile(W0, (m, 1, 1)),
+        etas,
+        beta_scale=np.full(m, size),
+        device=task["device"],
+    )
+    gf = train_multi_neuron(
+        X, y, [a0], W0[None], task["gf_eta"], method="rk4", beta_scale=[size], device=task["device"]
+    )
     # generic initialization of the same Frobenius size: Prop. 1 does not apply
     W_gen = rng.standard_normal((k, d))
     W_gen *= np.linalg.norm(W0) / np.linalg.norm(W_gen)
-    gen = train_multi_neuron(X, y, [a0], W_gen[None], task["gf_eta"], method="rk4",
-                             beta_scale=[size], device=task["device"])
+    gen = train_multi_neuron(
+        X,
+        y,
+        [a0],
+        W_gen[None],
+        task["gf_eta"],
+        method="rk4",
+        beta_scale=[size],
+        device=task["device"],
+    )
     beta0_gen = W_gen.T @ a0
     prop1_on_generic = q_min_balanced(X, y, a0, _unit(beta0_gen)).beta
     identity = np.linalg.pinv(X) @ y + null_projector(X) @ (W_gen.T @ gen["a"][0])
     return {
-        "gd_err": [_rel(b, theory.beta) for b in gd["beta"]], "gd_steps": gd["steps"],
-        "gf_err": _rel(gf["beta"][0], theory.beta), "gf_steps": gf["steps"],
+        "gd_err": [_rel(b, theory.beta) for b in gd["beta"]],
+        "gd_steps": gd["steps"],
+        "gf_err": _rel(gf["beta"][0], theory.beta),
+        "gf_steps": gf["steps"],
         "gf_loss": float(gf["loss"][0]),
         "generic_err_vs_prop1": _rel(gen["beta"][0], prop1_on_generic),
         "generic_identity_err": _rel(gen["beta"][0], identity),
-        "balance_drift": float(np.abs(np.outer(gf["a"][0], gf["a"][0])
-                                      - gf["W"][0] @ gf["W"][0].T).max()),
+        "balance_drift": float(
+            np.abs(np.outer(gf["a"][0], gf["a"][0]) - gf["W"][0] @ gf["W"][0].T).max()
+        ),
     }
 
 
@@ -274,14 +357,25 @@ def task_anti_ntk(task: dict) -> dict:
     a_dir, W_dir = rng.standard_normal(k), rng.standard_normal((k, d)) / np.sqrt(d)
     eps = np.asarray(task["eps"], dtype=float)
     beta_l2 = np.linalg.pinv(X) @ y
-    gf = train_multi_neuron(X, y, eps[:, None] * a_dir, eps[:, None, None] * W_dir,
-                            np.full(len(eps), task["gf_eta"]), method="rk4",
-                            beta_scale=np.full(len(eps), np.linalg.norm(beta_l2)),
-                            device=task["device"])
+    gf = train_multi_neuron(
+        X,
+        y,
+        eps[:, None] * a_dir,
+        eps[:, None, None] * W_dir,
+        np.full(len(eps), task["gf_eta"]),
+        method="rk4",
+        beta_scale=np.full(len(eps), np.linalg.norm(beta_l2)),
+        device=task["device"],
+    )
     dist = [_rel(b, beta_l2) for b in gf["beta"]]
     slope = np.polyfit(np.log(eps), np.log(dist), 1)[0]
-    return {"eps": eps.tolist(), "dist_l2": dist, "slope": float(slope),
-            "loss": gf["loss"].tolist(), "steps": gf["steps"]}
+    return {
+        "eps": eps.tolist(),
+        "dist_l2": dist,
+        "slope": float(slope),
+        "loss": gf["loss"].tolist(),
+        "steps": gf["steps"],
+    }
 
 
 @task(uses_device=True)
@@ -299,28 +393,51 @@ def task_leaky(task: dict) -> dict:
     rhos = np.asarray(task["rhos"], dtype=float)
     etas = np.asarray(task["etas"], dtype=float)
     k, m = len(rhos), len(etas)
-    size = np.array([2 * np.linalg.norm(np.linalg.pinv(X) @ leaky_relu_inverse(y, r)) + 1
-                     for r in rhos])
-    gd = train_single_neuron(X, y, np.full(k * m, a0), np.tile(w0, (k * m, 1)),
-                             np.tile(etas, k), rho=np.repeat(rhos, m),
-                             beta_scale=np.repeat(size, m), device=task["device"])
-    gf = train_single_neuron(X, y, np.full(k, a0), np.tile(w0, (k, 1)), task["gf_eta"],
-                             method="rk4", rho=rhos, beta_scale=size, device=task["device"])
+    size = np.array(
+        [2 * np.linalg.norm(np.linalg.pinv(X) @ leaky_relu_inverse(y, r)) + 1 for r in rhos]
+    )
+    gd = train_single_neuron(
+        X,
+        y,
+        np.full(k * m, a0),
+        np.tile(w0, (k * m, 1)),
+        np.tile(etas, k),
+        rho=np.repeat(rhos, m),
+        beta_scale=np.repeat(size, m),
+        device=task["device"],
+    )
+    gf = train_single_neuron(
+        X,
+        y,
+        np.full(k, a0),
+        np.tile(w0, (k, 1)),
+        task["gf_eta"],
+        method="rk4",
+        rho=rhos,
+        beta_scale=size,
+        device=task["device"],
+    )
     rows = []
     for i, rho in enumerate(rhos):
         s_inf = float(np.sign(gf["a"][i]))
         beta = gf["beta"][i]
         theory = q_min_leaky(X, y, w0, delta, s_inf, rho).beta
-        gd_beta, gd_a = gd["beta"][i * m:(i + 1) * m], gd["a"][i * m:(i + 1) * m]
-        rows.append({
-            "rho": float(rho), "kkt_residual_gf": kkt_residual(beta, X, w0, delta, s_inf),
-            "kkt_residual_gd": [kkt_residual(b, X, w0, delta, float(np.sign(a)))
-                                for b, a in zip(gd_beta, gd_a)],
-            "gf_err": _rel(beta, theory), "gd_err": [_rel(b, theory) for b in gd_beta],
-            "linear_label_err": _rel(beta, q_min_single_neuron(X, y, w0, delta, s_inf).beta),
-            "negative_preactivations": int(np.sum(s_inf * (X @ beta) < 0)),
-            "gf_loss": float(gf["loss"][i]), "sign_changed": bool(gf["sign_changed"][i]),
-        })
+        gd_beta, gd_a = gd["beta"][i * m : (i + 1) * m], gd["a"][i * m : (i + 1) * m]
+        rows.append(
+            {
+                "rho": float(rho),
+                "kkt_residual_gf": kkt_residual(beta, X, w0, delta, s_inf),
+                "kkt_residual_gd": [
+                    kkt_residual(b, X, w0, delta, float(np.sign(a))) for b, a in zip(gd_beta, gd_a)
+                ],
+                "gf_err": _rel(beta, theory),
+                "gd_err": [_rel(b, theory) for b in gd_beta],
+                "linear_label_err": _rel(beta, q_min_single_neuron(X, y, w0, delta, s_inf).beta),
+                "negative_preactivations": int(np.sum(s_inf * (X @ beta) < 0)),
+                "gf_loss": float(gf["loss"][i]),
+                "sign_changed": bool(gf["sign_changed"][i]),
+            }
+        )
     return {"rows": rows, "gf_steps": gf["steps"], "gd_steps": gd["steps"]}
 
 
@@ -338,23 +455,39 @@ def task_regimes(task: dict) -> dict:
     a0 = np.array([a for a, _ in inits])
     w0 = np.array([w for _, w in inits])
     deltas = a0**2 - (w0**2).sum(1)
-    sizes = [max(np.linalg.norm(q_min_single_neuron(X, y, w, dl, sg).beta) for sg in (1, -1))
-             for w, dl in zip(w0, deltas)]
-    gf = train_single_neuron(X, y, a0, w0, np.full(len(a0), task["gf_eta"]), method="rk4",
-                             beta_scale=np.array(sizes), device=task["device"])
+    sizes = [
+        max(np.linalg.norm(q_min_single_neuron(X, y, w, dl, sg).beta) for sg in (1, -1))
+        for w, dl in zip(w0, deltas)
+    ]
+    gf = train_single_neuron(
+        X,
+        y,
+        a0,
+        w0,
+        np.full(len(a0), task["gf_eta"]),
+        method="rk4",
+        beta_scale=np.array(sizes),
+        device=task["device"],
+    )
     rows = []
     for i, (alpha, s) in enumerate(task["points"]):
         theory = q_min_single_neuron(X, y, w0[i], deltas[i], float(np.sign(gf["a"][i]))).beta
         ntk = mahalanobis_predictor(X, y, a0[i], w0[i])
         beta0 = a0[i] * w0[i]
-        rows.append({
-            "alpha": alpha, "s": s, "delta": float(deltas[i]),
-            "gf_dist_l2": _rel(gf["beta"][i], beta_l2),
-            "gf_dist_ntk": _rel(gf["beta"][i], ntk, ntk - beta0),
-            "q_dist_l2": _rel(theory, beta_l2), "q_dist_ntk": _rel(theory, ntk, ntk - beta0),
-            "gf_vs_q": _rel(gf["beta"][i], theory), "loss": float(gf["loss"][i]),
-            "sign_changed": bool(gf["sign_changed"][i]),
-        })
+        rows.append(
+            {
+                "alpha": alpha,
+                "s": s,
+                "delta": float(deltas[i]),
+                "gf_dist_l2": _rel(gf["beta"][i], beta_l2),
+                "gf_dist_ntk": _rel(gf["beta"][i], ntk, ntk - beta0),
+                "q_dist_l2": _rel(theory, beta_l2),
+                "q_dist_ntk": _rel(theory, ntk, ntk - beta0),
+                "gf_vs_q": _rel(gf["beta"][i], theory),
+                "loss": float(gf["loss"][i]),
+                "sign_changed": bool(gf["sign_changed"][i]),
+            }
+        )
     return {"rows": rows, "steps": gf["steps"]}
 
 
@@ -363,27 +496,56 @@ def task_regimes(task: dict) -> dict:
 # ----------------------------------------------------------------------------------------------
 def theorem2_tasks(cfg: dict) -> list[dict]:
     """One task of `task_theorem2` per problem seed, all initialization cases in each."""
-    return [{"n": cfg["n"], "d": cfg["d"], "seed": s, "cases": cfg["theorem2_cases"],
-             "etas": cfg["gd_etas"], "gf_eta": cfg["gf_eta"]} for s in cfg["seeds"]]
+    return [
+        {
+            "n": cfg["n"],
+            "d": cfg["d"],
+            "seed": s,
+            "cases": cfg["theorem2_cases"],
+            "etas": cfg["gd_etas"],
+            "gf_eta": cfg["gf_eta"],
+        }
+        for s in cfg["seeds"]
+    ]
 
 
 def balanced_tasks(cfg: dict) -> list[dict]:
     """One task of `task_balanced` (Prop. 1) per problem seed."""
-    return [{"n": cfg["n"], "d": cfg["d"], "k": cfg["k_neurons"], "gf_eta": cfg["gf_eta"],
-             "seed": s, "scale": cfg["balanced_scale"], "etas": cfg["gd_etas"]}
-            for s in cfg["seeds"]]
+    return [
+        {
+            "n": cfg["n"],
+            "d": cfg["d"],
+            "k": cfg["k_neurons"],
+            "gf_eta": cfg["gf_eta"],
+            "seed": s,
+            "scale": cfg["balanced_scale"],
+            "etas": cfg["gd_etas"],
+        }
+        for s in cfg["seeds"]
+    ]
 
 
 def anti_ntk_tasks(cfg: dict) -> list[dict]:
     """One task of `task_anti_ntk` (Theorem 3) per problem seed, all scales eps in each."""
-    return [{"n": cfg["n"], "d": cfg["d"], "k": cfg["k_neurons"], "gf_eta": cfg["gf_eta"],
-             "seed": s, "eps": cfg["anti_ntk_eps"]} for s in cfg["seeds"]]
+    return [
+        {
+            "n": cfg["n"],
+            "d": cfg["d"],
+            "k": cfg["k_neurons"],
+            "gf_eta": cfg["gf_eta"],
+            "seed": s,
+            "eps": cfg["anti_ntk_eps"],
+        }
+        for s in cfg["seeds"]
+    ]
 
 
 def leaky_tasks(cfg: dict) -> list[dict]:
     """One task of `task_leaky` (Theorem 4) per problem seed, all slopes rho in each."""
-    return [{"n": cfg["n"], "d": cfg["d"], **cfg["leaky"], "seed": s, "gf_eta": cfg["gf_eta"]}
-            for s in cfg["seeds"]]
+    return [
+        {"n": cfg["n"], "d": cfg["d"], **cfg["leaky"], "seed": s, "gf_eta": cfg["gf_eta"]}
+        for s in cfg["seeds"]
+    ]
 
 
 def regime_tasks(cfg: dict) -> dict[str, list[dict]]:
@@ -391,9 +553,22 @@ def regime_tasks(cfg: dict) -> dict[str, list[dict]]:
     alpha = 1, and the scale again with the orientation in null(X) (zero initial output);
     one task of `task_regimes` per problem seed in each."""
     alphas, shapes = cfg["regime_alphas"], cfg["regime_shapes"]
-    sweeps = {"alpha": ([[a, 1.0] for a in alphas], False),
-              "shape": ([[1.0, s] for s in shapes], False),
-              "alpha_zero_output": ([[a, 1.0] for a in alphas], True)}
-    return {name: [{"n": cfg["n"], "d": cfg["d"], "seed": s, "points": points,
-                    "in_null": in_null, "gf_eta": cfg["gf_eta"]} for s in cfg["seeds"]]
-            for name, (points, in_null) in sweeps.items()}
+    sweeps = {
+        "alpha": ([[a, 1.0] for a in alphas], False),
+        "shape": ([[1.0, s] for s in shapes], False),
+        "alpha_zero_output": ([[a, 1.0] for a in alphas], True),
+    }
+    return {
+        name: [
+            {
+                "n": cfg["n"],
+                "d": cfg["d"],
+                "seed": s,
+                "points": points,
+                "in_null": in_null,
+                "gf_eta": cfg["gf_eta"],
+            }
+            for s in cfg["seeds"]
+        ]
+        for name, (points, in_null) in sweeps.items()
+    }

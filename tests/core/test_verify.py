@@ -16,28 +16,49 @@ from implicit_bias.core import verify
 from implicit_bias.core.paths import project_root
 
 ROOT = project_root()
-TOLERANCES = {"default": {"rtol": 1e-9, "atol": 0.0}, "functions": {"m:f": {
-    "*": {"rtol": 1e-6, "atol": 1e-12}, "steps": {"rtol": 1e-4, "atol": 0.0},
-    "GD.*": {"rtol": 0.0, "atol": 1e-3}}}}
+TOLERANCES = {
+    "default": {"rtol": 1e-9, "atol": 0.0},
+    "functions": {
+        "m:f": {
+            "*": {"rtol": 1e-6, "atol": 1e-12},
+            "steps": {"rtol": 1e-4, "atol": 0.0},
+            "GD.*": {"rtol": 0.0, "atol": 1e-3},
+        }
+    },
+}
 
 
-@pytest.mark.parametrize("fn,key,expected", [
-    ("m:f", "loss", (1e-6, 1e-12)), ("m:f", "steps", (1e-4, 0.0)),
-    ("m:f", "GD.val_error", (0.0, 1e-3)), ("other:g", "loss", (1e-9, 0.0)),
-])
+@pytest.mark.parametrize(
+    "fn,key,expected",
+    [
+        ("m:f", "loss", (1e-6, 1e-12)),
+        ("m:f", "steps", (1e-4, 0.0)),
+        ("m:f", "GD.val_error", (0.0, 1e-3)),
+        ("other:g", "loss", (1e-9, 0.0)),
+    ],
+)
 def test_tolerance_lookup(fn, key, expected):
     assert verify.tolerance(TOLERANCES, fn, key) == expected
 
 
 def test_comparison_catches_what_moves_beyond_its_tolerance():
-    stored = {"loss": 1.0, "steps": [100.0, 200.0], "GD": {"val_error": [0.1]},
-              "status": "ok", "seconds": 3.0}
+    stored = {
+        "loss": 1.0,
+        "steps": [100.0, 200.0],
+        "GD": {"val_error": [0.1]},
+        "status": "ok",
+        "seconds": 3.0,
+    }
     same = json.loads(json.dumps(stored))
     same["seconds"] = 9.0  # timings are not results
     same["loss"] *= 1 + 1e-7
     assert verify.compare_results(stored, same, "m:f", TOLERANCES)[0] == []
-    for path, value in (("loss", 1.0 + 1e-5), ("steps", [100.0, 200.1]),
-                        ("GD", {"val_error": [0.102]}), ("status", "unconverged")):
+    for path, value in (
+        ("loss", 1.0 + 1e-5),
+        ("steps", [100.0, 200.1]),
+        ("GD", {"val_error": [0.102]}),
+        ("status", "unconverged"),
+    ):
         moved = {**json.loads(json.dumps(stored)), path: value}
         problems, spread = verify.compare_results(stored, moved, "m:f", TOLERANCES)
         assert len(problems) == 1 and problems[0].startswith(path), problems
@@ -70,8 +91,13 @@ def test_every_committed_task_function_has_measured_tolerances():
             continue
         for path, value, _ in verify.deviations(entry["result"], entry["result"]):
             key = verify.output_key(path)  # numbers need a tolerance; text and NaN must be
-            if verify._is_number(value) and not math.isnan(value) and not any(  # identical
-                    fnmatch.fnmatchcase(key, pattern) for pattern in section):
+            if (
+                verify._is_number(value)
+                and not math.isnan(value)
+                and not any(  # identical
+                    fnmatch.fnmatchcase(key, pattern) for pattern in section
+                )
+            ):
                 missing.add(f"{entry['fn']}: {key}")
     assert not committed, f"no readable committed entry of {sorted(committed)}"
     assert not missing, f"no measured tolerances for {sorted(missing)[:20]}"
@@ -85,21 +111,31 @@ def _copy_package(tmp_path, module=THEORY):
     """A copy of the package under `tmp_path`; returns the path of `module` (relative to the
     package) in it."""
     copy = tmp_path / "lib"
-    shutil.copytree(ROOT / "lib" / "implicit_bias", copy / "implicit_bias",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "lib" / "implicit_bias",
+        copy / "implicit_bias",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return copy / "implicit_bias" / module
 
 
 def _stale(lib):
     env = {**os.environ, "PYTHONPATH": str(lib), "IMPLICIT_BIAS_ROOT": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "implicit_bias", "stale", "tensor_networks"],
-                          capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "implicit_bias", "stale", "tensor_networks"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
 
 
-@pytest.mark.parametrize("module,edit,stale", [
-    (THEORY, ("previous = abs(r)", "previous = abs(r) * 1.0000001"), True),  # arithmetic
-    (TASKS, ("# train_square's target", "# the target of train_square"), False),  # a comment
-])
+@pytest.mark.parametrize(
+    "module,edit,stale",
+    [
+        (THEORY, ("previous = abs(r)", "previous = abs(r) * 1.0000001"), True),  # arithmetic
+        (TASKS, ("# train_square's target", "# the target of train_square"), False),  # a comment
+    ],
+)
 def test_editing_a_task_makes_its_committed_results_stale(tmp_path, module, edit, stale):
     if not verify.cheapest_entries(["tensor_networks"]):
         pytest.skip("no committed tensor_networks results")
@@ -126,7 +162,8 @@ def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
     start = source.index("def _two_layer_gd(")
     end = source.index("def _two_layer_flow(")
     (module.parent / "gd_helpers.py").write_text("import math\n\n\n" + source[start:end])
-    module.write_text(source[:start] + source[end:] + "\n\nfrom .gd_helpers import "
-                      "_two_layer_gd  # noqa: E402\n")
+    module.write_text(
+        source[:start] + source[end:] + "\n\nfrom .gd_helpers import _two_layer_gd  # noqa: E402\n"
+    )
     result = _stale(tmp_path / "lib")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,161 @@
+"""The authors' published numbers for the gln_norm chapter (data/reference/lippl2022: their
+results tables and per-seed values) and our results beside them, cell by cell."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from implicit_bias.core.paths import project_root
+
+from .analysis import summarize
+
+COMPARISON_FILE = "comparison_with_authors.csv"
+
+
+def load_reference(root=None) -> pd.DataFrame:
+    """The authors' published results (data/reference/lippl2022/gln.csv) with this module's
+    column names (H, C, N, median_init, momentum; NaN momentum for the SVMs)."""
+    root = root or project_root() / "data" / "reference" / "lippl2022"
+    ref = pd.read_csv(root / "gln.csv")
+    ref = ref.rename(columns={"hidden_units": "H", "contexts": "C", "train_size": "N"})
+    ref["method"] = ref["method"].replace({"SVM-shallow-GLN": "SVM-shallow"})
+    ref.loc[ref["depth"] == "shallow", "H"] = 1  # this module's convention for shallow GLNs
+    return ref
+
+
+def reference_frame(root=None) -> pd.DataFrame:
+    """The authors' per-seed results (gln_per_seed.csv) as `gln_frame` rows, so the chapter's
+    statistics can be computed on their numbers exactly as on ours (SVM rows are paired, as in
+    their tables, with the GD-GLN at momentum 0)."""
+    root = root or project_root() / "data" / "reference" / "lippl2022"
+    r = pd.read_csv(root / "gln_per_seed.csv")
+    r = r.rename(
+        columns={
+            "hidden_units": "H",
+            "contexts": "C",
+            "train_size": "N",
+            "gd_ref_val_error": "gd_val_error",
+        }
+    )
+    r["method"] = r["method"].replace({"SVM-shallow-GLN": "SVM-shallow"})
+    r["momentum"] = r["momentum"].fillna(0.0)
+    r = r[r["H"].isna() | (r["H"] <= 100)]
+    r["H"] = r["H"].fillna(1).astype(int)
+    cols = [
+        "method",
+        "depth",
+        "H",
+        "C",
+        "N",
+        "median_init",
+        "momentum",
+        "seed",
+        "val_error",
+        "inconsistency",
+        "incons_uncorrelated",
+        "svm_minus_gd",
+        "gd_val_error",
+    ]
+    return r[cols].dropna(subset=["val_error"]).reset_index(drop=True)
+
+
+def reference_best(ref_root=None) -> pd.DataFrame:
+    """The authors' Fig. 2c numbers (best.csv) labelled like `best_table`."""
+    root = ref_root or project_root() / "data" / "reference" / "lippl2022"
+    b = pd.read_csv(root / "best.csv")
+    b = b[b["figure"] == "2c"]
+    names = {
+        ("Shallow GLN", "GD"): ("GD-shallow-GLN", "shallow GLN, GD"),
+        ("Shallow GLN", "SVM"): ("SVM-shallow", "shallow GLN, SVM"),
+        ("Deep GLN (GLN Norm)", "GD"): ("GD-GLN", "deep GLN, GD"),
+        ("Deep GLN (GLN Norm)", "SVM"): ("SVM-GLN", "deep GLN, SVM-GLN"),
+        ("Deep GLN (L2 Norm)", "SVM"): ("SVM-L2", "deep GLN, SVM-L2"),
+    }
+    rows = []
+    for _, r in b.iterrows():
+        key = (r["network"], r["training"])
+        if key in names:
+            rows.append(
+                {
+                    "method": names[key][0],
+                    "label": names[key][1],
+                    "N": r["train_size"],
+                    "mean": r["val_error_mean"],
+                    "se": r["val_error_se"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def compare_with_reference(
+    summary: pd.DataFrame, ref: pd.DataFrame, tolerance: float = 0.015
+) -> pd.DataFrame:
+    """Our mean validation error beside the authors' for every cell we ran (same method, H, C,
+    N, MI and, for GD, momentum); our SVM-L2-eq23 is compared with the authors' SVM-L2 too."""
+    ours = summary.copy()
+    ours["ref_method"] = ours["method"].replace({"SVM-L2-eq23": "SVM-L2"})
+    ours["momentum_key"] = np.where(ours["method"].str.startswith("GD"), ours["momentum"], -1.0)
+    ours = ours.drop_duplicates(["method", "depth", "H", "C", "N", "median_init", "momentum_key"])
+    ref = ref.copy()
+    ref["momentum_key"] = ref["momentum"].fillna(-1.0)
+    ref = ref[ref["n_files"] > 0]
+    cols = ["method", "depth", "H", "C", "N", "median_init", "momentum_key"]
+    merged = ours.merge(
+        ref[cols + ["val_error_mean", "val_error_se"]].rename(
+            columns={
+                "method": "ref_method",
+                "val_error_mean": "paper_mean",
+                "val_error_se": "paper_se",
+            }
+        ),
+        on=["ref_method"] + cols[1:],
+        how="inner",
+    )
+    # cells whose runs the authors published without a final value are not comparable
+    merged = merged.dropna(subset=["paper_mean"])
+    merged["difference"] = merged["val_error_mean"] - merged["paper_mean"]
+    merged["within_tolerance"] = merged["difference"].abs() <= tolerance
+    keep = [
+        "method",
+        "depth",
+        "H",
+        "C",
+        "N",
+        "median_init",
+        "momentum",
+        "n_seeds",
+        "val_error_mean",
+        "val_error_se",
+        "paper_mean",
+        "paper_se",
+        "difference",
+        "within_tolerance",
+    ]
+    return merged[keep].sort_values(["method", "C", "median_init", "H", "N"]).reset_index(drop=True)
+
+
+def this_run_comparison(
+    frame: pd.DataFrame, shallow: pd.DataFrame, ref: pd.DataFrame
+) -> pd.DataFrame:
+    """`compare_with_reference` for every deep and shallow cell of this run."""
+    return compare_with_reference(summarize(pd.concat([frame, shallow])), ref)
+
+
+def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
+    """The committed paper-profile comparison with the authors' numbers
+    (`results/paper/gln_norm/comparison_with_authors.csv`, written by the paper-profile run of
+    the chapter) and that run's claims report (`results/paper/claims/gln_norm.json`), or None
+    if they are not committed.
+
+    Lets every profile of the chapter show the paper-scale table; it is read-only and never
+    enters the smoke profile's claims.
+    """
+    results = project_root() / "results" / "paper"
+    table = results / "gln_norm" / COMPARISON_FILE
+    report = results / "claims" / "gln_norm.json"
+    if not (table.exists() and report.exists()):
+        return None
+    return pd.read_csv(table), json.loads(report.read_text())
