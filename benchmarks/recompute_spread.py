@@ -20,7 +20,8 @@ float64. Outputs that are not numbers
 (statuses, packed prediction signs) must be identical.
 
 Usage: python benchmarks/recompute_spread.py [CHAPTER ...] [--reuse DIR] [--derive-only]
-(writes the tolerances file and benchmarks/results/recompute_spread.md)
+(writes the tolerances file and benchmarks/results/recompute_spread.md; the task functions it
+did not measure keep their tolerances and rows, so one chapter can be measured on its own)
 """
 
 from __future__ import annotations
@@ -161,9 +162,7 @@ def derive(out: Path) -> tuple[dict, list[str]]:
                 f"abs of small values {s['abs_of_small']:.2g}",
             }
             if s["rel_of_large"] > AMPLIFIED:
-                amplified.append(
-                    f"- `{fn.split(':')[1]}` `{key}`: {s['rel_of_large']:.2g} ({s['worst']})"
-                )
+                amplified.append(f"- `{fn}` `{key}`: {s['rel_of_large']:.2g} ({s['worst']})")
             lines.append(
                 f"| {fn} | {key} | {s['rel_of_large']:.2g} ({s['worst']}) | "
                 f"{s['abs_of_small']:.2g} | {rtol:g} / {atol:g} |"
@@ -172,7 +171,48 @@ def derive(out: Path) -> tuple[dict, list[str]]:
     return {"functions": functions, "seconds": seconds, "amplified": amplified}, lines
 
 
+def previous_records(measured: set[str]) -> dict:
+    """What the current tolerances file and record say about the task functions this run did
+    not measure (other chapters, measured before): kept as they are, so that measuring one
+    chapter leaves the others' tolerances in place. Functions that no longer exist are
+    dropped."""
+    from implicit_bias.core.sweep import load_function
+
+    kept: dict = {"blocks": {}, "rows": [], "amplified": [], "seconds": []}
+    path = ROOT / "data" / "tolerances" / "recompute.yaml"
+    if path.exists():
+        current = None
+        for line in path.read_text().splitlines():
+            if line.startswith('  "') and line.rstrip().endswith('":'):
+                current = line.strip()[1:-2]
+                kept["blocks"][current] = []
+            elif line.startswith('    "') and current is not None:
+                kept["blocks"][current].append(line)
+    for fn in list(kept["blocks"]):
+        try:
+            load_function(fn)
+            gone = False
+        except (ImportError, AttributeError, ValueError):
+            gone = True
+        if gone or fn in measured:
+            del kept["blocks"][fn]
+    record = ROOT / "benchmarks" / "results" / "recompute_spread.md"
+    if record.exists():
+        for line in record.read_text().splitlines():
+            fn = line.split("`")[1] if line.startswith("- `") else line[2:].split(" |")[0]
+            if fn not in kept["blocks"]:
+                continue
+            if line.startswith("- `"):
+                kept["amplified"].append(line)
+            elif line.count("|") == 3:
+                kept["seconds"].append(line)
+            elif line.startswith("| "):
+                kept["rows"].append(line)
+    return kept
+
+
 def write(derived: dict, lines: list[str]) -> None:
+    kept = previous_records(set(derived["functions"]))
     header = __doc__.split("Usage:")[0].strip().splitlines()
     text = [
         "# Recompute tolerances, derived by benchmarks/recompute_spread.py (do not edit by",
@@ -186,13 +226,16 @@ def write(derived: dict, lines: list[str]) -> None:
         f"default: {{rtol: {REL_FLOOR}, atol: {ABS_FLOOR}}}",
         "functions:",
     ]
+    blocks = dict(kept["blocks"])
     for fn, section in derived["functions"].items():
+        blocks[fn] = [
+            f'    "{key}": {{rtol: {tol["rtol"]:g}, atol: {tol["atol"]:g}}}'
+            f"  # measured: {tol['measured']}"
+            for key, tol in section.items()
+        ]
+    for fn in sorted(blocks):
         text.append(f'  "{fn}":')
-        for key, tol in section.items():
-            text.append(
-                f'    "{key}": {{rtol: {tol["rtol"]:g}, atol: {tol["atol"]:g}}}'
-                f"  # measured: {tol['measured']}"
-            )
+        text += blocks[fn]
     path = ROOT / "data" / "tolerances" / "recompute.yaml"
     path.write_text("\n".join(text) + "\n")
     md = [
@@ -201,29 +244,30 @@ def write(derived: dict, lines: list[str]) -> None:
         "Configurations: " + ", ".join(f"`{c}`" for c in CONFIGS) + ". Rule: see "
         "`data/tolerances/recompute.yaml`.",
         "",
-        f"Measured on: {machine()}.",
+        f"Measured last on: {machine()}, for {', '.join(sorted(derived['functions']))}; the "
+        "other rows are kept from earlier measurements (see the history of this file).",
         "",
         "| task function | output | max rel. deviation (worst configuration) "
         "| max abs. deviation of small values "
         "| rtol / atol |",
         "|---|---|---|---|---|",
-        *lines,
+        *sorted(lines + kept["rows"]),
         "",
         f"Outputs that amplify round-off (relative spread above {AMPLIFIED:g}): their "
         "recompute tolerance guards only against gross changes, and any result or claim "
         "resting on them depends on the CPU at this level (which claims it moves: "
         "`benchmarks/results/claim_sensitivity.md`):",
         "",
-        *(derived["amplified"] or ["- none"]),
+        *(sorted(derived["amplified"] + kept["amplified"]) or ["- none"]),
         "",
         "Recompute time of the cheapest task per function (largest over configurations):",
         "",
         "| task function | seconds |",
         "|---|---|",
     ]
-    md += [
-        f"| {fn} | {s:.1f} |" for fn, s in sorted(derived["seconds"].items(), key=lambda kv: -kv[1])
-    ]
+    rows = [(s, f"| {fn} | {s:.1f} |") for fn, s in derived["seconds"].items()]
+    rows += [(float(line.split("|")[2]), line) for line in kept["seconds"]]
+    md += [line for _, line in sorted(rows, key=lambda r: -r[0])]
     (ROOT / "benchmarks" / "results" / "recompute_spread.md").write_text("\n".join(md) + "\n")
 
 
