@@ -1,6 +1,8 @@
 """Website test: build the book, open every page in headless Chromium, check what a reader
-sees: the page loads, every image exists, math is rendered, internal links resolve, and every
-chapter cites its paper and ends with its bibliography."""
+sees: the page loads, every image exists, math is rendered, internal links resolve, every
+figure is numbered with a caption and alt text, no page shows a path of the building machine, a
+progress bar or a warning, the status page fits a laptop and a phone, and every chapter cites
+its paper and ends with its bibliography."""
 
 from __future__ import annotations
 
@@ -182,12 +184,93 @@ def test_every_page_in_chromium(server, tmp_path):
 
 
 def test_chapter_pages_show_figures_and_claims(built_site):
+    """Every figure the chapter saved is shown numbered, with a caption and alt text."""
     from implicit_bias.core.chapter import chapters
+    from implicit_bias.core.paths import figures_dir
 
     for chapter in chapters():
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
-        assert re.search(r"<img[^>]+src=\"[^\"]+\.png\"", page), f"{chapter}: no figure"
         assert "claims-table" in page, f"{chapter}: no claims table"
+        shown = re.findall(r"<figure class=.book-figure.(.*?)</figure>", page, re.S)
+        saved = list(figures_dir("smoke", chapter).glob("*.json"))
+        assert len(shown) == len(saved) > 0, f"{chapter}: {len(shown)} of {len(saved)} shown"
+        for number, block in enumerate(shown, 1):
+            assert re.search(r"<img[^>]+src=.data:image/png;base64,", block), (chapter, number)
+            alt = re.search(r"alt=(['\"])(.*?)\1", block)
+            assert alt and len(alt.group(2)) > 10, f"{chapter}: figure {number} has no alt text"
+            caption = re.search(r"<figcaption>(.*?)</figcaption>", block, re.S)
+            assert caption and f"Figure {number}." in caption.group(1), (chapter, number)
+
+
+ABSOLUTE_PATHS = ("/home/", "/root/", "/tmp/", "/work/", "/Users/", "site-packages")
+
+
+def leaks(text: str) -> list[str]:
+    """What a reader must not see: a path repr, a path of the building machine."""
+    found = [marker for marker in ("PosixPath(", str(ROOT)) if marker in text]
+    return found + [p for p in ABSOLUTE_PATHS if p in text]
+
+
+def test_pages_and_downloads_show_no_paths_progress_bars_or_warnings(built_site):
+    """No path of the building machine, no path repr, no stderr block (progress bars and
+    warnings go to the terminal) in any page or downloadable notebook."""
+    problems = []
+    for path in sorted(built_site.rglob("*")):
+        if path.suffix not in (".html", ".ipynb") or "_static" in path.parts:
+            continue
+        text = path.read_text(errors="replace")
+        problems += [f"{path.relative_to(built_site)}: {leak}" for leak in leaks(text)]
+        if path.suffix == ".html" and "output stderr" in text:
+            problems.append(f"{path.relative_to(built_site)}: a stderr block")
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_the_leak_scan_finds_what_it_looks_for():
+    assert leaks("PosixPath('/srv/x.png')") and leaks(f"saved {ROOT}/results/a.png")
+    assert leaks("see /home/user/book") and not leaks("results/paper/figures/fig2a.png")
+
+
+def overflow(page: Path, width: int, tmp_path: Path) -> dict:
+    """Horizontal overflow of `page` in Chromium at `width` px: of the document, and of the
+    widest table beyond its container (a script added to a copy of the page measures them)."""
+    probe = page.with_name(f".probe-{width}-{page.name}")
+    script = (
+        "<script>window.addEventListener('load', () => {"
+        "const doc = document.documentElement.scrollWidth - window.innerWidth;"
+        "let table = 0; for (const t of document.querySelectorAll('table')) {"
+        "table = Math.max(table, t.scrollWidth - t.parentElement.clientWidth); }"
+        "document.body.setAttribute('data-overflow', doc + ',' + table); });</script>"
+    )
+    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    try:
+        result = subprocess.run(
+            [
+                chromium(),
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={tmp_path / f'profile-{width}'}",
+                f"--window-size={width},900",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                probe.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        probe.unlink(missing_ok=True)
+    found = re.search(r'data-overflow="(-?\d+),(-?\d+)"', result.stdout)
+    assert found, result.stderr[-2000:]
+    return {"document": int(found.group(1)), "table": int(found.group(2))}
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, tmp_path):
+    """At 1280 px and at a phone's 390 px, the page is no wider than the screen and the
+    status table's columns all fit (no column cut off or scrolled out of view)."""
+    measured = overflow(built_site / "book" / "status.html", width, tmp_path)
+    assert measured["document"] <= 0, f"the page is {measured['document']} px too wide"
+    assert measured["table"] <= 0, f"a table is {measured['table']} px wider than its column"
 
 
 def test_every_figure_shows_its_provenance(built_site):

@@ -72,6 +72,26 @@ def test_demo_chapter_executes_end_to_end(demo_project):
     executed = json.loads((demo_project / "book" / "chapters" / "demo.ipynb").read_text())
     tags = [c["metadata"].get("tags", []) for c in executed["cells"]]
     assert any("injected-parameters" in t and "remove-cell" in t for t in tags)
+    html = [
+        "".join(o["data"]["text/html"])
+        for c in executed["cells"]
+        for o in c.get("outputs", [])
+        if "text/html" in o.get("data", {})
+    ]
+    figures = [h for h in html if "<figure class='book-figure'" in h]
+    assert len(figures) == 1 and "<strong>Figure 1.</strong>" in figures[0]
+    assert "alt='One panel: a panel, series: mean.'" in figures[0]
+    assert not any(
+        "image/png" in o.get("data", {}) for c in executed["cells"] for o in c.get("outputs", [])
+    )  # shown once, in the captioned figure
+    streams = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("name")]
+    assert not [o for o in streams if o["name"] == "stderr"]  # no progress bar in the page
+    progress = json.loads((demo_project / "results/smoke/demo/.run/progress.json").read_text())
+    assert progress == {"sweep": "moments", "total": 3, "done": 3, "cached": 0, "failed": 0}
+    record = "".join(executed["cells"][-1]["source"])  # the chapter ends with its run record
+    assert record.startswith("## Run record") and "| profile | `smoke` |" in record
+    assert "3 computed in this run, 0 read from the cache, 0 failed" in record
+    assert "| code | commit `" in record and " UTC |" in record
     run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
     assert run["ok"] and run["claims"] == {"known deviation": 1, "pass": 1}
     assert (demo_project / "results/smoke/figures/demo/moments.png").exists()

@@ -121,6 +121,7 @@ class Chapter:
         self.commit = source_commit()
         self.run_log = run_log_path(profile, chapter)
         self.run_log.unlink(missing_ok=True)
+        self.figures_shown = 0  # figures are numbered in the order the chapter shows them
         if threads is not None:
             torch.set_num_threads(threads)
         torch.manual_seed(0)
@@ -198,6 +199,9 @@ class Chapter:
             n_jobs=n_jobs,
             desc=desc or name,
             outcome=outcome,
+            # under the runner, progress goes to its terminal bar, not into the page
+            progress=PROGRESS_ENV not in os.environ,
+            on_progress=_progress_writer(desc or name),
         )
         self.outcomes.append(outcome)
         self._write_run_log()
@@ -249,11 +253,13 @@ class Chapter:
         sweeps: list[str] | tuple[str, ...] = (),
         claims: list[str] | tuple[str, ...] = (),
         drawn_by: str | None = None,
+        caption: str | None = None,
     ) -> None:
-        """Write the figure and its data (see `implicit_bias.core.plotting.save_figure`) and show
-        its provenance under it: a download link for the data it plots, what drew it, the
-        sweeps (and task functions) that computed it, the claims it checks (linked to their
-        rows of the claims table) and the profile and commit."""
+        """Write the figure and its data (see `implicit_bias.core.plotting.save_figure`), show
+        it numbered, with a caption (`caption`, else what its panels plot) and alt text (its
+        panels in words), and its provenance under it: a download link for the data it plots,
+        what drew it, the sweeps (and task functions) that computed it, the claims it checks
+        (linked to their rows of the claims table) and the profile and commit."""
         known_sweeps = {o.name: o for o in self.outcomes}
         unknown = [s for s in sweeps if s not in known_sweeps]
         if unknown:
@@ -297,8 +303,9 @@ class Chapter:
             return
         import matplotlib.pyplot as plt
 
-        display(fig)  # the figure, then its provenance under it
-        plt.close(fig)
+        self.figures_shown += 1
+        display(HTML(figure_html(png, self.figures_shown, fig_id, caption, fig, claims)))
+        plt.close(fig)  # the figure, then its provenance under it
         display(HTML(provenance_html(provenance, png.parent)))
 
     def check_claims(self, metrics: dict) -> claims_module.ClaimsReport:
@@ -346,6 +353,63 @@ def source_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + (" + changes" if dirty else "")
+
+
+def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, claims) -> str:
+    """The figure as the page shows it: the saved PNG (inlined, so the notebook and the website
+    show the same file) with alt text, numbered, with its caption."""
+    import base64
+    import html
+
+    from .plotting import alt_text, describe_panels
+
+    if caption is None:
+        panels = describe_panels(fig)
+        caption = "; ".join(p[0].upper() + p[1:] for p in panels) + "." if panels else fig_id
+        if claims:
+            caption += f" Checks {', '.join(claims)}."
+    payload = base64.b64encode(png.read_bytes()).decode()
+    esc = html.escape
+    return (
+        f"<figure class='book-figure' id='figure-{esc(fig_id)}'>"
+        f"<img src='data:image/png;base64,{payload}' alt='{esc(alt_text(fig), quote=True)}' "
+        "style='max-width:100%;height:auto'>"
+        f"<figcaption><strong>Figure {number}.</strong> {esc(caption)}</figcaption></figure>"
+    )
+
+
+PROGRESS_ENV = "IMPLICIT_BIAS_PROGRESS"  # set by the runner: where sweeps report progress
+
+
+def _progress_writer(desc: str):
+    """A callback writing the running sweep's counts to `$IMPLICIT_BIAS_PROGRESS` (at most
+    twice a second, and at its end), for the runner's terminal progress bar; None outside it."""
+    import time
+
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return None
+    last = [0.0]
+
+    def write(outcome: SweepOutcome) -> None:
+        done = outcome.cached + outcome.computed + len(outcome.errors)
+        now = time.monotonic()
+        if now - last[0] < 0.5 and done < outcome.total:
+            return
+        last[0] = now
+        state = {
+            "sweep": desc,
+            "total": outcome.total,
+            "done": done,
+            "cached": outcome.cached,
+            "failed": len(outcome.errors),
+        }
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as handle:
+            json.dump(state, handle)
+        os.replace(tmp, path)
+
+    return write
 
 
 SOURCE_URL_ENV = "IMPLICIT_BIAS_SOURCE_URL"  # e.g. https://github.com/<owner>/<repo>

@@ -51,6 +51,46 @@ def _caller() -> str | None:
     return f"{path.relative_to(lib.parent).as_posix()}, {frame.f_code.co_name}"
 
 
+def _clean(text: str) -> str:
+    """Axis text without TeX markup, for words: `$\\|w\\|$` -> `|w|`."""
+    import re
+
+    text = text.replace("$", "").replace("\\mathrm", "").replace("\\|", "|")
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    return re.sub(r"[{}]", "", text).strip()
+
+
+def describe_panels(fig) -> list[str]:
+    """One phrase per panel with content: its title, what it plots against what, its series."""
+    phrases = []
+    for ax in fig.get_axes():
+        if not ax.has_data() and not ax.get_title():
+            continue  # a colorbar or an empty slot
+        if ax.get_label() == "<colorbar>":
+            continue
+        title, x, y = _clean(ax.get_title()), _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
+        phrase = title or "a panel"
+        if x and y:
+            phrase += f" ({y} against {x})"
+        labels = [_clean(label) for label in ax.get_legend_handles_labels()[1]]
+        labels = [label for label in labels if label and not label.startswith("_")]
+        if labels:
+            phrase += f", series: {', '.join(dict.fromkeys(labels))}"
+        phrases.append(phrase)
+    return phrases
+
+
+def alt_text(fig) -> str:
+    """The figure in words, for readers who cannot see it."""
+    panels = describe_panels(fig)
+    title = _clean(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) else ""
+    head = f"{title}. " if title else ""
+    if not panels:
+        return head + "A figure."
+    count = "One panel" if len(panels) == 1 else f"{len(panels)} panels"
+    return f"{head}{count}: " + "; ".join(panels) + "."
+
+
 def _frames(data) -> dict[str, pd.DataFrame]:
     if isinstance(data, pd.DataFrame):
         return {"": data}

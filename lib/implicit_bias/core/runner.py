@@ -17,7 +17,14 @@ import jupytext
 import nbformat
 
 from . import claims as claims_module
-from .chapter import PROFILES, chapters, check_chapter, check_profile, known_chapters
+from .chapter import (
+    PROFILES,
+    PROGRESS_ENV,
+    chapters,
+    check_chapter,
+    check_profile,
+    known_chapters,
+)
 from .device import VALID_DEVICES, resolve_device
 from .overrides import CustomProfile
 from .paths import chapter_results, claims_results, project_root, run_log_path
@@ -131,6 +138,7 @@ def _execute(
     (claims_results(profile) / f"{chapter}.json").unlink(missing_ok=True)
     start = time.perf_counter()
     error = None
+    progress = TerminalProgress(chapter, run_dir / "progress.json")
     try:
         executed = pm.execute_notebook(
             nb,
@@ -146,11 +154,31 @@ def _execute(
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
+    finally:
+        progress.close()
     seconds = time.perf_counter() - start
+    log = _read_run_log(profile, chapter)
+    tasks = _task_summary(log)
+    finished = datetime.now(UTC)
+    folder = chapter_results(profile, chapter)
     if executed is not None:
         _tag_injected_cell(executed)
         # papermill records where it wrote the notebook: a path of this machine
         executed.metadata.get("papermill", {}).update(input_path=None, output_path=None)
+        if error is None:
+            executed.cells.append(
+                nbformat.v4.new_markdown_cell(
+                    run_record_markdown(
+                        profile,
+                        str(resolve_device(device)),
+                        seconds,
+                        tasks,
+                        cached_task_seconds(folder),
+                        finished,
+                        (record or {}).get("custom"),
+                    )
+                )
+            )
         nbformat.write(executed, partial)
     if error is None:
         partial.replace(out)
@@ -158,8 +186,6 @@ def _execute(
     elif partial.exists():
         partial.replace(failed_copy)
     report = claims_module.load_report(chapter, profile)
-    log = _read_run_log(profile, chapter)
-    tasks = _task_summary(log)
     summary = {
         "chapter": chapter,
         "profile": profile,
@@ -175,11 +201,10 @@ def _execute(
             if row["status"] not in claims_module.OK_STATUSES
         ],
         "tasks": tasks,
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "finished": finished.isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         **(record or {}),
     }
-    folder = chapter_results(profile, chapter)
     folder.mkdir(parents=True, exist_ok=True)
     if error is None and log is not None and not tasks["failed"]:
         summary["pruned_entries"] = prune_unused(folder, log)
@@ -188,6 +213,96 @@ def _execute(
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
     claims_module.write_json_atomic(folder / "run.json", summary)
     return summary
+
+
+class TerminalProgress:
+    """While a chapter executes, a progress bar in the runner's terminal: the running sweep,
+    its tasks done (read from the cache, computed, failed) and the time left. The kernel's
+    sweeps report to a file (`$IMPLICIT_BIAS_PROGRESS`); a thread here draws it. Nothing is
+    drawn when stderr is not a terminal (CI logs, tests)."""
+
+    def __init__(self, chapter: str, path: Path, interval: float = 0.5):
+        import os
+        import sys
+        import threading
+
+        self.chapter, self.path, self.interval = chapter, path, interval
+        path.unlink(missing_ok=True)
+        self._previous = os.environ.get(PROGRESS_ENV)
+        os.environ[PROGRESS_ENV] = str(path)  # the kernel inherits it
+        self._stop = threading.Event()
+        self._thread = None
+        if sys.stderr.isatty():
+            self._thread = threading.Thread(target=self._draw, daemon=True)
+            self._thread.start()
+
+    def _draw(self) -> None:
+        from tqdm import tqdm
+
+        bar, sweep_name = None, None
+        while not self._stop.wait(self.interval):
+            try:
+                state = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                continue
+            if state["sweep"] != sweep_name:
+                if bar is not None:
+                    bar.close()
+                sweep_name = state["sweep"]
+                bar = tqdm(total=state["total"], desc=f"{self.chapter}: {sweep_name}", unit="task")
+            if bar is None:
+                continue  # this sweep is drawn and done
+            bar.n = state["done"]
+            bar.set_postfix(cached=state["cached"], failed=state["failed"], refresh=False)
+            bar.refresh()
+            if state["done"] >= state["total"]:
+                bar.close()  # one line per finished sweep stays in the terminal
+                bar = None
+        if bar is not None:
+            bar.close()
+
+    def close(self) -> None:
+        import os
+
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._previous is None:
+            os.environ.pop(PROGRESS_ENV, None)
+        else:
+            os.environ[PROGRESS_ENV] = self._previous
+
+
+def run_record_markdown(
+    profile: str,
+    device: str,
+    seconds: float,
+    tasks: dict,
+    compute_seconds: float,
+    finished: datetime,
+    custom: dict | None = None,
+) -> str:
+    """The short record that ends every executed chapter: how this page was computed."""
+    from .chapter import source_commit
+
+    lines = [
+        "## Run record",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| profile | `{profile}`"
+        + (" (custom: see the profile table above)" if custom else "")
+        + " |",
+        f"| device | {device} |",
+        f"| wall time | {seconds:.0f} s |",
+        f"| tasks | {tasks['computed']} computed in this run, {tasks['cached']} read from the "
+        f"cache, {tasks['failed']} failed |",
+        f"| compute time of the results shown | {compute_seconds:.0f} s (the tasks' own "
+        "times, whenever they were computed) |",
+        f"| code | commit `{source_commit()}` |",
+        f"| date | {finished.strftime('%Y-%m-%d %H:%M')} UTC |",
+    ]
+    return "\n".join(lines)
 
 
 def _read_run_log(profile: str, chapter: str) -> dict | None:

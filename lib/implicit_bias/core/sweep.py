@@ -266,8 +266,12 @@ def sweep(
     desc: str = "tasks",
     progress: bool = True,
     outcome: SweepOutcome | None = None,
+    on_progress: Callable[[SweepOutcome], None] | None = None,
 ) -> list[dict]:
     """Results of `fn` on every task, in order, computing only what the cache lacks.
+
+    `on_progress(outcome)` is called as the sweep starts and after each task (the runner's
+    terminal progress bar); `progress` shows a tqdm bar where the sweep runs.
 
     Results are written to the cache as soon as each finishes, so killing the process
     half-way keeps every finished task. Failed tasks come back as `{"status": "error",
@@ -293,6 +297,8 @@ def sweep(
         disable=not progress,
         mininterval=1.0,
     )
+    if on_progress is not None:
+        on_progress(outcome)
     for i, (result, how) in _execute(
         fn, tasks, todo, backend, n_jobs, scheduler, str(cache.folder), code, refresh
     ):
@@ -304,6 +310,8 @@ def sweep(
         else:
             outcome.computed += 1
         bar.update(1)
+        if on_progress is not None:
+            on_progress(outcome)
     bar.close()
     outcome.entries = [
         cache.path(t).name
