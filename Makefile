@@ -16,7 +16,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help
+.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab
 
 setup: $(STAMP) ## create .venv and install the package (re-runs when pyproject.toml changes)
 
@@ -53,6 +53,14 @@ html: setup mathjax ## build the website from the executed chapters into _build/
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 book: run html ## run, then html: execute every chapter and build the website
+
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+lab: setup data ## JupyterLab on notebooks/ (chapter sources open as notebooks; results cache shared)
+	$(PY) -m pip install -q -e ".[lab]"
+	@mkdir -p $(dir $(LAB_SETTINGS))
+	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
+	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) notebooks/
 
 chromium: ## install Debian's chromium for the website test (as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
