@@ -16,17 +16,18 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab
+.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab lock
 
-setup: $(STAMP) ## create .venv and install the package (re-runs when pyproject.toml changes)
+setup: $(STAMP) ## create .venv from requirements.lock and install the package (re-runs when either changes)
 
 # Torch first, from its pinned spec: on the CPU machines this is the local CPU build; on a
 # GPU machine set TORCH_SPEC (see .ci/gpu) to a CUDA build before the package's pins apply.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON_BASE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e ".[test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $(STAMP)
 
@@ -53,6 +54,11 @@ html: setup mathjax ## build the website from the executed chapters into _build/
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 book: run html ## run, then html: execute every chapter and build the website
+
+lock: ## rewrite requirements.lock from the environment (after changing pyproject.toml and `make setup`)
+	@{ sed -n '1,/^# after changing/p' requirements.lock; \
+	  $(PY) -m pip freeze --exclude-editable | grep -v -i '^torch=='; } > requirements.lock.new
+	@mv requirements.lock.new requirements.lock && echo "requirements.lock: $$(grep -vc '^#' requirements.lock) packages"
 
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 

@@ -1,0 +1,55 @@
+"""requirements.lock, which `make setup` installs, pins every dependency of the package (and of
+its test extra) at a version its specifier allows, and nothing else unpinned."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins(text: str) -> dict[str, Version]:
+    found = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, version = line.partition("==")
+        assert sep and version, f"not an exact pin: {line!r}"
+        found[canonicalize_name(name)] = Version(version)
+    return found
+
+
+def unmet(requirements: list[str], locked: dict[str, Version]) -> list[str]:
+    problems = []
+    for text in requirements:
+        req = Requirement(text)
+        name = canonicalize_name(req.name)
+        if name == "torch":  # installed first, from TORCH_SPEC (CPU or CUDA build)
+            continue
+        if name not in locked:
+            problems.append(f"{req.name}: not in requirements.lock")
+        elif not req.specifier.contains(locked[name], prereleases=True):
+            problems.append(f"{req.name}: locked {locked[name]} does not satisfy {req.specifier}")
+    return problems
+
+
+def test_the_lock_pins_every_dependency_within_its_specifier():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    required = project["dependencies"] + project["optional-dependencies"]["test"]
+    locked = pins((ROOT / "requirements.lock").read_text())
+    assert "torch" not in locked
+    assert not unmet(required, locked), unmet(required, locked)
+
+
+def test_the_lock_check_fails_on_a_missing_or_wrong_pin():
+    locked = pins("numpy==2.4.6\n")
+    assert unmet(["numpy>=2.5", "scipy>=1"], locked) == [
+        "numpy: locked 2.4.6 does not satisfy >=2.5",
+        "scipy: not in requirements.lock",
+    ]
