@@ -334,8 +334,95 @@ def test_pairing_table_shows_the_authors_inconsistency_beside_ours():
     assert len(pairing) == 8  # one row per (H, C, MI) cell of the SVM-GLN
     assert "authors' (published)" in pairing.columns
     means = analysis.pairing_means(pairing)
-    assert list(means.columns) == ["mean"]
-    assert "same seed (definition)" in means.index and "H" not in means.index
+    assert list(means.index) == [False, True]  # without and with median init
+    assert means["cells"].tolist() == [4, 4]
+    assert "same seed (definition)" in means.columns and "H" not in means.columns
+    m = analysis.pairing_metrics(pairing)
+    assert set(m) == {
+        "incons_same_seed_mi",
+        "incons_authors_mi",
+        "incons_same_seed_no_mi",
+        "incons_authors_no_mi",
+    }
+
+
+def _triangle_frame(rows):
+    cols = ["method", "median_init", "val_error", "gd_val_error", "inconsistency"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_triangle_check_flags_a_pair_that_disagrees_more_than_its_errors_allow():
+    ok = ("SVM-GLN", True, 0.10, 0.12, 0.20)  # 0.20 <= 0.22: possible
+    edge = ("SVM-GLN", False, 0.10, 0.12, 0.22)  # exactly the bound: possible
+    broken = ("SVM-L2", True, 0.10, 0.12, 0.25)  # 0.25 > 0.22: not on the same points
+    table = analysis.triangle_table(_triangle_frame([ok, edge, broken]))
+    assert table["break the bound"].tolist() == [0, 0, 1]
+    assert table["smallest slack"].iloc[2] == pytest.approx(-0.03)
+    m = analysis.triangle_metrics(_triangle_frame([ok, edge]), _triangle_frame([ok, broken]))
+    assert m == {
+        "triangle_breaks_ours": 0.0,
+        "triangle_breaks_authors_mi": 1.0,
+        "triangle_breaks_authors_no_mi": 0.0,
+    }
+
+
+def test_triangle_check_holds_for_every_pair_of_sign_vectors():
+    """The bound itself, independently: random sign vectors never break it."""
+    rng = np.random.default_rng(0)
+    y = np.ones(200)
+    rows = []
+    for _ in range(50):
+        a, b = rng.choice([-1.0, 1.0], 200), rng.choice([-1.0, 1.0], 200)
+        rows.append(("SVM-GLN", True, np.mean(a != y), np.mean(b != y), np.mean(a != b)))
+    assert not analysis.triangle_check(_triangle_frame(rows))["breaks"].any()
+
+
+def test_authors_median_init_points_break_the_triangle_bound():
+    """The authors' published per-seed data: 2 SVM-GLN and 4 SVM-L2 median-init points break it,
+    none without median init (their reloaded GD network had other cutoffs)."""
+    table = analysis.triangle_table(reference.reference_frame()).set_index(
+        ["method", "median_init"]
+    )
+    assert table.loc[("SVM-GLN", True), "break the bound"] == 2
+    assert table.loc[("SVM-L2", True), "break the bound"] == 4
+    assert table.loc[("SVM-GLN", False), "break the bound"] == 0
+    assert table.loc[("SVM-L2", False), "break the bound"] == 0
+    relu = reference.relu_triangle(reference.load_relu_reference())
+    assert relu["break the bound"].sum() == 0
+    broken = reference.load_relu_reference().assign(inconsistency_mean=0.9)
+    assert reference.relu_triangle(broken)["break the bound"].sum() > 0
+
+
+# ---- differences beyond the seed-to-seed standard error ---------------------------------
+
+
+def test_mean_se_is_the_standard_error_over_seeds_of_each_seeds_mean():
+    points = pd.DataFrame(
+        {"H": [10, 20, 10, 20, 10, 20], "seed": [0, 0, 1, 1, 2, 2], "diff": [1, 3, 2, 4, 6, 8.0]}
+    )
+    per_seed = np.array([2.0, 3.0, 7.0])  # each seed's mean over H
+    m, se = analysis.mean_se(points)
+    assert m == pytest.approx(4.0)
+    assert se == pytest.approx(per_seed.std(ddof=1) / np.sqrt(3))
+    assert analysis.z_score(points) == pytest.approx(4.0 / se)
+
+
+def test_a_difference_within_one_standard_error_is_a_tie():
+    tie = pd.DataFrame({"seed": [0, 1, 2], "diff": [-0.02, 0.01, 0.005]})
+    assert abs(analysis.z_score(tie)) < 1  # "better" fails
+    clear = pd.DataFrame({"seed": [0, 1, 2], "diff": [-0.02, -0.018, -0.022]})
+    assert analysis.z_score(clear) < -1
+    same = pd.DataFrame({"seed": [0, 1, 2], "diff": [-0.01] * 3})
+    assert analysis.z_score(same) == -np.inf
+    assert np.isnan(analysis.z_score(same.iloc[:1]))  # one seed: no standard error
+
+
+def test_contrast_z_tests_growth_per_seed():
+    rows = [(h, s, 0.01 * h / 10 + 0.001 * s) for h in (10, 100) for s in range(3)]
+    grows = pd.DataFrame(rows, columns=["H", "seed", "diff"])
+    assert analysis.contrast_z(grows, "H") == np.inf  # +0.09 for every seed
+    noisy = grows.assign(diff=[0.0, 0.05, -0.05, 0.01, -0.04, 0.04])
+    assert abs(analysis.contrast_z(noisy, "H")) < 1
 
 
 # ---- best models, metrics, comparison with the authors ----------------------------------
@@ -361,12 +448,29 @@ def test_metrics_of_synthetic_runs():
     assert m["incons_l2_minus_gln"] == pytest.approx(m["incons_l2"] - m["incons_gln"])
     assert m["gap_l2_minus_gln_smallest_H"] == pytest.approx(0.075)
     assert m["gap_gln_minus_gd_nomi"] == pytest.approx(-0.025)
+    assert m["gap_gln_minus_gd_z"] < -1e6  # the same -2.5 points for every seed
+    assert m["incons_l2_minus_gln_z"] == analysis.z_score(
+        analysis.paired(
+            analysis.deep_runs(frame), "SVM-L2", "SVM-GLN", analysis.CELLS, "inconsistency"
+        )
+    )
     b = analysis.best_metrics(frame, shallow)
-    assert set(b) == {"best_shallow_minus_best_l2", "best_l2_minus_best_gln"}
+    assert set(b) == {
+        "best_shallow_minus_best_l2",
+        "best_shallow_minus_best_l2_z",
+        "best_l2_minus_best_gln",
+        "best_l2_minus_best_gln_z",
+    }
     r = analysis.relu_metrics(relu, frame)
     assert r["error_lc_minus_rc"] == pytest.approx(-0.025)
+    assert r["error_lc_minus_rc_z"] < -1e6
     assert r["incons_hl_minus_lc"] == pytest.approx(-0.025)
     assert r["frac_h_lc_better_than_rc"] == 1.0
+    assert r["frac_h_lc_better_than_rc_beyond_se"] == 1.0
+    assert {"best_lc_minus_best_svm_gln_z", "best_rc_minus_best_svm_gln_z"} <= set(r)
+    mom = analysis.momentum_metrics(relu)
+    assert set(mom) >= {"gd_relu_error_m0_minus_m09_z", "incons_m0_minus_m09_z"}
+    assert mom["incons_m0_minus_m09"] == pytest.approx(0.0)  # same inconsistency at both
     beside = analysis.metrics_beside_authors(m, analysis.gln_metrics(reference.reference_frame()))
     assert list(beside.columns) == ["ours", "authors' data, same statistic"]
     assert set(m) <= set(beside.index)  # and whatever the authors' grid adds (C = 4, H = 100)
@@ -417,3 +521,75 @@ def test_every_claim_metric_is_named_literally_in_analysis():
     names = {c["metric"] for c in claims}
     missing = sorted(n for n in names if not re.search(rf'"{re.escape(n)}"', source))
     assert not missing, missing
+
+
+def test_momentum_metrics_see_the_network_worse_without_momentum():
+    rows = []
+    for H, N, seed in itertools.product((10, 20), (50,), SEEDS):
+        for momentum, err, inc in ((0.0, 0.12 + 0.001 * seed, 0.06), (0.9, 0.10, 0.04)):
+            base = {"H": H, "N": N, "seed": seed, "momentum": momentum}
+            rows.append({"method": "GD-ReLU", **base, "val_error": err})
+            rows.append({"method": "SVM-LC", **base, "val_error": err, "inconsistency": inc})
+    m = analysis.momentum_metrics(pd.DataFrame(rows))
+    assert m["gd_relu_error_m0_minus_m09"] == pytest.approx(0.021)
+    assert m["gd_relu_error_m0_minus_m09_z"] > 1
+    assert m["frac_gd_relu_worse_without_momentum"] == 1.0
+    assert m["incons_m0_minus_m09_z"] == np.inf
+    flipped = pd.DataFrame(rows).assign(momentum=lambda f: 0.9 - f["momentum"])
+    assert analysis.momentum_metrics(flipped)["gd_relu_error_m0_minus_m09_z"] < -1
+
+
+def test_group_sparsity_counts_units_with_zero_predictors():
+    rows = [
+        {
+            "method": m,
+            "depth": "deep",
+            "H": 10,
+            "C": 2,
+            "N": 50,
+            "median_init": True,
+            "momentum": mom,
+            "seed": s,
+            "active_units": a,
+        }
+        for m, a in (("SVM-GLN", 6), ("SVM-L2", 10))
+        for s in SEEDS
+        for mom in (0.0, 0.9)  # gln_frame repeats an SVM row per momentum: counted once
+    ]
+    frame = pd.DataFrame(rows)
+    frame.loc[(frame["method"] == "SVM-GLN") & (frame["seed"] == 2), "active_units"] = 5
+    table = analysis.zero_unit_table(frame).set_index("method")
+    assert table.loc["SVM-GLN", 10] == pytest.approx((0.4 + 0.4 + 0.5) / 3, abs=1e-4)
+    assert table.loc["SVM-L2", 10] == 0.0
+    m = analysis.sparsity_metrics(frame)
+    assert m["zero_units_gln_minus_l2_z"] > 1
+    dense = frame.assign(active_units=10)
+    assert np.isnan(analysis.sparsity_metrics(dense)["zero_units_gln_minus_l2_z"])  # a tie
+
+
+def test_relu_comparison_with_the_authors_flags_a_cell_off_by_two_points():
+    ref = reference.load_relu_reference()
+    assert set(ref["method"]) == {"GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL"}
+    assert ref["H"].max() == 100
+    cell = ref[(ref["method"] == "GD-ReLU") & (ref["H"] == 10) & (ref["N"] == 500)]
+    ours = pd.DataFrame(
+        {
+            "method": "GD-ReLU",
+            "depth": "relu",
+            "H": 10,
+            "C": 2,
+            "N": 500,
+            "median_init": True,
+            "momentum": cell["momentum"].to_numpy(),
+            "n_seeds": 3,
+            "val_error_mean": cell["val_error_mean"].to_numpy() + np.array([0.0, 0.02]),
+            "val_error_se": 0.001,
+        }
+    )
+    cmp = reference.compare_relu(ours, ref)
+    assert cmp["within_tolerance"].tolist() == [True, False]
+    m = analysis.agreement_metrics(analysis.agreement_table(cmp))
+    assert m["frac_cells_within_1p5_gd_relu"] == 0.5
+    table = reference.authors_momentum(ref).set_index("method")
+    assert table.loc["GD-ReLU", "cells with error worse at momentum 0"] == 2
+    assert table.loc["GD-ReLU", "cells with both (error)"] == 12

@@ -129,6 +129,13 @@ def test_errors_and_inconsistency_figures():
         "Fig. 5 (momentum 0.9)a: errors",
         "Fig. 5 (momentum 0.9)b: inconsistency",
     ]
+    ref_relu = reference.load_relu_reference()
+    fig = figures.fig5ab(
+        analysis.relu_pair_table(relu, momentum=0.9), ref_relu[ref_relu["momentum"] == 0.9]
+    )
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    for m in ("SVM-RC", "SVM-LC", "SVM-HL"):
+        assert f"{m} (authors')" in labels  # the authors' published ReLU cell means
 
 
 def test_error_vs_h_figures_have_one_panel_per_training_size():
@@ -143,6 +150,10 @@ def test_error_vs_h_figures_have_one_panel_per_training_size():
     rs = analysis.relu_summary(_relu())
     fig = figures.fig3d(rs)
     assert _titles(fig) == ["Fig. 3d: C = 2, N = 50", "Fig. 3d: C = 2, N = 100"]
+    ref_relu = reference.load_relu_reference()
+    fig = figures.fig3d(rs.assign(N=500), ref_relu[ref_relu["momentum"] == 0.0])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "GD-ReLU (authors')" in labels
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["10", "20"]
 
 

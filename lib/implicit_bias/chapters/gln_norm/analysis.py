@@ -11,12 +11,7 @@ import cvxpy as cp
 import numpy as np
 import pandas as pd
 
-from implicit_bias.models.gln import (
-    inconsistency,
-    predict_gln,
-    uncorrelated_inconsistency,
-    unpack_signs,
-)
+from implicit_bias.models.gln import inconsistency, predict_gln
 from implicit_bias.models.gln_svm import SVMResult, solve_program, svm_gln, svm_l2
 from implicit_bias.models.gln_theory import (
     a_squared_minus_m,
@@ -34,30 +29,35 @@ from implicit_bias.models.gln_theory import (
     zeta_from_weights,
 )
 
+# re-exported: the notebook, figures and reference use them as analysis.*
+from .frames import (  # noqa: F401
+    BEST_LABELS,
+    GLN_METHODS,
+    GLN_SVMS,
+    RELU_BEST_LABELS,
+    RELU_BEST_QUERIES,
+    RELU_METHODS,
+    RELU_SVMS,
+    deep_reference,
+    deep_runs,
+    deep_svm_runs,
+    error_vs_h,
+    gln_frame,
+    mi_summary,
+    pair_table,
+    pairing_means,
+    pairing_table,
+    relu_frame,
+    relu_pair_table,
+    relu_summary,
+    run_counts,
+    seed_pairing_inconsistency,
+    summarize,
+    triangle_check,
+    triangle_table,
+    zero_unit_table,
+)
 from .tasks import gln_problem
-
-GLN_SVMS = ("SVM-GLN", "SVM-L2", "SVM-L2-eq23")  # the deep GLN's SVMs (Fig. 2a, b; Fig. 4a, b)
-GLN_METHODS = ["GD-GLN", "SVM-GLN", "SVM-L2", "SVM-L2-eq23"]  # Fig. 2d and 4c
-RELU_SVMS = ("SVM-RC", "SVM-LC", "SVM-HL")  # the ReLU network's SVMs (Fig. 3a, b; Fig. 5)
-RELU_METHODS = ["GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL"]  # Fig. 3d
-# Fig. 2c: the best model of each kind, labelled
-BEST_LABELS = {
-    "GD-shallow-GLN": "shallow GLN, GD",
-    "SVM-shallow": "shallow GLN, SVM",
-    "GD-GLN": "deep GLN, GD",
-    "SVM-L2": "deep GLN, SVM-L2",
-    "SVM-GLN": "deep GLN, SVM-GLN",
-}
-# Fig. 3c: the ReLU models beside deep GLNs of similar size (C = 2, H <= 50)
-RELU_BEST_LABELS = {
-    "GD-ReLU": "GD-ReLU",
-    "SVM-HL": "SVM-HL",
-    "SVM-LC": "SVM-LC",
-    "SVM-RC": "SVM-RC",
-    "GD-GLN": "deep GLN, GD (C = 2, H <= 50)",
-}
-RELU_BEST_QUERIES = {"GD-GLN": "C == 2 and H <= 50"}
-
 
 # -------------------------------------------------------------------------------------------
 # Theory sections of the chapter, each returning (table, metrics)
@@ -267,290 +267,6 @@ def toy_predictors(snap: dict, svm: SVMResult) -> pd.DataFrame:
 
 
 # -------------------------------------------------------------------------------------------
-# Result frames of the sweeps
-# -------------------------------------------------------------------------------------------
-
-
-def gln_frame(
-    gd_tasks_: list[dict], gd_results: list[dict], svm_tasks_: list[dict], svm_results: list[dict]
-) -> pd.DataFrame:
-    """One row per (method, depth, H, C, N, MI, momentum, seed): validation error and, for the
-    SVMs, the inconsistency with the GD network of the same configuration, seed and momentum,
-    2p(1-p) of that GD network, and the paired SVM-minus-GD gap."""
-    rows, gd_signs = [], {}
-    for t, r in zip(gd_tasks_, gd_results):
-        method = "GD-GLN" if t["depth"] == "deep" else "GD-shallow-GLN"
-        if r.get("status") == "error":  # a failed task: its rows are there, as missing
-            rows += [
-                {
-                    "method": method,
-                    "depth": t["depth"],
-                    "H": t["H"],
-                    "C": t["C"],
-                    "N": t["N"],
-                    "median_init": t["median_init"],
-                    "momentum": t["momentum"],
-                    "seed": seed,
-                    "val_error": None,
-                    "train_error": None,
-                    "status": "error",
-                }
-                for seed in t["seeds"]
-            ]
-            continue
-        for i, seed in enumerate(t["seeds"]):
-            key = (t["depth"], t["H"], t["C"], t["N"], t["median_init"], seed)
-            gd_signs.setdefault(key, {})[t["momentum"]] = (
-                unpack_signs(r["pred_val"][i], t["n_val"]),
-                r["val_error"][i],
-            )
-            rows.append(
-                {
-                    "method": method,
-                    "depth": t["depth"],
-                    "H": t["H"],
-                    "C": t["C"],
-                    "N": t["N"],
-                    "median_init": t["median_init"],
-                    "momentum": t["momentum"],
-                    "seed": seed,
-                    "val_error": r["val_error"][i],
-                    "train_error": r["train_error"][i],
-                    "status": "ok",
-                }
-            )
-    for t, r in zip(svm_tasks_, svm_results):
-        depth = "shallow" if t["method"] == "SVM-shallow" else "deep"
-        for i, seed in enumerate(t["seeds"]):
-            status = r.get("solver_status", [r.get("error", "error")] * len(t["seeds"]))[i]
-            err = r["val_error"][i] if "val_error" in r else None
-            key = (depth, t["H"], t["C"], t["N"], t["median_init"], seed)
-            for momentum, (signs, gd_err) in sorted(
-                gd_signs.get(key, {None: (None, None)}).items(), key=lambda kv: str(kv[0])
-            ):
-                row = {
-                    "method": t["method"],
-                    "depth": depth,
-                    "H": t["H"],
-                    "C": t["C"],
-                    "N": t["N"],
-                    "median_init": t["median_init"],
-                    "momentum": momentum,
-                    "seed": seed,
-                    "val_error": err,
-                    "status": status,
-                }
-                if err is not None and signs is not None:
-                    svm_signs = unpack_signs(r["pred_val"][i], t["n_val"])
-                    row.update(
-                        inconsistency=inconsistency(svm_signs, signs),
-                        incons_uncorrelated=uncorrelated_inconsistency(gd_err),
-                        svm_minus_gd=err - gd_err,
-                        gd_val_error=gd_err,
-                    )
-                rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def summarize(frame: pd.DataFrame, value: str = "val_error") -> pd.DataFrame:
-    """Mean, standard error (the paper's error bars) and count over seeds per configuration."""
-    keys = ["method", "depth", "H", "C", "N", "median_init", "momentum"]
-    g = frame.dropna(subset=[value]).groupby(keys, dropna=False)[value]
-    out = g.agg(["mean", "std", "count"]).reset_index()
-    out["se"] = out["std"] / np.sqrt(out["count"])
-    return out.rename(
-        columns={
-            "mean": f"{value}_mean",
-            "se": f"{value}_se",
-            "std": f"{value}_std",
-            "count": "n_seeds",
-        }
-    )
-
-
-def relu_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
-    """One row per (method, H, N, momentum, seed) of the ReLU experiments (Sec. 5.2): validation
-    error and, for the SVMs, inconsistency with the GD-ReLU and its 2p(1-p)."""
-    rows = []
-    for t, r in zip(tasks, results):
-        if r.get("status") == "error":  # a failed task: its rows are there, as missing
-            rows += [
-                {
-                    "method": m,
-                    "H": t["H"],
-                    "N": t["N"],
-                    "momentum": t["momentum"],
-                    "seed": seed,
-                    "val_error": None,
-                    "status": "error",
-                }
-                for seed in t["seeds"]
-                for m in ("GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL")
-            ]
-            continue
-        gd = r["GD-ReLU"]["val_error"]
-        for i, seed in enumerate(t["seeds"]):
-            base = {"H": t["H"], "N": t["N"], "momentum": t["momentum"], "seed": seed}
-            rows.append({"method": "GD-ReLU", **base, "val_error": gd[i], "status": "ok"})
-            for m in ("SVM-RC", "SVM-LC", "SVM-HL"):
-                rows.append(
-                    {
-                        "method": m,
-                        **base,
-                        "val_error": r[m]["val_error"][i],
-                        "inconsistency": r[m]["inconsistency"][i],
-                        "incons_uncorrelated": uncorrelated_inconsistency(gd[i]),
-                        "gd_val_error": gd[i],
-                        "status": r[m]["solver_status"][i],
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-def run_counts(frame: pd.DataFrame) -> pd.Series:
-    """Runs per method and status (a failed solve or task shows here)."""
-    return frame.groupby(["method", "status"]).size().rename("runs")
-
-
-def deep_runs(frame: pd.DataFrame, median_init: bool = True) -> pd.DataFrame:
-    """Fig. 2a, b (median init) and Fig. 4a, b (without): the deep GLN's rows at momentum 0."""
-    mi = frame["median_init"] if median_init else ~frame["median_init"]
-    return frame[mi & (frame["momentum"] == 0.0) & (frame["depth"] == "deep")]
-
-
-def deep_reference(ref: pd.DataFrame, median_init: bool = True) -> pd.DataFrame:
-    """The authors' deep-GLN cells of Fig. 2a, b (median init) or Fig. 4a, b (without), H <= 100."""
-    mi = ref["median_init"] if median_init else ~ref["median_init"]
-    return ref[(ref["depth"] == "deep") & mi & (ref["H"] <= 100)]
-
-
-def mi_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2d and 4c: configuration means with median init, momentum 0."""
-    return summary[summary["median_init"] & (summary["momentum"] == 0.0)]
-
-
-def relu_summary(relu: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 3d: configuration means of the ReLU experiments at momentum 0 (labelled like the
-    deep GLN's, C = 2 and median init, so `error_vs_h` applies)."""
-    rs = summarize(relu.assign(depth="relu", C=2, median_init=True))
-    return rs[rs["momentum"] == 0.0]
-
-
-# -------------------------------------------------------------------------------------------
-# The numbers each figure plots
-# -------------------------------------------------------------------------------------------
-
-
-def pair_table(
-    frame: pd.DataFrame, x_method: str = "GD-GLN", methods=GLN_SVMS, keys=("H", "C", "N")
-) -> pd.DataFrame:
-    """Fig. 2a, b / 3a, b: configuration means (± se over seeds) of each of `methods` beside
-    the reference method's (its error and inconsistency with it)."""
-    keys = list(keys)
-    s = frame.dropna(subset=["val_error"]).groupby(["method"] + keys)
-    agg = s.agg(
-        val_error=("val_error", "mean"),
-        val_error_se=("val_error", "sem"),
-        inconsistency=("inconsistency", "mean"),
-        inconsistency_se=("inconsistency", "sem"),
-    ).reset_index()
-    ref = agg[agg["method"] == x_method][keys + ["val_error", "val_error_se"]].rename(
-        columns={"val_error": "gd_error", "val_error_se": "gd_error_se"}
-    )
-    return agg[agg["method"].isin(list(methods))].merge(ref, on=keys)
-
-
-def relu_pair_table(relu: pd.DataFrame, momentum: float = 0.0) -> pd.DataFrame:
-    """Fig. 3a, b (momentum 0) and Fig. 5 (momentum 0.9): the ReLU network's SVMs against it."""
-    return pair_table(relu[relu["momentum"] == momentum], "GD-ReLU", RELU_SVMS, ("H", "N"))
-
-
-def error_vs_h(summary: pd.DataFrame, methods, C: int = 2) -> pd.DataFrame:
-    """Fig. 2d / 3d / 4c: the configuration means of `methods` with C contexts, by N, then method,
-    then H (what the panels draw)."""
-    rows = []
-    for N in sorted(summary["N"].unique()):
-        for m in methods:
-            s = summary[
-                (summary["method"] == m) & (summary["N"] == N) & (summary["C"] == C)
-            ].sort_values("H")
-            if len(s):
-                rows.append(s.assign(source="ours"))
-    return pd.concat(rows) if rows else pd.DataFrame()
-
-
-# -------------------------------------------------------------------------------------------
-# Inconsistency and seed pairing (Fig. 2b)
-# -------------------------------------------------------------------------------------------
-
-
-def seed_pairing_inconsistency(
-    gd_tasks_: list[dict],
-    gd_results: list[dict],
-    svm_tasks_: list[dict],
-    svm_results: list[dict],
-    method: str = "SVM-GLN",
-) -> pd.DataFrame:
-    """Inconsistency between `method` and the GD-GLN (momentum 0) per configuration, pairing
-    each SVM with the GD network of the same seed (same hyperplanes and training subset: the
-    definition) and, for comparison, with GD networks of the other seeds; plus GD vs GD across
-    seeds. Shows what the inconsistency of unrelated draws of the same configuration is."""
-    gd = {
-        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
-        for t, r in zip(gd_tasks_, gd_results)
-        if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
-    }
-    rows = []
-    for t, r in zip(svm_tasks_, svm_results):
-        key = (t["H"], t["C"], t["N"], t["median_init"])
-        if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
-            continue
-        gt, gr = gd[key]
-        S = [unpack_signs(p, t["n_val"]) for p in r["pred_val"]]
-        G = [unpack_signs(p, gt["n_val"]) for p in gr["pred_val"]]
-        k = len(S)
-        rows.append(
-            {
-                "H": t["H"],
-                "C": t["C"],
-                "N": t["N"],
-                "median_init": t["median_init"],
-                "same seed (definition)": np.mean([inconsistency(S[i], G[i]) for i in range(k)]),
-                "SVM vs GD of another seed": np.mean(
-                    [inconsistency(S[i], G[j]) for i in range(k) for j in range(k) if i != j]
-                ),
-                "GD vs GD of another seed": np.mean(
-                    [inconsistency(G[i], G[j]) for i in range(k) for j in range(i + 1, k)]
-                ),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def pairing_table(
-    gd_tasks_: list[dict],
-    gd_results: list[dict],
-    svm_tasks_: list[dict],
-    svm_results: list[dict],
-    ref: pd.DataFrame,
-) -> pd.DataFrame:
-    """`seed_pairing_inconsistency` of the SVM-GLN, with the authors' published inconsistency
-    beside it where their grid has the cell."""
-    pairing = seed_pairing_inconsistency(gd_tasks_, gd_results, svm_tasks_, svm_results)
-    r_inc = ref[ref["method"] == "SVM-GLN"][["H", "C", "N", "median_init", "inconsistency_mean"]]
-    return pairing.merge(
-        r_inc.rename(columns={"inconsistency_mean": "authors' (published)"}),
-        on=["H", "C", "N", "median_init"],
-        how="left",
-    )
-
-
-def pairing_means(pairing: pd.DataFrame) -> pd.DataFrame:
-    """The columns of `pairing_table` averaged over its cells."""
-    return pairing.drop(columns=["H", "C", "N", "median_init"]).mean().round(4).to_frame("mean")
-
-
-# -------------------------------------------------------------------------------------------
 # Agreement with the authors' published numbers (the comparison itself: reference.py)
 # -------------------------------------------------------------------------------------------
 
@@ -575,6 +291,10 @@ def agreement_metrics(agreement: pd.DataFrame) -> dict[str, float]:
         "frac_cells_within_1p5_svm_l2": frac("SVM-L2"),
         "frac_cells_within_1p5_gd_shallow": frac("GD-shallow-GLN"),
         "frac_cells_within_1p5_svm_shallow": frac("SVM-shallow"),
+        "frac_cells_within_1p5_gd_relu": frac("GD-ReLU"),
+        "frac_cells_within_1p5_svm_rc": frac("SVM-RC"),
+        "frac_cells_within_1p5_svm_lc": frac("SVM-LC"),
+        "frac_cells_within_1p5_svm_hl": frac("SVM-HL"),
     }
 
 
@@ -610,9 +330,75 @@ def best_gln(frame: pd.DataFrame, shallow: pd.DataFrame) -> pd.DataFrame:
     return best_table(pd.concat([frame, shallow]), BEST_LABELS)
 
 
-def best_relu(relu: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 3c: the best ReLU models and deep GLNs of similar size per training size."""
+def best_relu(
+    relu: pd.DataFrame, frame: pd.DataFrame, momentum: float | None = None
+) -> pd.DataFrame:
+    """Fig. 3c: the best ReLU models (at `momentum`; None: over both) and deep GLNs of similar
+    size per training size."""
+    if momentum is not None:
+        relu = relu[relu["momentum"] == momentum]
     return best_table(pd.concat([relu, frame]), RELU_BEST_LABELS, RELU_BEST_QUERIES)
+
+
+def best_per_seed(frame: pd.DataFrame, method: str, query: str | None = None) -> pd.Series:
+    """`best_per_n` before the mean over seeds: the best validation error per (N, seed)."""
+    f = frame[frame["method"] == method].dropna(subset=["val_error"])
+    if query:
+        f = f.query(query)
+    return f.groupby(["N", "seed"])["val_error"].min()
+
+
+# -------------------------------------------------------------------------------------------
+# Differences beyond the seed-to-seed standard error (the claims file's rule for "better")
+# -------------------------------------------------------------------------------------------
+
+
+def mean_se(points: pd.DataFrame, value: str = "diff") -> tuple[float, float]:
+    """Mean of the per-seed `value`s over all points, and its seed-to-seed standard error: the
+    standard deviation over seeds of each seed's mean, over sqrt(number of seeds). Points of one
+    seed share its training subset (and contexts), so they are not independent of each other;
+    the seeds are."""
+    d = points.dropna(subset=[value])
+    per_seed = d.groupby("seed")[value].mean()
+    if len(per_seed) < 2:
+        return _mean(d[value]), float("nan")
+    return float(d[value].mean()), float(per_seed.std(ddof=1) / np.sqrt(len(per_seed)))
+
+
+def z_score(points: pd.DataFrame, value: str = "diff") -> float:
+    """`mean_se`'s mean in units of its standard error (NaN when it cannot be estimated; +-inf
+    for a nonzero difference that is the same for every seed)."""
+    m, se = mean_se(points, value)
+    if np.isnan(se) or (se == 0 and m == 0):
+        return float("nan")
+    return m / se if se > 0 else float(np.sign(m) * np.inf)
+
+
+def contrast_z(points: pd.DataFrame, col: str, value: str = "diff") -> float:
+    """(mean `value` at the largest `col`) - (mean at the smallest), in units of its seed-to-seed
+    standard error (the contrast computed per seed): a "grows with" test."""
+    d = points.dropna(subset=[value])
+    if d[col].nunique() < 2:
+        return float("nan")
+    hi = d[d[col] == d[col].max()].groupby("seed")[value].mean()
+    lo = d[d[col] == d[col].min()].groupby("seed")[value].mean()
+    return z_score((hi - lo).dropna().rename("diff").reset_index())
+
+
+def paired(frame: pd.DataFrame, a: str, b: str, keys, value: str = "val_error") -> pd.DataFrame:
+    """Per-seed points where both methods have a value: `diff` = a's `value` minus b's."""
+    piv = frame.pivot_table(index=list(keys) + ["seed"], columns="method", values=value)
+    if not {a, b} <= set(piv.columns):
+        return pd.DataFrame(columns=list(keys) + ["seed", "diff"])
+    return (piv[a] - piv[b]).rename("diff").dropna().reset_index()
+
+
+def best_paired(frame: pd.DataFrame, a, b) -> pd.DataFrame:
+    """Fig. 2c / 3c: per (N, seed), the best of method a minus the best of method b; a and b are
+    methods or (method, query) pairs."""
+    a, b = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
+    diff = best_per_seed(frame, *a) - best_per_seed(frame, *b)
+    return diff.rename("diff").dropna().reset_index()
 
 
 # -------------------------------------------------------------------------------------------
@@ -625,12 +411,19 @@ def _mean(series) -> float:
     return float(s.mean()) if len(s) else float("nan")
 
 
+CELLS = ["H", "C", "N"]  # a deep-GLN configuration (Fig. 2a, b: MI, momentum 0)
+MUCH = 0.02  # the chapter's reading of "much" better / lower: 2 percentage points
+
+
 def _svm_vs_gd(main: pd.DataFrame, method: str) -> dict[str, float]:
-    """`method`'s per-seed points against the paired GD-GLN: mean gap, share better than GD,
-    correlation of the errors, mean inconsistency and share below 2p(1-p)."""
+    """`method`'s per-seed points against the paired GD-GLN: mean gap (and in standard errors),
+    share better than GD, correlation of the errors, mean inconsistency, share below 2p(1-p)
+    and the mean of inconsistency - 2p(1-p) in standard errors."""
     s = main[main["method"] == method].dropna(subset=["svm_minus_gd"])
+    s = s.assign(below=s["inconsistency"] - s["incons_uncorrelated"])
     return {
         "gap": _mean(s["svm_minus_gd"]),
+        "gap_z": z_score(s, "svm_minus_gd"),
         "better": _mean(s["svm_minus_gd"] < 0),
         "corr": (
             float(np.corrcoef(s["val_error"], s["gd_val_error"])[0, 1])
@@ -639,21 +432,35 @@ def _svm_vs_gd(main: pd.DataFrame, method: str) -> dict[str, float]:
         ),
         "incons": _mean(s["inconsistency"]),
         "below": _mean(s["inconsistency"] < s["incons_uncorrelated"]),
+        "below_z": z_score(s, "below"),
     }
+
+
+def _share_of_decided(points: pd.DataFrame, cells) -> float:
+    """Among configurations whose mean difference over seeds is beyond one seed-to-seed standard
+    error, the share where it is negative (a tie decides nothing)."""
+    d = points.dropna(subset=["diff"])
+    g = d.groupby(list(cells))["diff"].agg(["mean", "std", "count"])
+    z = g["mean"] / (g["std"] / np.sqrt(g["count"]))
+    decided = z[z.abs() > 1]
+    return float((decided < 0).mean()) if len(decided) else float("nan")
 
 
 def gln_metrics(frame: pd.DataFrame) -> dict[str, float]:
     """The quantities behind the claims of Sec. 4.1 and C.1, from `gln_frame` rows (deep GLN).
-    'main' is the paper's Fig. 2a set: median init, momentum 0, C in {2, 4}, per-seed points."""
+    'main' is the paper's Fig. 2a set: median init, momentum 0, C in {2, 4}, per-seed points.
+    Metrics ending in `_z` are differences in units of their seed-to-seed standard error."""
     deep = frame[(frame["depth"] == "deep") & (frame["momentum"] == 0.0)]
     main = deep[deep["median_init"]]
     gln, l2, eq23 = (_svm_vs_gd(main, m) for m in ("SVM-GLN", "SVM-L2", "SVM-L2-eq23"))
     out: dict[str, float] = {
         "gap_gln_minus_gd": gln["gap"],
+        "gap_gln_minus_gd_z": gln["gap_z"],
         "frac_gln_better_than_gd": gln["better"],
         "corr_gln_gd": gln["corr"],
         "incons_gln": gln["incons"],
         "frac_incons_gln_below_uncorrelated": gln["below"],
+        "incons_gln_minus_uncorrelated_z": gln["below_z"],
         "gap_l2_minus_gd": l2["gap"],
         "frac_l2_better_than_gd": l2["better"],
         "corr_l2_gd": l2["corr"],
@@ -665,98 +472,198 @@ def gln_metrics(frame: pd.DataFrame) -> dict[str, float]:
         "incons_l2eq23": eq23["incons"],
         "frac_incons_l2eq23_below_uncorrelated": eq23["below"],
     }
-    out["incons_l2_minus_gln"] = out["incons_l2"] - out["incons_gln"]
+    inc = paired(main, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
+    out["incons_l2_minus_gln"] = _mean(inc["diff"])
+    out["incons_l2_minus_gln_z"] = z_score(inc)
+    # "much lower": beyond MUCH by more than one standard error
+    out["incons_l2_minus_gln_beyond_much_z"] = z_score(inc.assign(diff=inc["diff"] - MUCH))
+    out["frac_configs_gln_better_than_gd_beyond_se"] = _share_of_decided(
+        paired(main, "SVM-GLN", "GD-GLN", CELLS), CELLS
+    )
     # Fig. 2d: SVM-L2 minus SVM-GLN per H (C = 2, MI), averaged over N and seeds
-    c2 = summarize(main[main["C"] == 2])
-    piv = c2.pivot_table(index="H", columns="method", values="val_error_mean")
-    if {"SVM-L2", "SVM-GLN"} <= set(piv.columns):
-        gap = (piv["SVM-L2"] - piv["SVM-GLN"]).dropna()
-        out["gap_l2_minus_gln_smallest_H"] = float(gap.iloc[0])
-        out["gap_l2_minus_gln_largest_H"] = float(gap.iloc[-1])
-        out["gap_l2_shrinks_with_H"] = bool(gap.iloc[0] > gap.iloc[-1])
+    c2 = main[main["C"] == 2]
+    gap = paired(c2, "SVM-L2", "SVM-GLN", ["H", "N"])
+    if len(gap):
+        by_h = gap.groupby("H")["diff"].mean()
+        out["gap_l2_minus_gln_smallest_H"] = float(by_h.iloc[0])
+        out["gap_l2_minus_gln_largest_H"] = float(by_h.iloc[-1])
+        out["gap_l2_shrinks_with_H"] = bool(by_h.iloc[0] > by_h.iloc[-1])
+        out["gap_l2_minus_gln_shrink_z"] = -contrast_z(gap, "H")
     # Sec. C.1: without median init
     nomi = deep[~deep["median_init"]]
     if len(nomi):
-        paired = (
-            summarize(deep[deep["method"] == "GD-GLN"])
-            .pivot_table(index=["H", "C", "N"], columns="median_init", values="val_error_mean")
-            .dropna()
+        gd = deep[deep["method"] == "GD-GLN"].assign(
+            method=np.where(deep[deep["method"] == "GD-GLN"]["median_init"], "MI", "no MI")
         )
-        out["gd_error_nomi_minus_mi"] = float((paired[False] - paired[True]).mean())
-        s = nomi.dropna(subset=["inconsistency"])
-        out["incons_l2_minus_gln_nomi"] = _mean(
-            s[s["method"] == "SVM-L2"]["inconsistency"]
-        ) - _mean(s[s["method"] == "SVM-GLN"]["inconsistency"])
-        out["gap_gln_minus_gd_nomi"] = _mean(s[s["method"] == "SVM-GLN"]["svm_minus_gd"])
-    # Sec. C.1 / Fig. 4c: C = 4 at the largest H, SVM-L2 minus SVM-GLN, smallest over N
-    # SVM-only: rows without a paired GD run carry momentum NaN
-    svm_rows = frame[
-        (frame["depth"] == "deep")
-        & frame["median_init"]
-        & (frame["momentum"].isna() | (frame["momentum"] == 0.0))
-    ]
-    c4 = summarize(svm_rows[svm_rows["C"] == 4])
+        mi_gap = paired(gd, "no MI", "MI", CELLS)
+        out["gd_error_nomi_minus_mi"] = _mean(mi_gap["diff"])
+        out["gd_error_nomi_minus_mi_z"] = z_score(mi_gap)
+        inc = paired(nomi, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
+        out["incons_l2_minus_gln_nomi"] = _mean(inc["diff"])
+        out["incons_l2_minus_gln_nomi_z"] = z_score(inc)
+        s = nomi[nomi["method"] == "SVM-GLN"].dropna(subset=["svm_minus_gd"])
+        out["gap_gln_minus_gd_nomi"] = _mean(s["svm_minus_gd"])
+        out["gap_gln_minus_gd_nomi_z"] = z_score(s, "svm_minus_gd")
+    # Sec. C.1 / Fig. 4c: C = 4 at the largest H, SVM-L2 minus SVM-GLN per N (z over seeds)
+    svm_rows = frame[(frame["depth"] == "deep") & frame["median_init"]]
+    svm_rows = svm_rows.drop_duplicates(["method", "H", "C", "N", "seed"])
+    c4 = svm_rows[svm_rows["C"] == 4]
     if len(c4) and c4["H"].max() >= 100:
-        last = c4[c4["H"] == c4["H"].max()].pivot_table(
-            index="N", columns="method", values="val_error_mean"
-        )
-        if {"SVM-L2", "SVM-GLN"} <= set(last.columns):
-            out["gap_l2_minus_gln_c4_h100_min_over_n"] = float(
-                (last["SVM-L2"] - last["SVM-GLN"]).min()
-            )
+        last = paired(c4[c4["H"] == c4["H"].max()], "SVM-L2", "SVM-GLN", ["N"])
+        if len(last):
+            by_n = last.groupby("N")["diff"].agg(["mean", "std", "count"])
+            z = by_n["mean"] / (by_n["std"] / np.sqrt(by_n["count"]))
+            out["gap_l2_minus_gln_c4_h100_min_over_n"] = float(by_n["mean"].min())
+            out["gap_l2_minus_gln_c4_h100_z_min_over_n"] = float(z.min())
     return out
+
+
+def pairing_metrics(pairing: pd.DataFrame) -> dict[str, float]:
+    """`pairing_table` averaged with and without median init: our same-seed inconsistency and the
+    authors' published one over the cells both have."""
+    both = pairing.dropna(subset=["authors' (published)"])
+    out = {}
+    for mi, name in ((True, "mi"), (False, "no_mi")):
+        c = both[both["median_init"] == mi]
+        ours, theirs = _mean(c["same seed (definition)"]), _mean(c["authors' (published)"])
+        out[f"incons_same_seed_{name}"] = ours
+        out[f"incons_authors_{name}"] = theirs
+    return {
+        "incons_same_seed_mi": out["incons_same_seed_mi"],
+        "incons_authors_mi": out["incons_authors_mi"],
+        "incons_same_seed_no_mi": out["incons_same_seed_no_mi"],
+        "incons_authors_no_mi": out["incons_authors_no_mi"],
+    }
+
+
+def triangle_metrics(ours: pd.DataFrame, authors: pd.DataFrame) -> dict[str, float]:
+    """How many per-seed SVM points break the triangle bound (`frames.triangle_check`): ours,
+    and the authors' with and without median init."""
+    o, a = triangle_check(ours), triangle_check(authors)
+    return {
+        "triangle_breaks_ours": float(o["breaks"].sum()),
+        "triangle_breaks_authors_mi": float(a[a["median_init"]]["breaks"].sum()),
+        "triangle_breaks_authors_no_mi": float(a[~a["median_init"]]["breaks"].sum()),
+    }
+
+
+def sparsity_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """Sec. 4.2's group sparsity: share of units with zeta_h = 0, SVM-GLN against SVM-L2 (the
+    same problems, per seed), and whether the SVM-GLN's share grows with H."""
+    s = deep_svm_runs(frame)
+    s = s.assign(zero_share=1 - s["active_units"] / s["H"])
+    keys = ["H", "C", "N", "median_init"]
+    d = paired(s, "SVM-GLN", "SVM-L2", keys, "zero_share")
+    g = s[s["method"] == "SVM-GLN"]
+    return {
+        "zero_units_gln": _mean(g["zero_share"]),
+        "zero_units_l2": _mean(s[s["method"] == "SVM-L2"]["zero_share"]),
+        "zero_units_gln_minus_l2_z": z_score(d),
+        "zero_units_gln_growth_z": contrast_z(g, "H", "zero_share"),
+    }
 
 
 def best_metrics(frame: pd.DataFrame, shallow: pd.DataFrame) -> dict[str, float]:
     """Fig. 2c: best shallow GLN (GD) vs the best deep SVM-L2 / SVM-GLN, per N (H <= 100)."""
     both = pd.concat([frame, shallow])
-    b = {
-        m: best_per_n(both, m).set_index("N")["mean"]
-        for m in ("GD-shallow-GLN", "SVM-L2", "SVM-GLN", "GD-GLN")
-    }
+    sh_l2 = best_paired(both, "GD-shallow-GLN", "SVM-L2")
+    l2_gln = best_paired(both, "SVM-L2", "SVM-GLN")
     return {
-        "best_shallow_minus_best_l2": float((b["GD-shallow-GLN"] - b["SVM-L2"]).mean()),
-        "best_l2_minus_best_gln": float((b["SVM-L2"] - b["SVM-GLN"]).mean()),
+        "best_shallow_minus_best_l2": _mean(sh_l2["diff"]),
+        "best_shallow_minus_best_l2_z": z_score(sh_l2),
+        "best_l2_minus_best_gln": _mean(l2_gln["diff"]),
+        "best_l2_minus_best_gln_z": z_score(l2_gln),
     }
 
 
-def relu_metrics(frame: pd.DataFrame, gln: pd.DataFrame | None = None) -> dict[str, float]:
-    """The quantities behind the claims of Sec. 5.2 and C.2 (momentum 0 unless stated)."""
-    f = frame[frame["momentum"] == 0.0]
-    mean = {
-        m: _mean(f[f["method"] == m]["val_error"])
-        for m in ("GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL")
-    }
-    inc = {m: _mean(f[f["method"] == m]["inconsistency"]) for m in ("SVM-RC", "SVM-LC", "SVM-HL")}
+RELU_CELLS = ["H", "N"]
+SIMILAR_GLN = "C == 2 and H <= 50"  # Fig. 3c: no more parameters than the FReLU
+
+
+def relu_metrics(
+    frame: pd.DataFrame, gln: pd.DataFrame | None = None, momentum: float = 0.0
+) -> dict[str, float]:
+    """The quantities behind the claims of Sec. 5.2 (Fig. 3) at `momentum` (the paper's Fig. 3:
+    0.9; Fig. 5 adds 0). Differences are paired per seed where both models have a solution."""
+    f = frame[frame["momentum"] == momentum]
     rc = f[f["method"] == "SVM-RC"].dropna(subset=["val_error"])
+    rc = rc.assign(below=rc["inconsistency"] - rc["incons_uncorrelated"])
     out = {
         "corr_rc_gd_relu": (
             float(np.corrcoef(rc["val_error"], rc["gd_val_error"])[0, 1])
             if len(rc) > 2
             else float("nan")
         ),
-        "incons_rc": inc["SVM-RC"],
-        "frac_incons_rc_below_uncorrelated": _mean(rc["inconsistency"] < rc["incons_uncorrelated"]),
-        "error_lc_minus_rc": mean["SVM-LC"] - mean["SVM-RC"],
-        "incons_lc_minus_rc": inc["SVM-LC"] - inc["SVM-RC"],
-        "error_hl_minus_lc": mean["SVM-HL"] - mean["SVM-LC"],
-        "incons_hl_minus_lc": inc["SVM-HL"] - inc["SVM-LC"],
+        "incons_rc": _mean(rc["inconsistency"]),
+        "frac_incons_rc_below_uncorrelated": _mean(rc["below"] < 0),
+        "incons_rc_minus_uncorrelated_z": z_score(rc, "below"),
     }
-    best = {
-        m: best_per_n(frame, m).set_index("N")["mean"]
-        for m in ("GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL")
-    }
-    out["best_hl_minus_best_gd_relu"] = float((best["SVM-HL"] - best["GD-ReLU"]).mean())
-    s = summarize(f.assign(depth="relu", C=2, median_init=True))
-    piv = s.pivot_table(index="H", columns="method", values="val_error_mean")
-    out["frac_h_lc_better_than_rc"] = float((piv["SVM-LC"] < piv["SVM-RC"]).mean())
-    disparity = (piv["SVM-LC"] - piv["GD-ReLU"]).dropna()
-    out["lc_disparity_grows_with_H"] = bool(disparity.iloc[-1] > disparity.iloc[0])
+    lc_rc = paired(f, "SVM-LC", "SVM-RC", RELU_CELLS)
+    lc_rc_inc = paired(f, "SVM-LC", "SVM-RC", RELU_CELLS, "inconsistency")
+    hl_lc = paired(f, "SVM-HL", "SVM-LC", RELU_CELLS)
+    hl_lc_inc = paired(f, "SVM-HL", "SVM-LC", RELU_CELLS, "inconsistency")
+    out.update(
+        {
+            "error_lc_minus_rc": _mean(lc_rc["diff"]),
+            "error_lc_minus_rc_z": z_score(lc_rc),
+            "incons_lc_minus_rc": _mean(lc_rc_inc["diff"]),
+            "incons_lc_minus_rc_z": z_score(lc_rc_inc),
+            "error_hl_minus_lc": _mean(hl_lc["diff"]),
+            "error_hl_minus_lc_z": z_score(hl_lc),
+            "incons_hl_minus_lc": _mean(hl_lc_inc["diff"]),
+            "incons_hl_minus_lc_z": z_score(hl_lc_inc),
+        }
+    )
+    hl_gd = best_paired(f, "SVM-HL", "GD-ReLU")
+    out["best_hl_minus_best_gd_relu"] = _mean(hl_gd["diff"])
+    out["best_hl_minus_best_gd_relu_z"] = z_score(hl_gd)
+    by_h = [z_score(lc_rc[lc_rc["H"] == h]) for h in sorted(lc_rc["H"].unique())]
+    out["frac_h_lc_better_than_rc"] = _mean(lc_rc.groupby("H")["diff"].mean() < 0)
+    out["frac_h_lc_better_than_rc_beyond_se"] = _mean(np.array(by_h) < -1)
+    disparity = paired(f, "SVM-LC", "GD-ReLU", RELU_CELLS)
+    by_h_mean = disparity.groupby("H")["diff"].mean()
+    out["lc_disparity_grows_with_H"] = bool(by_h_mean.iloc[-1] > by_h_mean.iloc[0])
+    out["lc_disparity_growth_z"] = contrast_z(disparity, "H")
     if gln is not None:  # Fig. 3c: deep GLNs with C = 2 and H <= 50 (no more parameters)
-        g = best_per_n(gln, "GD-GLN", "C == 2 and H <= 50").set_index("N")["mean"]
-        out["best_lc_minus_best_gln"] = float((best["SVM-LC"] - g).mean())
-        out["best_rc_minus_best_gln"] = float((best["SVM-RC"] - g).mean())
+        both = pd.concat([f, gln])
+        lc_svm = best_paired(both, "SVM-LC", ("SVM-GLN", SIMILAR_GLN))
+        rc_svm = best_paired(both, "SVM-RC", ("SVM-GLN", SIMILAR_GLN))
+        lc_gd = best_paired(both, "SVM-LC", ("GD-GLN", SIMILAR_GLN))
+        rc_gd = best_paired(both, "SVM-RC", ("GD-GLN", SIMILAR_GLN))
+        out.update(
+            {
+                "best_lc_minus_best_svm_gln": _mean(lc_svm["diff"]),
+                "best_lc_minus_best_svm_gln_z": z_score(lc_svm),
+                "best_rc_minus_best_svm_gln": _mean(rc_svm["diff"]),
+                "best_rc_minus_best_svm_gln_z": z_score(rc_svm),
+                "best_lc_minus_best_gd_gln": _mean(lc_gd["diff"]),
+                "best_rc_minus_best_gd_gln": _mean(rc_gd["diff"]),
+            }
+        )
     return out
+
+
+def momentum_metrics(relu: pd.DataFrame) -> dict[str, float]:
+    """Appendix C.2: without momentum (0 against 0.9, paired per H, N and seed) the GD-ReLU's
+    error and its inconsistency with the SVMs (SVM-RC, SVM-LC, SVM-HL; pairs where both solves
+    exist). Positive: worse without momentum."""
+    m = relu.assign(method=relu["method"] + np.where(relu["momentum"] == 0.0, " m0", " m0.9"))
+    err = paired(m, "GD-ReLU m0", "GD-ReLU m0.9", RELU_CELLS)
+    inc = pd.concat(
+        [
+            paired(m, f"{s} m0", f"{s} m0.9", RELU_CELLS, "inconsistency").assign(svm=s)
+            for s in RELU_SVMS
+        ]
+    )
+    if not len(err):
+        return {}
+    return {
+        "gd_relu_error_m0_minus_m09": _mean(err["diff"]),
+        "gd_relu_error_m0_minus_m09_z": z_score(err),
+        "frac_gd_relu_worse_without_momentum": _mean(err["diff"] > 0),
+        "incons_m0_minus_m09": _mean(inc["diff"]),
+        "incons_m0_minus_m09_z": z_score(inc),
+    }
 
 
 def metrics_beside_authors(ours: dict, theirs: dict) -> pd.DataFrame:

@@ -157,8 +157,10 @@ def _errors_and_inconsistency(
             axes[1], t["gd_error"], t["inconsistency"], t["gd_error_se"], t["inconsistency_se"], m
         )
     if ref is not None and len(ref):
-        for m in ("SVM-GLN", "SVM-L2"):
-            r = ref[ref["method"] == m]
+        for m in methods:
+            r = ref[ref["method"] == m].dropna(subset=["val_error_mean"])
+            if not len(r):
+                continue
             axes[0].scatter(
                 r["gd_ref_val_error_mean"],
                 r["val_error_mean"],
@@ -211,14 +213,15 @@ def fig4ab_no_mi(table: pd.DataFrame, ref: pd.DataFrame | None = None) -> Figure
     return _errors_and_inconsistency(table, ref, "GD-GLN", GLN_SVMS, "Fig. 4 (no MI)")
 
 
-def fig3ab(table: pd.DataFrame) -> Figure:
-    """Fig. 3a, b: the FReLU and hidden-layer SVMs against the GD-ReLU (momentum 0)."""
-    return _errors_and_inconsistency(table, None, "GD-ReLU", RELU_SVMS, "Fig. 3")
+def fig3ab(table: pd.DataFrame, ref: pd.DataFrame | None = None) -> Figure:
+    """Fig. 3a, b (Fig. 5's momentum-0 panels): the FReLU and hidden-layer SVMs against the
+    GD-ReLU at momentum 0 (`ref`: the authors' cell means, `reference.load_relu_reference`)."""
+    return _errors_and_inconsistency(table, ref, "GD-ReLU", RELU_SVMS, "Fig. 3")
 
 
-def fig5ab(table: pd.DataFrame) -> Figure:
-    """Fig. 5a, b: as Fig. 3a, b with momentum 0.9."""
-    return _errors_and_inconsistency(table, None, "GD-ReLU", RELU_SVMS, "Fig. 5 (momentum 0.9)")
+def fig5ab(table: pd.DataFrame, ref: pd.DataFrame | None = None) -> Figure:
+    """As Fig. 3a, b with momentum 0.9 (the paper's Fig. 3 setting)."""
+    return _errors_and_inconsistency(table, ref, "GD-ReLU", RELU_SVMS, "Fig. 5 (momentum 0.9)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,9 +290,10 @@ def fig4c_c4(summary: pd.DataFrame, ref: pd.DataFrame | None = None) -> Figure:
     return _error_vs_h(summary, ref, GLN_METHODS, 4, "Fig. 4c")
 
 
-def fig3d(summary: pd.DataFrame) -> Figure:
-    """Fig. 3d: the GD-ReLU and its SVMs against H (`analysis.relu_summary`)."""
-    return _error_vs_h(summary, None, RELU_METHODS, 2, "Fig. 3d")
+def fig3d(summary: pd.DataFrame, ref: pd.DataFrame | None = None) -> Figure:
+    """Fig. 3d: the GD-ReLU and its SVMs against H (`analysis.relu_summary`; `ref`: the authors'
+    cell means at the same momentum)."""
+    return _error_vs_h(summary, ref, RELU_METHODS, 2, "Fig. 3d")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -297,16 +301,19 @@ def fig3d(summary: pd.DataFrame) -> Figure:
 # ----------------------------------------------------------------------------------------------
 
 
-def _best_models(best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str) -> Figure:
+def _best_models(
+    best: pd.DataFrame, ref_best: pd.DataFrame | None, title: str, squares: tuple = ()
+) -> Figure:
     """The best model of each kind per training size (min over hyperparameters per seed, mean
-    ± 1 s.e. over seeds; `analysis.best_table`); the authors' numbers dashed."""
+    ± 1 s.e. over seeds; `analysis.best_table`); the authors' numbers dashed; the labels in
+    `squares` with square markers (a second family of models in the same colours)."""
     fig, ax = figure(1, 1, width=6.4)
     for m, s in best.groupby("label", sort=False):
         ax.errorbar(
             s["N"],
             s["mean"],
             yerr=s["se"],
-            marker="o",
+            marker="s" if m in squares else "o",
             ms=4,
             color=_color(s["method"].iloc[0]),
             label=m,
@@ -342,5 +349,7 @@ def fig2c(best: pd.DataFrame, ref_best: pd.DataFrame | None = None) -> Figure:
 
 
 def fig3c(best: pd.DataFrame) -> Figure:
-    """Fig. 3c: best ReLU models vs deep GLNs of similar size (`analysis.best_relu`)."""
-    return _best_models(best, None, "Fig. 3c")
+    """Fig. 3c: best ReLU models vs deep GLNs of similar size (`analysis.best_relu`; the deep
+    GLNs with square markers)."""
+    gln = tuple(label for label in best["label"].unique() if label.startswith("deep GLN"))
+    return _best_models(best, None, "Fig. 3c", squares=gln)

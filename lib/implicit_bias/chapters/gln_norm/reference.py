@@ -144,6 +144,85 @@ def this_run_comparison(
     return compare_with_reference(summarize(pd.concat([frame, shallow])), ref)
 
 
+def load_relu_reference(root=None) -> pd.DataFrame:
+    """The authors' published ReLU results (relu.csv: GD-ReLU, SVM-RC, SVM-LC, SVM-HL; Figs. 3
+    and 5) in the deep GLN's column names (C = 2, median init, depth "relu"), H <= 100 (the
+    paper's grid; their SVM-GO is not in the paper)."""
+    root = root or project_root() / "data" / "reference" / "lippl2022"
+    ref = pd.read_csv(root / "relu.csv")
+    ref = ref.rename(columns={"hidden_units": "H", "train_size": "N"})
+    ref = ref[ref["in_paper_grid"] & (ref["method"] != "SVM-GO")]
+    return ref.assign(depth="relu", C=2, median_init=True).reset_index(drop=True)
+
+
+def compare_relu(relu_summary: pd.DataFrame, ref: pd.DataFrame, tolerance: float = 0.015):
+    """Our ReLU cell means (`analysis.relu_summary(relu, None)`) beside the authors' (same method,
+    H, N and momentum), in `compare_with_reference`'s columns."""
+    cols = ["method", "H", "N", "momentum"]
+    merged = relu_summary.merge(
+        ref[cols + ["val_error_mean", "val_error_se"]].rename(
+            columns={"val_error_mean": "paper_mean", "val_error_se": "paper_se"}
+        ),
+        on=cols,
+    ).dropna(subset=["paper_mean", "val_error_mean"])
+    merged["difference"] = merged["val_error_mean"] - merged["paper_mean"]
+    merged["within_tolerance"] = merged["difference"].abs() <= tolerance
+    keep = [
+        "method",
+        "depth",
+        "H",
+        "C",
+        "N",
+        "median_init",
+        "momentum",
+        "n_seeds",
+        "val_error_mean",
+        "val_error_se",
+        "paper_mean",
+        "paper_se",
+        "difference",
+        "within_tolerance",
+    ]
+    return merged[keep].sort_values(["method", "momentum", "H", "N"]).reset_index(drop=True)
+
+
+def relu_triangle(ref: pd.DataFrame, tol: float = 1e-6) -> pd.DataFrame:
+    """The triangle bound on the authors' ReLU cell means (they published no per-seed ReLU
+    values): mean inconsistency <= mean SVM error + mean GD-ReLU error holds for every cell
+    whose seeds all obey it, so a cell that breaks it has a seed that does."""
+    s = ref.dropna(subset=["inconsistency_mean", "val_error_mean", "gd_ref_val_error_mean"])
+    slack = s["val_error_mean"] + s["gd_ref_val_error_mean"] - s["inconsistency_mean"]
+    s = s.assign(slack=slack, breaks=slack < -tol)
+    g = s.groupby(["method", "momentum"])
+    return pd.DataFrame(
+        {
+            "cells": g.size(),
+            "break the bound": g["breaks"].sum(),
+            "smallest slack": g["slack"].min(),
+        }
+    ).reset_index()
+
+
+def authors_momentum(ref: pd.DataFrame) -> pd.DataFrame:
+    """Appendix C.2 in the authors' ReLU cell means: per method, the cells where the model at
+    momentum 0 has a higher error / inconsistency than at 0.9, out of the cells with both."""
+    piv = ref.pivot_table(
+        index=["method", "H", "N"],
+        columns="momentum",
+        values=["val_error_mean", "inconsistency_mean"],
+    )
+    rows = []
+    for method, g in piv.groupby(level="method"):
+        row = {"method": method}
+        for v, label in (("val_error_mean", "error"), ("inconsistency_mean", "inconsistency")):
+            d = (g[(v, 0.0)] - g[(v, 0.9)]).dropna()
+            row[f"cells with {label} worse at momentum 0"] = int((d > 0).sum())
+            row[f"cells with both ({label})"] = len(d)
+            row[f"mean {label}, momentum 0 minus 0.9"] = float(d.mean()) if len(d) else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
     """The committed paper-profile comparison with the authors' numbers
     (`results/paper/gln_norm/comparison_with_authors.csv`, written by the paper-profile run of
