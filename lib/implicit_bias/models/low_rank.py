@@ -656,12 +656,13 @@ def matrix_representation(spec: Spec, params: Params, i: int, which: str = "V") 
 
 
 def chain_gap_bound(mats: list[torch.Tensor]) -> list[float]:
-    """Constants D_j of Theorem 2, Eq. (13), for a chain of fully connected layers.
+    """Constants Delta_j (the constant D of Theorem 2, Eq. (13), per layer; not the paper's
+    architecture factor D_j, which is 1 here) for a chain of fully connected layers.
 
     ``mats`` = [W_j, ..., W_L] (W_L the 1 x d output layer). With C_k = W_k W_k^T -
     W_{k+1}^T W_{k+1} (Theorem 1, case 1), Weyl's inequality gives ||W_j||_F^2 - ||W_j||_2^2
-    <= sum_{k >= j} (tr C_k - lambda_min(C_k)) =: D_j, so evaluated at initialisation this
-    bounds the gap along the whole gradient flow. Returns [D_j, ..., D_L = 0].
+    <= sum_{k >= j} (tr C_k - lambda_min(C_k)) =: Delta_j, so evaluated at initialisation this
+    bounds the gap along the whole gradient flow. Returns [Delta_j, ..., Delta_L = 0].
     """
     bounds = [0.0]
     for k in range(len(mats) - 2, -1, -1):
@@ -672,6 +673,6 @@ def chain_gap_bound(mats: list[torch.Tensor]) -> list[float]:
 
 
 def frob_gap(m: torch.Tensor | np.ndarray) -> float:
-    """||M||_F^2 - ||M||_2^2 (the left side of Theorem 2, Eq. (13), with D_j = 1)."""
+    """||M||_F^2 - ||M||_2^2 (the left side of Theorem 2, Eq. (13), with N_j = 0, D_j = 1)."""
     s = singular_values(m)
     return float(np.sum(s[1:] ** 2))

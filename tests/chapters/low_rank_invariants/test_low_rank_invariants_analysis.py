@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from implicit_bias.chapters.low_rank_invariants import analysis, tasks
-from implicit_bias.core.claims import load_claims
+from implicit_bias.core.claims import evaluate, load_claims
 
 
 def test_every_claim_metric_is_named_in_analysis():
@@ -34,7 +34,9 @@ def test_lemma1_table_data_and_metrics():
     ]
     table = analysis.lemma1_table(results)
     assert list(table.index) == list(tasks.lemma1_architectures())
-    assert table["unchanged_by_magnitudes"].all() and (table["rel_error"] < 1e-12).all()
+    assert (table["rel_error_same_tree_rescaled"] < 1e-12).all() and (
+        table["rel_error"] < 1e-12
+    ).all()
     data = analysis.lemma1_tree_data(results)
     assert len(data) == 3 * len(results)
     np.testing.assert_allclose(data["network"], data["tree_of_paths"], rtol=1e-12, atol=1e-14)
@@ -214,7 +216,6 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
     red = analysis.reduced_alignment_metrics(final)
     assert red["thm2_resfree_ratio_times_bound_min"] == pytest.approx(0.9 * 8)
     assert red["thm2_resfree_block_ratio_min"] == 0.97
-    assert red["conv_ratio_final"] == 0.6
     assert red["conv_ratio_prediction_error"] == pytest.approx(0.01)
     assert list(analysis.reduced_alignment_table(final)["layer"]) == ["1", "2.VR", "1.K"]
     assert set(analysis.rank_one_table(final)["run"]) == {"synthetic", "mnist"}
@@ -227,19 +228,23 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
 
 
 def test_trajectories_and_run_table():
-    run_tasks = [{"run": "synthetic", "seed": 0}, {"run": "conv", "seed": 1}]
+    run_tasks = [
+        {"run": "synthetic", "seed": 0, "eta": 0.1, "loss_floor": 1e-8},
+        {"run": "conv", "seed": 1, "eta": 0.1, "loss_floor": 1e-8},
+    ]
     results = [
         {"rows": [{"step": 0}, {"step": 3}], "final_step": 3, "final_loss": 1e-9},
         {"rows": [{"step": 0}], "final_step": 0, "final_loss": 0.5},
     ]
     traj = analysis.trajectories(run_tasks, results)
-    assert traj[["run", "seed", "step"]].values.tolist() == [
-        ["synthetic", 0, 0],
-        ["synthetic", 0, 3],
-        ["conv", 1, 0],
+    assert traj[["run", "seed", "step", "reached_floor"]].values.tolist() == [
+        ["synthetic", 0, 0, True],
+        ["synthetic", 0, 3, True],
+        ["conv", 1, 0, False],
     ]
     table = analysis.run_table(run_tasks, results)
     assert table["steps"].tolist() == [3, 0] and table["final loss"].tolist() == [1e-9, 0.5]
+    assert table["stopped by"].tolist() == ["loss floor", "step limit (unconverged)"]
 
 
 def test_sign_settling_by_hand():
@@ -255,3 +260,140 @@ def test_sign_settling_by_hand():
     out = analysis.sign_settling(traj).iloc[0]
     assert (out["last_step"], out["half_step"], out["penultimate_step"]) == (20, 10, 10)
     assert out["relu_share_at_half"] == 0.1 and out["linear_share_at_penultimate"] == 0.0
+
+
+CLAIMS = {c["id"]: c for c in load_claims("low_rank_invariants")}
+
+
+def _status(claim_id: str, metrics: dict) -> str:
+    return evaluate(CLAIMS[claim_id], metrics, "paper")["status"]
+
+
+def _rate_traj(one_minus_ratio, run="synthetic", floor=True, relu=None):
+    """Snapshots of one hidden linear layer (bound 0.5) and optionally a ReLU layer."""
+    frob = np.array([1.0, 10.0, 20.0, 40.0, 80.0])
+    loss = np.array([0.7, 1e-12, 1e-30, 1e-60, 1e-120])
+    rows = []
+    for k in range(len(frob)):
+        base = dict(run=run, seed=0, step=k, loss=loss[k], frob_sq=frob[k], reached_floor=floor)
+        rows.append(
+            dict(base, layer="1", act="linear", gap_bound=0.5, ratio=1.0 - one_minus_ratio(frob[k]))
+        )
+        if relu is not None:
+            rows.append(
+                dict(base, layer="0", act="relu", gap_bound=np.nan, ratio=1.0 - relu(frob[k]))
+            )
+    return pd.DataFrame(rows)
+
+
+def test_rank_one_rates_by_hand_and_the_claim_can_fail():
+    good = _rate_traj(lambda f: 0.4 / f, relu=lambda f: 0.7)
+    rates = analysis.rank_one_rates(good)
+    lin = rates[rates["act"] == "linear"].iloc[0]
+    assert lin["late_points"] == 4 and lin["slope"] == pytest.approx(-1.0)
+    assert rates[rates["act"] == "relu"]["slope"].iloc[0] == pytest.approx(0.0, abs=1e-12)
+    metrics = analysis.rank_one_rate_metrics(rates)
+    assert metrics["thm2_rank_one_slope_min_synthetic"] == pytest.approx(-1.0)
+    assert _status("theorem2_rank_one_rate_synthetic_min", metrics) == "pass"
+    # a faster (1/F^2) or no approach to rank one fails the claim
+    for bad in (lambda f: 5.0 / f**2, lambda f: 0.3):
+        m = analysis.rank_one_rate_metrics(analysis.rank_one_rates(_rate_traj(bad)))
+        assert _status("theorem2_rank_one_rate_synthetic_max", m) == "fail"
+    # a run that stopped at its step limit carries no claim
+    m = analysis.rank_one_rate_metrics(
+        analysis.rank_one_rates(_rate_traj(lambda f: 0.4 / f, floor=False))
+    )
+    assert np.isnan(m["thm2_rank_one_slope_min_synthetic"])
+    deep = analysis.rank_one_rates(_rate_traj(lambda f: 0.4 / f, run="synthetic_deep"))
+    assert analysis.rank_one_rate_metrics(deep)["thm2_rank_one_slope_max_deep"] == pytest.approx(-1)
+    assert len(analysis.rate_data(good, rates)) == 4
+
+
+def _step_rows(values):
+    """Final snapshots of the synthetic runs: ``values[eta] = gap_over_bound per seed``."""
+    rows = []
+    for eta, per_seed in values.items():
+        run = "synthetic" if eta == 0.1 else f"synthetic eta={eta:g}"
+        for seed, v in enumerate(per_seed):
+            rows.append(
+                dict(
+                    run=run,
+                    seed=seed,
+                    eta=eta,
+                    step=5,
+                    layer="1",
+                    n_resfree_after=0,
+                    act="linear",
+                    gap=v,
+                    gap_bound=1.0,
+                    reached_floor=True,
+                )
+            )
+    return analysis.low_rank_final(rows)
+
+
+def test_step_size_trend_and_metrics_by_hand():
+    final = _step_rows({0.1: [0.90, 0.80], 0.05: [0.95, 0.85], 0.025: [0.975, 0.875]})
+    table = analysis.step_size_table(final)
+    assert len(table) == 6 and sorted(table["eta"].unique()) == [0.025, 0.05, 0.1]
+    trend = analysis.step_size_trend(table).iloc[0]
+    assert trend["eta=0.1"] == pytest.approx(0.85) and trend["eta=0.025"] == pytest.approx(0.925)
+    assert trend["change_smallest_minus_largest_eta"] == pytest.approx(0.075)
+    assert trend["change_se"] == pytest.approx(0.0, abs=1e-12)
+    assert trend["eta_to_0_max"] == pytest.approx(1.0)  # 0.9 + ... : exact line to 1.0
+    metrics = analysis.step_size_metrics(table)
+    assert metrics["thm2_gap_over_bound_max_synthetic_all_etas"] == pytest.approx(0.975)
+    assert _status("theorem2_gap_bound_synthetic_all_etas", metrics) == "pass"
+    # a gap that grows towards its bound as eta shrinks and would cross it in the flow limit
+    rising = _step_rows({0.1: [0.90], 0.05: [0.96], 0.025: [0.99]})
+    m = analysis.step_size_metrics(analysis.step_size_table(rising))
+    assert m["thm2_gap_over_bound_max_synthetic_eta_to_0"] > 1.0
+    assert _status("theorem2_gap_bound_synthetic_flow_limit", m) == "fail"
+    one_eta = analysis.step_size_table(_step_rows({0.1: [0.9]}))
+    assert np.isnan(
+        analysis.step_size_metrics(one_eta)["thm2_gap_over_bound_max_synthetic_eta_to_0"]
+    )
+
+
+def _conv_traj(kernel):
+    frob = [1.0, 10.0, 20.0, 40.0]
+    loss = [0.7, 1e-12, 1e-30, 1e-60]
+    rows = []
+    for k, (f, lo) in enumerate(zip(frob, loss)):
+        base = dict(
+            run="conv", seed=0, step=k, loss=lo, frob_sq=f, act="linear", reached_floor=False
+        )
+        rows += [
+            dict(base, layer="1.K", ratio=kernel(f), predicted_ratio=0.4),
+            dict(base, layer="2", ratio=1.0 - 0.3 / f, predicted_ratio=np.nan),
+            dict(base, layer="3", ratio=1.0, predicted_ratio=np.nan),
+        ]
+    return pd.DataFrame(rows)
+
+
+def test_conv_limits_by_hand_and_the_claim_can_fail():
+    limits = analysis.conv_limits(_conv_traj(lambda f: 0.4 + 2.0 / f))
+    assert limits["layer"].tolist() == ["1.K", "2"]  # the output layer is left out
+    metrics = analysis.conv_limit_metrics(limits)
+    assert metrics["conv_ratio_limit"] == pytest.approx(0.4)
+    assert metrics["conv_run_dense_ratio_limit_min"] == pytest.approx(1.0)
+    assert _status("reduced_alignment_conv", metrics) == "pass"
+    # starts low like the real kernel but becomes rank one: the limit is 1 and the claim fails
+    rank_one = analysis.conv_limit_metrics(analysis.conv_limits(_conv_traj(lambda f: 1 - 0.5 / f)))
+    assert rank_one["conv_ratio_limit"] == pytest.approx(1.0)
+    assert _status("reduced_alignment_conv", rank_one) == "fail"
+
+
+def test_sign_settling_summary_by_hand():
+    table = pd.DataFrame(
+        {
+            "relu_share_at_half": [0.1, 0.0, 0.05],
+            "relu_share_at_penultimate": [0.0, 0.0, 0.05],
+            "linear_share_at_half": [0.2, 0.1, 0.1],
+            "linear_share_at_penultimate": [0.1, 0.05, 0.01],
+        }
+    )
+    out = analysis.sign_settling_summary(table).set_index("layers")
+    assert out.loc["relu"].tolist()[:4] == [3, 2, 1, 1]
+    assert out.loc["linear"].tolist()[:4] == [3, 3, 3, 0]
+    assert out.loc["linear", "largest_share_at_penultimate"] == 0.1

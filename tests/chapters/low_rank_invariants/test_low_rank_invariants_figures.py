@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import matplotlib
 import matplotlib.pyplot as plt
-import pandas as pd
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -35,14 +34,16 @@ THEOREM2_CFG = {
     "mnist_init": 0.1,
     "mnist_eta": 0.5,
     "mnist_steps": 5,
+    "lr_deep_n_linear": 2,
+    "lr_deep_init": 0.1,
+    "lr_small_etas": [0.025],
 }
 
 
 @pytest.fixture(scope="module")
 def traj():
     runs = [t for t in tasks.theorem2_tasks(THEOREM2_CFG) if t["run"] != "mnist"]  # no MNIST
-    rows = [dict(r, run=t["run"], seed=0) for t in runs for r in tasks.low_rank_run(t)["rows"]]
-    return pd.DataFrame(rows)
+    return analysis.trajectories(runs, [tasks.low_rank_run(t) for t in runs])
 
 
 def _check(fig, n_axes):
@@ -87,3 +88,13 @@ def test_lemma1_tree():
     res = [tasks.lemma1_check({"arch": "fully connected", "seed": 0, "n": 3})]
     assert len(analysis.lemma1_tree_data(res)) == 3
     _check(figures.lemma1_tree(res), 1)
+
+
+def test_theorem2_rates(traj):
+    # the tiny runs stop far above the late-phase loss: plot all snapshots as if late
+    late = traj.assign(loss=0.0)
+    rates = analysis.rank_one_rates(late)
+    final = analysis.low_rank_final(late.to_dict("records"))
+    steps = analysis.step_size_table(final)
+    assert set(steps["eta"]) == {0.05, 0.025} and len(analysis.rate_data(late, rates)) > 0
+    _check(figures.theorem2_rates(late, rates, steps), 2)

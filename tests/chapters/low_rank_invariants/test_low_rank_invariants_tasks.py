@@ -31,16 +31,38 @@ THEOREM2_CFG = {
     "mnist_init": 0.1,
     "mnist_eta": 0.5,
     "mnist_steps": 5,
+    "lr_deep_n_linear": 2,
+    "lr_deep_init": 0.2,
+    "lr_small_etas": [0.025],
 }
 
 
 @pytest.mark.parametrize("arch", list(tasks.lemma1_architectures()))
 def test_lemma1_check(arch):
     r = tasks.lemma1_check({"arch": arch, "seed": 0, "n": 5})
-    assert r["max_rel_err_tree"] < 1e-12 and r["max_rel_err_tree_rescaled"] < 1e-12
-    assert r["tree_unchanged_by_magnitudes"] and r["tree_changed_by_sign_flip"]
+    assert r["max_rel_err_tree"] < 1e-12 and r["max_rel_err_same_tree_rescaled"] < 1e-12
+    assert r["tree_changed_by_sign_flip"]
     assert set(r["tree_weights"]) <= {-1.0, 1.0}
     assert r["n_paths"] >= 48
+
+
+@pytest.mark.parametrize("arch", list(tasks.lemma1_architectures()))
+def test_lemma1_rescaled_check_can_fail(arch, monkeypatch):
+    """If the h fed to the original tree did not carry the new magnitudes (a tree that only
+    works for the weights it was built from would pass the same way), f' = T(h') must fail."""
+    real = tasks.path_enumeration
+    first: list = []
+
+    def stale_h(g, paths, x):
+        first.append(g)
+        return real(first[0], paths, x)  # always the first (original) network's weights
+
+    monkeypatch.setattr(tasks, "path_enumeration", stale_h)
+    r = tasks.lemma1_check({"arch": arch, "seed": 0, "n": 5})
+    assert r["max_rel_err_tree"] < 1e-12  # the original network is still right
+    assert r["max_rel_err_same_tree_rescaled"] > 1e-3
+    results = [dict(r, status="ok")]
+    assert analysis.lemma1_metrics(results)["lemma1_sign_determined"] is False
 
 
 def test_invariance_sweep_slopes_small():
@@ -92,9 +114,22 @@ def test_low_rank_run_small():
 
 def test_theorem2_tasks():
     runs = tasks.theorem2_tasks(THEOREM2_CFG)
-    assert [t["run"] for t in runs] == ["synthetic", "mnist", "resfree", "conv"]
+    assert [t["run"] for t in runs] == [
+        "synthetic",
+        "mnist",
+        "resfree",
+        "conv",
+        "synthetic_deep",
+        "synthetic eta=0.025",
+    ]
     assert runs[1]["data"] == "mnist" and runs[1]["steps"] == 5 and runs[2]["n_linear"] == 1
     assert {t["device"] for t in runs} == {"cpu"}
+    deep, small = runs[4], runs[5]
+    assert (deep["n_linear"], deep["init"], deep["eta"]) == (2, 0.2, 0.05)
+    assert (small["eta"], small["steps"], small["init"]) == (0.025, 120, 0.1)
+    # the new runs differ from the synthetic run only where they should
+    differs = {k for k in runs[0] if runs[0][k] != small[k]}
+    assert differs == {"run", "eta", "steps"}
 
 
 def test_lemma1_and_invariance_task_lists():

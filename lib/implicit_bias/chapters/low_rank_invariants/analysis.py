@@ -26,9 +26,13 @@ def lemma1_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(results).drop(columns=["f", "tree", "status"])
 
 
+LEMMA1_TOL = 1e-12  # "f = T(h)" to float64 precision (data/claims: lemma1_tree_equals_network)
+
+
 def lemma1_table(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per architecture: paths, tree size, worst relative error of f = T(h) (as drawn and with
-    rescaled magnitudes), whether T depends on the signs only, and the dead networks."""
+    """Per architecture: paths, tree size, worst relative error of f = T(h) (as drawn, and for
+    the rescaled network computed by the *original* tree), whether one sign flip changes T, and
+    the dead networks."""
     return (
         lemma1_frame(results)
         .groupby("arch", sort=False)
@@ -36,8 +40,7 @@ def lemma1_table(results: list[dict[str, Any]]) -> pd.DataFrame:
             paths=("n_paths", "max"),
             tree_nodes=("n_tree_nodes", "max"),
             rel_error=("max_rel_err_tree", "max"),
-            rel_error_rescaled=("max_rel_err_tree_rescaled", "max"),
-            unchanged_by_magnitudes=("tree_unchanged_by_magnitudes", "all"),
+            rel_error_same_tree_rescaled=("max_rel_err_same_tree_rescaled", "max"),
             changed_by_sign_flip=("tree_changed_by_sign_flip", "all"),
             dead_networks=("network_is_zero", "sum"),
         )
@@ -57,16 +60,18 @@ def lemma1_tree_data(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 def lemma1_metrics(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The worst relative error of f = T(h) over all networks and inputs, and whether every T
-    has weights in {-1, +1}, is unchanged by new magnitudes and changed by one sign flip."""
+    has weights in {-1, +1}, still computes the network after its weight magnitudes are
+    redrawn (same signs; T built from the old weights, h from the new) and is changed by one
+    sign flip."""
     table = lemma1_frame(results)
     sign_determined = (
-        table["tree_unchanged_by_magnitudes"].all()
+        bool((table["max_rel_err_same_tree_rescaled"] <= LEMMA1_TOL).all())
         and table["tree_changed_by_sign_flip"].all()
         and all(set(w) <= {-1.0, 1.0} for w in table["tree_weights"])
     )
     return {
         "lemma1_max_rel_error": float(
-            table[["max_rel_err_tree", "max_rel_err_tree_rescaled"]].to_numpy().max()
+            table[["max_rel_err_tree", "max_rel_err_same_tree_rescaled"]].to_numpy().max()
         ),
         "lemma1_sign_determined": bool(sign_determined),
     }
@@ -208,11 +213,24 @@ def drift_data(rows: list[dict[str, Any]], summary: pd.DataFrame) -> pd.DataFram
 # --------------------------------------------------------------------------------------------
 # Theorem 2: rank one, alignment, ResNetFree blocks and reduced alignment
 # --------------------------------------------------------------------------------------------
+def reached_floor(task: dict[str, Any], result: dict[str, Any]) -> bool:
+    """Whether a `low_rank_run` stopped at the loss floor (its end point) rather than at the
+    step limit (then it is unconverged, and no claim rests on it)."""
+    return bool(result["final_loss"] < task.get("loss_floor", 1e-250))
+
+
 def trajectories(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
-    """The snapshots of every `low_rank_run` result, each with its task's run and seed."""
+    """The snapshots of every `low_rank_run` result, each with its task's run, seed and step
+    size, and whether the run reached the loss floor."""
     return pd.DataFrame(
         [
-            dict(r, run=t["run"], seed=t["seed"])
+            dict(
+                r,
+                run=t["run"],
+                seed=t["seed"],
+                eta=t.get("eta"),
+                reached_floor=reached_floor(t, res),
+            )
             for t, res in zip(tasks, results)
             for r in res["rows"]
         ]
@@ -220,7 +238,7 @@ def trajectories(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> 
 
 
 def run_table(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Steps taken and final loss of every Theorem 2 run."""
+    """Steps taken, final loss and stopping reason of every Theorem 2 run."""
     return pd.DataFrame(
         [
             {
@@ -228,6 +246,7 @@ def run_table(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.
                 "seed": t["seed"],
                 "steps": r["final_step"],
                 "final loss": r["final_loss"],
+                "stopped by": "loss floor" if reached_floor(t, r) else "step limit (unconverged)",
             }
             for t, r in zip(tasks, results)
         ]
@@ -253,8 +272,8 @@ def rank_one_data(
     traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", "mnist")
 ) -> dict[str, pd.DataFrame]:
     """What the rank-one figure plots: ``rank_one``, 1 - ||W||_2^2/||W||_F^2 of the linear layers
-    with a bound D_j > 0 and the bound D_j / ||W||_F^2 (Eq. (13)); ``alignment``, the alignment
-    of adjacent linear layers (Eq. (15))."""
+    with a bound Delta_j > 0 and the bound Delta_j / ||W||_F^2 (Eq. (13)); ``alignment``, the
+    alignment of adjacent linear layers (Eq. (15))."""
     part = traj[traj["run"].isin(runs) & (traj["act"] == "linear") & traj["gap_bound"].gt(0)].copy()
     part["one_minus_ratio"] = 1.0 - part["ratio"]
     part["bound"] = part["gap_bound"] / part["frob_sq"]
@@ -284,7 +303,7 @@ def rank_one_table(final: pd.DataFrame) -> pd.DataFrame:
 
 def theorem2_metrics(final: pd.DataFrame) -> dict[str, float]:
     """Rank one, alignment and gap over its bound, over the hidden linear layers (those with a
-    bound D_j > 0) of the synthetic and the MNIST runs."""
+    bound Delta_j > 0) of the synthetic and the MNIST runs."""
     hidden = final[(final["act"] == "linear") & (final["gap_bound"] > 0)]
     synthetic = hidden[hidden["run"] == "synthetic"]
     mnist = hidden[hidden["run"] == "mnist"]
@@ -365,7 +384,8 @@ def reduced_alignment_table(final: pd.DataFrame) -> pd.DataFrame:
 
 def reduced_alignment_metrics(final: pd.DataFrame) -> dict[str, float]:
     """ResNetFree: the ratio over its 1/8^{N_j} bound for the layers before the block, and the
-    ratio of the block's [V R]; conv: the final ratio and its distance from the prediction."""
+    ratio of the block's [V R]; conv: the final ratio's distance from the prediction (the
+    limits of the conv run's ratios are :func:`conv_limit_metrics`)."""
     res, conv = _resfree_layers(final), _conv_layers(final)
     behind = res[res["n_resfree_after"] >= 1]  # layers the 1/8^{N_j} bound is about
     return {
@@ -373,6 +393,195 @@ def reduced_alignment_metrics(final: pd.DataFrame) -> dict[str, float]:
             (behind["ratio"] / behind["theorem2_lower_bound"]).min()
         ),
         "thm2_resfree_block_ratio_min": float(res[res["layer"].str.endswith(".VR")]["ratio"].min()),
-        "conv_ratio_final": float(conv["ratio"].max()),
         "conv_ratio_prediction_error": float((conv["ratio"] - conv["predicted_ratio"]).abs().max()),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 2: rates and limits along the late trajectory, and the step-size dependence
+# --------------------------------------------------------------------------------------------
+LATE_LOSS = 1e-10  # the late phase, where the norms grow: snapshots with loss <= LATE_LOSS
+MIN_LATE_POINTS = 3
+
+
+def _late(g: pd.DataFrame) -> pd.DataFrame:
+    return g[g["loss"] <= LATE_LOSS].sort_values("step")
+
+
+def rank_one_rates(traj: pd.DataFrame) -> pd.DataFrame:
+    """Per run, seed and layer of the fully connected runs (hidden linear layers with a bound
+    Delta_j > 0, and the ReLU layer as a control): the log-log slope of 1 - ||W||_2^2/||W||_F^2
+    against ||W||_F^2 over the late snapshots (Eq. (13) predicts -1: the gap is bounded, so
+    1 - ratio = gap / ||W||_F^2). NaN with fewer than MIN_LATE_POINTS late snapshots."""
+    fc = traj[traj["gap_bound"].gt(0) | ((traj["act"] == "relu") & traj["gap_bound"].isna())]
+    fc = fc[fc["run"].isin(traj.loc[traj["gap_bound"].gt(0), "run"].unique())]
+    items = []
+    for (run, seed, layer), g in fc.groupby(["run", "seed", "layer"], sort=False):
+        late = _late(g)
+        ok = len(late) >= MIN_LATE_POINTS and bool((late["ratio"] < 1).all())
+        slope = (
+            float(np.polyfit(np.log(late["frob_sq"]), np.log(1.0 - late["ratio"]), 1)[0])
+            if ok
+            else float("nan")
+        )
+        items.append(
+            {
+                "run": run,
+                "seed": seed,
+                "layer": layer,
+                "act": g["act"].iloc[0],
+                "reached_floor": bool(g["reached_floor"].iloc[0]),
+                "late_points": len(late),
+                "frob_sq_first": float(late["frob_sq"].iloc[0]) if len(late) else float("nan"),
+                "frob_sq_last": float(late["frob_sq"].iloc[-1]) if len(late) else float("nan"),
+                "ratio_last": float(g.sort_values("step")["ratio"].iloc[-1]),
+                "slope": slope,
+            }
+        )
+    return pd.DataFrame(items)
+
+
+def _slope_range(rates: pd.DataFrame, run: str) -> tuple[float, float]:
+    """Min and max slope of the hidden linear layers of ``run``; NaN unless every one of its
+    runs reached the loss floor (a step-capped run carries no claim)."""
+    part = rates[(rates["run"] == run) & (rates["act"] == "linear")]
+    if part.empty or not part["reached_floor"].all():
+        return float("nan"), float("nan")
+    return float(part["slope"].min()), float(part["slope"].max())
+
+
+def rank_one_rate_metrics(rates: pd.DataFrame) -> dict[str, float]:
+    """The range of the rank-one slopes of the synthetic runs (the profile's set-up) and of the
+    synthetic_deep runs (three hidden linear layers at 0.1, the first run's set-up)."""
+    syn_min, syn_max = _slope_range(rates, "synthetic")
+    deep_min, deep_max = _slope_range(rates, "synthetic_deep")
+    return {
+        "thm2_rank_one_slope_min_synthetic": syn_min,
+        "thm2_rank_one_slope_max_synthetic": syn_max,
+        "thm2_rank_one_slope_min_deep": deep_min,
+        "thm2_rank_one_slope_max_deep": deep_max,
+    }
+
+
+def rate_data(traj: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """What the left panel of the rates figure plots: 1 - ratio against ||W||_F^2 over the late
+    snapshots of the hidden linear layers of the synthetic and synthetic_deep runs."""
+    keep = rates[rates["run"].isin(["synthetic", "synthetic_deep"]) & (rates["act"] == "linear")]
+    keys = set(zip(keep["run"], keep["seed"], keep["layer"]))
+    part = traj[[k in keys for k in zip(traj["run"], traj["seed"], traj["layer"])]]
+    part = part[part["loss"] <= LATE_LOSS].copy()
+    part["one_minus_ratio"] = 1.0 - part["ratio"]
+    return part[["run", "seed", "layer", "step", "frob_sq", "one_minus_ratio"]]
+
+
+def step_size_table(final: pd.DataFrame) -> pd.DataFrame:
+    """max_t gap / Delta_j of the synthetic runs' hidden linear layers at every step size (the
+    run ``synthetic`` and its repeats ``synthetic eta=...``), one row per seed, layer and eta."""
+    runs = final[final["run"].str.match(r"^synthetic( eta=|$)")]
+    hidden = runs[(runs["act"] == "linear") & (runs["gap_bound"] > 0)]
+    cols = ["seed", "layer", "eta", "run", "reached_floor", "gap_over_bound_max"]
+    return hidden[cols].sort_values(["seed", "layer", "eta"]).reset_index(drop=True)
+
+
+def step_size_trend(table: pd.DataFrame) -> pd.DataFrame:
+    """Per layer: max_t gap / Delta_j at each step size (mean over seeds), the change from the
+    largest to the smallest step size (mean and seed-to-seed standard error), and the
+    straight-line extrapolation to eta -> 0 (worst seed)."""
+    items = []
+    for layer, g in table.groupby("layer", sort=True):
+        piv = g.pivot_table(index="seed", columns="eta", values="gap_over_bound_max")
+        etas = np.array(piv.columns, dtype=float)
+        change = piv[etas.min()] - piv[etas.max()]
+        intercepts = [
+            float(np.polyfit(etas, row.to_numpy(float), 1)[1]) for _, row in piv.iterrows()
+        ]
+        item: dict[str, Any] = {"layer": layer, "seeds": len(piv)}
+        for eta in sorted(etas, reverse=True):
+            item[f"eta={eta:g}"] = float(piv[eta].mean())
+        item["change_smallest_minus_largest_eta"] = float(change.mean())
+        item["change_se"] = (
+            float(change.std(ddof=1) / np.sqrt(len(change))) if len(change) > 1 else float("nan")
+        )
+        item["eta_to_0_max"] = max(intercepts)
+        items.append(item)
+    return pd.DataFrame(items)
+
+
+def step_size_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """max_t gap / Delta_j over every synthetic run at every step size, and the largest
+    straight-line extrapolation of it to eta -> 0; NaN unless every run reached the loss floor
+    and at least two step sizes were run."""
+    if table.empty or not table["reached_floor"].all() or table["eta"].nunique() < 2:
+        return {
+            "thm2_gap_over_bound_max_synthetic_all_etas": float("nan"),
+            "thm2_gap_over_bound_max_synthetic_eta_to_0": float("nan"),
+        }
+    trend = step_size_trend(table)
+    return {
+        "thm2_gap_over_bound_max_synthetic_all_etas": float(table["gap_over_bound_max"].max()),
+        "thm2_gap_over_bound_max_synthetic_eta_to_0": float(trend["eta_to_0_max"].max()),
+    }
+
+
+def _ratio_limit(g: pd.DataFrame) -> float:
+    """Limit of ||W||_2^2/||W||_F^2 as ||W||_F^2 -> infinity: the intercept of a straight-line
+    fit of the ratio against 1/||W||_F^2 over the late snapshots (NaN with too few)."""
+    late = _late(g)
+    if len(late) < MIN_LATE_POINTS:
+        return float("nan")
+    return float(np.polyfit(1.0 / late["frob_sq"], late["ratio"], 1)[1])
+
+
+def conv_limits(traj: pd.DataFrame) -> pd.DataFrame:
+    """Per seed and linear layer of the conv runs (the output layer, exactly rank one, left
+    out): the final ratio, its extrapolated limit and the predicted limit of the conv layer."""
+    conv = traj[(traj["run"] == "conv") & (traj["act"] == "linear")]
+    last_layer = max(conv["layer"], key=lambda name: int(name.split(".")[0]), default=None)
+    items = []
+    for (seed, layer), g in conv[conv["layer"] != last_layer].groupby(["seed", "layer"]):
+        g = g.sort_values("step")
+        items.append(
+            {
+                "seed": seed,
+                "layer": layer,
+                "kind": "conv kernel" if layer.endswith(".K") else "dense",
+                "reached_floor": bool(g["reached_floor"].iloc[0]),
+                "late_points": len(_late(g)),
+                "ratio_init": float(g["ratio"].iloc[0]),
+                "ratio_final": float(g["ratio"].iloc[-1]),
+                "ratio_limit": _ratio_limit(g),
+                "predicted_ratio": float(g["predicted_ratio"].iloc[-1]),
+            }
+        )
+    return pd.DataFrame(items)
+
+
+def conv_limit_metrics(limits: pd.DataFrame) -> dict[str, float]:
+    """The largest extrapolated limit of the conv kernels' ratio (reduced alignment: below 1)
+    and the smallest of the hidden dense layers after them (rank one: 1)."""
+    kernels = limits[limits["kind"] == "conv kernel"]
+    dense = limits[limits["kind"] == "dense"]
+    return {
+        "conv_ratio_limit": float(kernels["ratio_limit"].max()),
+        "conv_run_dense_ratio_limit_min": float(dense["ratio_limit"].min()),
+    }
+
+
+def sign_settling_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Counts behind the text on Assumption 1: per layer kind, in how many runs some weights
+    still change sign after half the run, after the penultimate snapshot, and in how many the
+    share did not fall from the half-way to the penultimate snapshot."""
+    items = []
+    for act in ("relu", "linear"):
+        half, pen = table[f"{act}_share_at_half"], table[f"{act}_share_at_penultimate"]
+        items.append(
+            {
+                "layers": act,
+                "runs": len(table),
+                "changing_after_half": int((half > 0).sum()),
+                "changing_after_penultimate": int((pen > 0).sum()),
+                "share_not_falling": int(((pen >= half) & (half > 0)).sum()),
+                "largest_share_at_penultimate": float(pen.max()),
+            }
+        )
+    return pd.DataFrame(items)

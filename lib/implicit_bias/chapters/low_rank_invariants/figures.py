@@ -88,7 +88,7 @@ def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
 
 
 def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", "mnist")):
-    """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 with the bound D_j / ||W||_F^2 of
+    """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 with the bound Delta_j / ||W||_F^2 of
     Eq. (13) (dashed), and the ReLU layers (grey). Right: 1 - alignment of adjacent layers
     against ||W_j||_F^2."""
     fig, axes = figure(1, 2, height=3.4)
@@ -120,7 +120,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
         yscale="log",
         xlabel=r"$\|W_j\|_F^2$",
         ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
-        title=r"Eq. (13): rank one; dashed: $D_j / \|W_j\|_F^2$",
+        title=r"Eq. (13): rank one; dashed: $\Delta_j / \|W_j\|_F^2$",
     )
     axes[0].legend(fontsize=6)
     al = data["alignment"].copy()
@@ -219,4 +219,64 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
     )
     axes[1].legend(fontsize=6.5)
     fig.suptitle("Theorem 2: ResNetFree bound and reduced alignment of a conv layer", fontsize=9)
+    return fig
+
+
+def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame):
+    """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 over the late snapshots of the synthetic
+    and synthetic_deep runs, with a slope -1 guide (Eq. (13)). Right: max_t gap / Delta_j of the
+    synthetic runs against the step size, per seed and layer, with the bound 1."""
+    fig, axes = figure(1, 2, height=3.4)
+    axes = np.ravel(axes)
+    data = analysis.rate_data(traj, rates)
+    markers = {"synthetic": "-o", "synthetic_deep": "-s"}
+    keys = sorted({(r, la) for r, la in zip(data["run"], data["layer"])})
+    for (run, layer), g in data.groupby(["run", "layer"], sort=True):
+        marker = markers.get(run, "-o")
+        for j, (_, line) in enumerate(g.groupby("seed")):
+            axes[0].plot(
+                line["frob_sq"],
+                line["one_minus_ratio"],
+                marker,
+                ms=2.5,
+                lw=0.9,
+                color=PALETTE[keys.index((run, layer)) % 8],
+                label=f"{run}, layer {layer}" if j == 0 else None,
+            )
+    if len(data):
+        f = np.geomspace(data["frob_sq"].min(), data["frob_sq"].max(), 10)
+        top = float(data["one_minus_ratio"].max())
+        axes[0].plot(f, top * f[0] / f, "k:", lw=1.2, label="slope -1")
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"$\|W_j\|_F^2$",
+        ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
+        title="Rank-one rate (loss <= 1e-10)",
+    )
+    axes[0].legend(fontsize=6)
+    for (seed, layer), g in steps.groupby(["seed", "layer"], sort=True):
+        g = g.sort_values("eta")
+        axes[1].plot(
+            g["eta"],
+            g["gap_over_bound_max"],
+            "-o",
+            ms=3,
+            color=PALETTE[int(layer) % 8],
+            label=f"layer {layer}" if seed == steps["seed"].min() else None,
+        )
+    axes[1].axhline(1.0, color="k", ls="--", lw=0.8, label=r"bound $\Delta_j$")
+    etas = np.sort(steps["eta"].unique())
+    axes[1].set_xscale("log")
+    axes[1].set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
+    axes[1].set(
+        xlabel="normalized-GD step size eta",
+        ylabel=r"$\max_t (\|W_j\|_F^2 - \|W_j\|_2^2) / \Delta_j$",
+        title="Eq. (13) against the step size",
+    )
+    axes[1].xaxis.set_minor_locator(NullLocator())
+    axes[1].legend(fontsize=6.5)
+    fig.suptitle(
+        r"Theorem 2: the $1/\|W_j\|_F^2$ rate, and the gap bound as eta $\to$ 0", fontsize=9
+    )
     return fig
