@@ -182,6 +182,38 @@ def test_theorem6_limit_at_zero_nu_returns_initialization():
     np.testing.assert_allclose(v2, a * setup["v2bar"], atol=1e-12)
 
 
+def test_theorem6_out_of_range_terms_on_a_low_rank_point():
+    """Band-limited x: rank M(x) < k1, so U_1 and U_2 are not square; the closed form (with
+    its out-of-range terms) equals gradient flow, and without them it does not."""
+    setup = th.low_rank_point_setup(10, 5, seed=0, bandwidth=2)
+    U1, s, U2 = th.two_layer_svd(setup["M"], tol=1e-9)
+    assert setup["m"] == len(s) == 3 and U1.shape == (5, 3) and U2.shape == (10, 3)
+    assert setup["lambda"] > 0
+    a, y = 0.6, 1.3
+    v1, v2, _ = th.theorem6_limit(setup["M"], y, setup["v1bar"], setup["v2bar"], a)
+    f1, f2 = th._two_layer_flow(setup["M"], y, a * setup["v1bar"], a * setup["v2bar"], 200.0)
+    flow = np.concatenate([f1, f2])
+    np.testing.assert_allclose(np.concatenate([v1, v2]), flow, atol=1e-10)
+    out1 = a * (setup["v1bar"] - U1 @ (U1.T @ setup["v1bar"]))
+    out2 = a * (setup["v2bar"] - U2 @ (U2.T @ setup["v2bar"]))
+    without = np.concatenate([v1 - out1, v2 - out2])
+    assert np.linalg.norm(without - flow) > 0.1 * np.linalg.norm(flow)
+
+
+def test_cor6_printed_with_unnormalized_dft_is_the_derived_form():
+    """Cor 6 read with sqrt(d) F has the derived minimizer (unitary F, d^{-(L-1)/2}); read with
+    the unitary F it does not."""
+    for L, d in ((2, 12), (3, 12), (3, 9)):
+        X, y = tn.regression_data(4, d, 1, even=True)
+        wbar = tn.init_params("conv", d, L, 1.0, 2, even=True)[0].numpy()
+        derived = th.q_limit(X, y, "conv", L, 0.8, wbar, "derived")
+        printed = th.cor6_printed_unnormalized_dft(X, y, L, 0.8, wbar)
+        unitary = th.q_limit(X, y, "conv", L, 0.8, wbar, "cor6_printed")
+        np.testing.assert_allclose(X @ printed, y, atol=1e-10)
+        assert np.linalg.norm(printed - derived) < 1e-9 * np.linalg.norm(derived)
+        assert np.linalg.norm(unitary - derived) > 1e-2 * np.linalg.norm(derived)
+
+
 def test_renormalize_keeps_single_point_directions():
     """For one data point the normalized update commutes with scaling: renormalizing after
     every step leaves the directions unchanged (and is refused for several points)."""

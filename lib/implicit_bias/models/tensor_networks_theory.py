@@ -360,6 +360,46 @@ def q_limit(
     return C @ q_minimizer(X @ C, y, L, scale, alpha**2 * eta**2)["z"]
 
 
+def cor6_printed_unnormalized_dft(
+    X: np.ndarray, y: np.ndarray, L: int, alpha: float, wbar: np.ndarray
+) -> np.ndarray:
+    """Cor 6's minimizer exactly as the slide prints it, with F read as the unnormalized DFT
+    F' = sqrt(d) F ([F']_{jk} = exp(-2 pi i jk / d)) instead of the unitary F of Cor 3:
+    Q = alpha^2 sum [F' wbar]_j^2 H_L([F' z]_j / (alpha^L |[F' wbar]_j|^L)) s.t. X z = y.
+    Since [F' z]_j / |[F' wbar]_j|^L = d^{-(L-1)/2} [F z]_j / |[F wbar]_j|^L and the prefactor
+    only gains the constant d, its minimizer is the derived one of `q_limit`: the missing
+    d^{-(L-1)/2} is a convention of the DFT's scaling. Solved for zeta = F' z (real on even
+    vectors), z = F'^{-1} zeta = Re(F'^*) zeta / d."""
+    d = X.shape[1]
+    Fp = np.sqrt(d) * dft_matrix(d)
+    eta = (Fp @ wbar).real
+    back = (np.conj(Fp).T / d).real  # F'^{-1} restricted to real (even) spectra
+    scale = alpha**L * np.abs(eta) ** L
+    zeta = q_minimizer(X @ back, y, L, scale, alpha**2 * eta**2)["z"]
+    return back @ zeta
+
+
+def low_rank_point_setup(
+    d: int, k1: int, seed: int, bandwidth: int, last_scale: float = 0.3
+) -> dict:
+    """Like `single_point_setup`, but with a band-limited point x (DFT coefficients only at the
+    frequencies |k| < bandwidth, so M(x) has rank m = 2 bandwidth - 1 < k1): U_1 (k1 x m) and
+    U_2 (d x m) are not square, and both initial directions get a component outside their
+    range, so Thm 6's terms alpha (I - U_l U_l^T) vbar_l are reached."""
+    rng = np.random.default_rng(seed)
+    freq = np.minimum(np.arange(d), d - np.arange(d))
+    spectrum = np.fft.fft(rng.standard_normal(d))
+    x = np.fft.ifft(np.where(freq < bandwidth, spectrum, 0.0)).real
+    M = data_tensor("conv", x, [k1, d])
+    U1, s, U2 = two_layer_svd(M, tol=1e-9)
+    m = len(s)
+    n1, n2 = rng.standard_normal(k1), rng.standard_normal(d)
+    v1bar = U1 @ (1 + 0.1 * rng.standard_normal(m)) + (n1 - U1 @ (U1.T @ n1))
+    v2bar = last_scale * (U2 @ rng.standard_normal(m) + (n2 - U2 @ (U2.T @ n2)))
+    lam = float(np.min((U1.T @ v1bar) ** 2 - (U2.T @ v2bar) ** 2))
+    return {"x": x, "M": M, "s": s, "v1bar": v1bar, "v2bar": v2bar, "lambda": lam, "m": m}
+
+
 def single_point_setup(d: int, k1: int, seed: int, last_scale: float = 0.3) -> dict:
     """One data point x ~ N(0, I_d) and a 2-layer circular conv net with filters (k1, d)
     (k1 < d: not orthogonally decomposable, only Thm 3 / Thm 6's assumptions apply), with

@@ -90,6 +90,55 @@ def test_corollary_metrics():
     assert metrics["cor2_gap_shrinks_over_training"] is True  # 100x from the middle checkpoint
 
 
+def _diag2_variants(gaps):
+    """Made-up diag L = 2 runs: `gaps[seed][c]` is the final gap at step fraction c."""
+    tasks, runs = [], []
+    for seed, by_step in gaps.items():
+        for c, gap in by_step.items():
+            tasks.append({"arch": "diag", "L": 2, "data_seed": seed, "rel_step": c})
+            runs.append({"status": "ok", "final_cosine_gap": gap, "fourier_magnitudes": [1.0]})
+    return analysis.classification_frame(tasks, runs)
+
+
+def test_cor2_spread_decides_from_the_margin_and_the_spread():
+    cls = _diag2_variants({0: {0.05: 4e-3, 0.1: 5e-3}, 1: {0.05: 3e-3, 0.1: 2e-3}})
+    assert len(analysis.at_step(cls, 0.05)) == 2
+    table = analysis.cor2_spread(cls)
+    assert table.columns.tolist() == ["gap at c = 0.05", "gap at c = 0.1"]
+    metrics = analysis.cor2_spread_metrics(cls, 0.05)
+    spread = float(np.std([4e-3, 5e-3, 3e-3, 2e-3], ddof=1))
+    assert metrics["cor2_diag_l2_gap_spread"] == pytest.approx(spread)
+    assert metrics["cor2_diag_l2_gap_plus_spread"] == pytest.approx(4e-3 + spread)
+    # a worst gap of 8e-3 passes 0.01 alone, but not with a spread larger than its margin
+    wide = _diag2_variants({0: {0.05: 8e-3, 0.1: 1e-3}, 1: {0.05: 1e-3, 0.1: 9e-3}})
+    assert analysis.cor2_spread_metrics(wide, 0.05)["cor2_diag_l2_gap_plus_spread"] > 0.01
+
+
+def test_irl1_control_ratio_fails_when_controls_move_as_little_as_gd():
+    cls = pd.DataFrame(
+        [
+            {"arch": a, "L": 3, "data_seed": 0, "final_cosine_gap": 1e-3, "reference_z": [1, 0]}
+            for a in ("diag", "conv")
+        ]
+    )
+    tasks = [{"arch": a, "L": 3, "data_seed": 0} for a in ("diag", "conv")]
+    runs = [
+        {
+            "moved_from_l2_svm": 0.3,
+            "moved_from_l2_reference": moved,
+            "stationary_from_l2_svm": [1.0, 0.0],
+            "stationary_from_l2_reference": [0.0, 1.0],
+        }
+        for moved in (0.05, 2e-3)
+    ]
+    control = analysis.irl1_control_frame(tasks, runs, cls)
+    assert control["1 - cos(GD's point, SVM's)"].tolist() == pytest.approx([0.0, 0.0])
+    assert control["1 - cos(GD's point, L=2 ref's)"].tolist() == pytest.approx([1.0, 1.0])
+    metrics = analysis.irl1_control_metrics(control)
+    assert metrics["cor2_deep_min_control_ratio"] == pytest.approx(50.0)
+    assert metrics["cor3_deep_min_control_ratio"] == pytest.approx(2.0)  # below 10: fails
+
+
 def test_fourier_sparsity_and_spectra():
     assert analysis.fourier_sparsity([1.0, 1.0, 1.0, 1.0]) == pytest.approx(1.0)
     assert analysis.fourier_sparsity([2.0, 0.0, 0.0, 0.0]) == pytest.approx(0.5)
@@ -176,19 +225,62 @@ def test_argument_frame_and_metrics():
     assert list(args["step knob"]) == ["h", "h/2"] * 3
     assert "distance_l1" not in args and "beta" not in args
     assert analysis.halving_ratio(args).tolist() == pytest.approx([2.0, 2.0, 2.0])
+    conv = args["arch"] == "conv"
+    args["error_cor6_printed_unnormalized"] = np.where(conv, 2.5e-3, np.nan)
+    args["cor6_minimizer_diff"] = np.where(conv, 1e-14, np.nan)
     metrics = analysis.argument_metrics(args)
     assert metrics == pytest.approx(
         {
             "cor5_max_rel_error_half_step": 3e-3,
             "cor5_min_error_halving_ratio": 2.0,
+            "cor5_max_error_halving_ratio": 2.0,
             "thm5_printed_min_rel_error": 0.08,
             "cor6_max_rel_error_derived": 2e-3,
+            "cor6_min_error_halving_ratio": 2.0,
+            "cor6_max_error_halving_ratio": 2.0,
             "cor6_min_rel_error_printed": 0.1,
+            "cor6_max_rel_error_printed_unnormalized": 2.5e-3,
+            "cor6_printed_unnormalized_vs_derived_max_rel_diff": 1e-14,
         }
     )
     bars = analysis.argument_errors(args)
-    assert len(bars) == 6  # derived for each run, and the one printed form that applies
-    assert set(bars["formula"]) == {"error_derived", "error_thm5_printed", "error_cor6_printed"}
+    assert len(bars) == 7  # derived for each run, and the printed forms that apply
+    assert set(bars["formula"]) == {
+        "error_derived",
+        "error_thm5_printed",
+        "error_cor6_printed",
+        "error_cor6_printed_unnormalized",
+    }
+    # one run whose error does not halve: the minimum stays in the band, the maximum leaves it
+    args.loc[
+        (args["arch"] == "diag") & (args["L"] == 3) & (args["step knob"] == "h"), "error_derived"
+    ] *= 1.5
+    metrics = analysis.argument_metrics(args)
+    assert metrics["cor5_min_error_halving_ratio"] == pytest.approx(2.0)
+    assert metrics["cor5_max_error_halving_ratio"] == pytest.approx(3.0)
+
+
+def test_cor6_unnormalized_dft_reading_equals_the_derived_form():
+    """On real (small) Cor 6 data: a GD limit equal to the derived minimizer is at distance ~0
+    from the printed form read with sqrt(d) F, and the two minimizers agree to round-off; the
+    unitary reading (the check's broken input) misses by more than 5%."""
+    from implicit_bias.models import tensor_networks as tnm
+    from implicit_bias.models import tensor_networks_theory as th
+
+    tasks, runs = [], []
+    for L in (2, 3):
+        t = dict(arch="conv", L=L, n=4, d=10, data_seed=0, alpha=1.0, wbar="1", rel_step=0.02)
+        X, y = tnm.regression_data(4, 10, 0, even=True)
+        wbar = tnm.init_params("conv", 10, L, 1.0, 1, even=True)[0].numpy()
+        z = th.q_limit(X, y, "conv", L, 1.0, wbar, "derived")
+        unitary = th.q_limit(X, y, "conv", L, 1.0, wbar, "cor6_printed")
+        assert np.linalg.norm(unitary - z) / np.linalg.norm(z) > 0.05
+        tasks.append(t)
+        runs.append({"status": "ok", "loss": 0.0, "error_derived": 0.0, "beta": z.tolist()})
+    args = analysis.argument_frame(tasks, runs, rel_step=0.02)
+    args = analysis.with_cor6_unnormalized(args, tasks, runs)
+    assert args["error_cor6_printed_unnormalized"].max() < 1e-10
+    assert args["cor6_minimizer_diff"].max() < 1e-10
 
 
 def test_alpha_frames_and_metrics():
@@ -226,6 +318,8 @@ def test_theorem6_frame_and_metrics():
         [
             {
                 "status": "ok",
+                "m": 5,
+                "k1": 5,
                 "flow_error": 1e-15,
                 "flow_error_printed": 0.5,
                 "gd_error": 2e-3,
@@ -233,6 +327,8 @@ def test_theorem6_frame_and_metrics():
             },
             {
                 "status": "ok",
+                "m": 3,
+                "k1": 5,
                 "flow_error": 3e-15,
                 "flow_error_printed": 0.4,
                 "gd_error": 1.8e-3,
@@ -241,11 +337,18 @@ def test_theorem6_frame_and_metrics():
         ]
     )
     assert "status" not in analysis.theorem6_table(thm6)
+    assert thm6["low_rank"].tolist() == [False, True]
     assert analysis.theorem6_metrics(thm6) == pytest.approx(
         {
             "thm6_flow_rel_error": 3e-15,
+            "thm6_low_rank_flow_rel_error": 3e-15,
             "thm6_printed_flow_rel_error": 0.4,
-            "thm6_gd_error_halving_ratio": 1.8,
+            "thm6_gd_min_error_halving_ratio": 1.8,
+            "thm6_gd_max_error_halving_ratio": 2.0,
         }
     )
+    thm6.loc[0, "gd_error"] = 3e-3  # a ratio of 3: the maximum leaves the band
+    assert analysis.theorem6_metrics(thm6)["thm6_gd_max_error_halving_ratio"] == pytest.approx(3)
+    no_low_rank = thm6[~thm6["low_rank"]]
+    assert np.isnan(analysis.theorem6_metrics(no_low_rank)["thm6_low_rank_flow_rel_error"])
     assert isinstance(thm6, pd.DataFrame)

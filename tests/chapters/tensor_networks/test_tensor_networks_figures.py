@@ -45,14 +45,27 @@ def _titles(fig):
 def test_plot_by_group_draws_one_line_per_group_at_the_floor():
     fig, ax = plt.subplots()
     frame = pd.DataFrame(
-        {"x": [0, 1, 2, 1, 2], "y": [1.0, 0.0, 1.0, 2.0, 3.0], "g": ["a", "a", "a", "b", "b"]}
+        {
+            "x": [0, 1, 2, 1, 2],
+            "y": [1.0, 0.0, 1.0, 2.0, 3.0],
+            "g": ["diag L=2"] * 3 + ["fc L=4"] * 2,
+        }
     )
-    figures.plot_by_group(ax, frame, "x", "y", "g", PALETTE, floor=1e-9)
+    figures.plot_by_group(ax, frame, "x", "y", "g", floor=1e-9)
     lines = ax.get_lines()
-    assert [line.get_label() for line in lines] == ["a", "b"]
+    assert [line.get_label() for line in lines] == ["diag L=2", "fc L=4"]
     np.testing.assert_array_equal(lines[0].get_xdata(), [1, 2])  # x = 0 dropped
     np.testing.assert_array_equal(lines[0].get_ydata(), [1e-9, 1.0])  # zero at the floor
     plt.close(fig)
+
+
+def test_every_run_of_a_seed_is_drawn_differently():
+    """3 architectures x depths 2-4 (the paper profile's 9 runs of a seed): no two share both
+    colour and line style (a palette cycled by run index repeated one)."""
+    runs = [f"{a} L={L}" for a in ("diag", "conv", "fc") for L in (2, 3, 4)]
+    styles = {(figures.run_style(r)["color"], figures.run_style(r)["linestyle"]) for r in runs}
+    assert len(styles) == len(runs)
+    assert {figures.run_style(r)["color"] for r in runs} <= set(PALETTE)
 
 
 def test_classification_figures(cls):
@@ -95,6 +108,9 @@ def test_argument_figure():
     fig = figures.thm5_argument(bars)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].collections) == 2
+    fig.canvas.draw()  # the y label lies inside the figure (it was cut at the old height)
+    box = fig.axes[0].yaxis.label.get_window_extent()
+    assert box.y0 >= 0 and box.y1 <= fig.bbox.height
     plt.close(fig)
 
 

@@ -37,6 +37,23 @@ def test_theorem6_closed_form_small_case():
     assert 1.6 < result["gd_error"] / result["gd_error_half"] < 2.4
 
 
+def test_theorem6_low_rank_case_reaches_the_out_of_range_terms():
+    """A band-limited point: rank M(x) = 3 < k1 = 4, both out-of-range terms nonzero, and the
+    corrected closed form still equals gradient flow."""
+    result = tn.theorem6_task(dict(d=8, k1=4, seed=0, y=1.2, alpha=0.7, lr_factor=0.1, bandwidth=2))
+    assert result["m"] == 3 < result["k1"] == 4
+    assert min(result["out_of_range_v1"], result["out_of_range_v2"]) > 0.05
+    assert result["flow_error"] < 1e-9
+    generic = tn.theorem6_task(dict(d=8, k1=4, seed=0, y=1.2, alpha=0.7, lr_factor=0.1))
+    assert generic["m"] == 4 and generic["out_of_range_v1"] < 1e-12
+
+
+def test_irl1_control_moves_non_gd_starts():
+    result = tn.irl1_control_task(dict(arch="diag", L=3, n=10, d=20, sparsity=2, data_seed=0))
+    assert result["moved_from_l2_svm"] > 0.05
+    assert len(result["stationary_from_l2_reference"]) == 20
+
+
 def test_theorem3_single_point_limit():
     result = tn.theorem3_task(dict(d=8, k1=3, seed=0, y=-1.0, alpha=0.5, steps=600, rel_step=0.2))
     assert result["lambda"] > 0
@@ -73,6 +90,7 @@ def test_task_functions_are_declared():
         (tn.regression_task, True),
         (tn.theorem3_task, False),
         (tn.theorem6_task, False),
+        (tn.irl1_control_task, False),
     ):
         spec = spec_of(fn)
         assert spec is not None and spec.threads == 1 and spec.uses_device is uses_device
@@ -84,6 +102,7 @@ SWEEPS = {
     "regression_argument": "argument_tasks",
     "alpha_sweep": "alpha_sweep_tasks",
     "theorem6": "theorem6_tasks",
+    "irl1_control": "irl1_control_tasks",
 }
 
 
@@ -104,7 +123,12 @@ def test_task_lists_are_those_of_the_committed_paper_results(sweep):
 def test_smoke_task_lists():
     cfg = load_profile("tensor_networks", "smoke")
     cls = tn.classification_tasks(cfg)
-    assert len(cls) == len(cfg["cls_seeds"]) * 3 * len(cfg["cls_depths"])
+    base = len(cfg["cls_seeds"]) * 3 * len(cfg["cls_depths"])
+    assert len(cls) == base + len(cfg["cls_seeds"]) * len(cfg["cls_step_factors"])
+    assert all(t["arch"] == "diag" and t["L"] == 2 for t in cls[base:])
+    assert {t["rel_step"] for t in cls[base:]} == {
+        cfg["cls_rel_step"] * f for f in cfg["cls_step_factors"]
+    }
     record = cls[0]["record"]
     assert record[0] == 1 and record[-1] == cfg["cls_steps"] and record == sorted(set(record))
     args = tn.argument_tasks(cfg)
@@ -112,5 +136,9 @@ def test_smoke_task_lists():
     assert all(t["L"] <= 3 for t in args if t["arch"] == "conv")
     assert sorted({t["rel_step"] for t in args}) == [cfg["reg_rel_step"] / 2, cfg["reg_rel_step"]]
     assert len(tn.theorem3_tasks(cfg)) == 2 * len(cfg["single_seeds"])
-    assert len(tn.theorem6_tasks(cfg)) == len(cfg["single_seeds"])
+    assert len(tn.theorem6_tasks(cfg)) == 2 * len(cfg["single_seeds"])
+    ctrl = tn.irl1_control_tasks(cfg)
+    assert {(t["arch"], t["L"]) for t in ctrl} == {
+        (a, L) for a in ("diag", "conv") for L in cfg["cls_depths"] if L >= 3
+    }
     assert len(tn.alpha_sweep_tasks(cfg)) == len(cfg["reg_depths"]) * len(cfg["reg_alphas"])

@@ -35,10 +35,41 @@ def classification_frame(tasks: list[dict], runs: list[dict]) -> pd.DataFrame:
     """One row per run: its architecture, depth and seed, and everything the task returned,
     plus the Fourier sparsity index of its predictor (`fourier_sparsity`)."""
     cls = pd.DataFrame(
-        [{**{k: t[k] for k in ("arch", "L", "data_seed")}, **r} for t, r in zip(tasks, runs)]
+        [
+            {**{k: t[k] for k in ("arch", "L", "data_seed")}, "rel_step": t.get("rel_step"), **r}
+            for t, r in zip(tasks, runs)
+        ]
     )
     cls["fourier_sparsity"] = cls["fourier_magnitudes"].map(fourier_sparsity)
     return cls
+
+
+def at_step(cls: pd.DataFrame, rel_step: float) -> pd.DataFrame:
+    """The runs at the profile's step fraction (the step-size variants of `cor2_spread` left
+    out), renumbered."""
+    return cls[cls["rel_step"] == rel_step].reset_index(drop=True)
+
+
+def cor2_spread(cls: pd.DataFrame) -> pd.DataFrame:
+    """Cor 2, L = 2: the final cosine gap to the LP solution of every diag L = 2 run, one row
+    per seed, one column per step fraction c."""
+    diag2 = cls[(cls["arch"] == "diag") & (cls["L"] == 2)]
+    table = diag2.pivot_table(index="data_seed", columns="rel_step", values="final_cosine_gap")
+    table.columns = [f"gap at c = {c:g}" for c in table.columns]
+    return table
+
+
+def cor2_spread_metrics(cls: pd.DataFrame, rel_step: float) -> dict:
+    """The worst final gap at the profile's step `rel_step` plus the standard deviation (ddof 1)
+    of the final gaps over all seeds and step fractions: a pass needs the margin to the bound
+    to exceed the spread."""
+    diag2 = cls[(cls["arch"] == "diag") & (cls["L"] == 2)]
+    worst = float(diag2.loc[diag2["rel_step"] == rel_step, "final_cosine_gap"].max())
+    spread = float(diag2["final_cosine_gap"].std(ddof=1))
+    return {
+        "cor2_diag_l2_gap_spread": spread,
+        "cor2_diag_l2_gap_plus_spread": worst + spread,
+    }
 
 
 def thm1_table(cls: pd.DataFrame) -> pd.DataFrame:
@@ -114,6 +145,42 @@ def corollary_metrics(cls: pd.DataFrame) -> dict:
         "cor2_gap_shrinks_over_training": bool(
             all(g[-1] < 0.1 * g[len(g) // 2] for g in diag2["cosine_gap"])
         ),
+    }
+
+
+def irl1_control_frame(tasks: list[dict], runs: list[dict], cls: pd.DataFrame) -> pd.DataFrame:
+    """L >= 3: how far reweighted l1 moves GD's direction (its `final_cosine_gap`) beside how
+    far it moves the control starts (the l2 SVM, the L = 2 reference), the ratio of the nearer
+    control to GD's gap, and 1 - cos between GD's stationary point and each control's."""
+    ref = cls.set_index(["arch", "L", "data_seed"])
+    rows = []
+    for t, r in zip(tasks, runs):
+        gd = ref.loc[(t["arch"], t["L"], t["data_seed"])]
+        gd_z = np.asarray(gd["reference_z"])
+        moved = min(r["moved_from_l2_svm"], r["moved_from_l2_reference"])
+        rows.append(
+            {
+                "arch": t["arch"],
+                "L": t["L"],
+                "data_seed": t["data_seed"],
+                "moved from GD": gd["final_cosine_gap"],
+                "moved from l2 SVM": r["moved_from_l2_svm"],
+                "moved from L=2 reference": r["moved_from_l2_reference"],
+                "control / GD": moved / gd["final_cosine_gap"],
+                "1 - cos(GD's point, SVM's)": 1 - tn.cosine(gd_z, r["stationary_from_l2_svm"]),
+                "1 - cos(GD's point, L=2 ref's)": 1
+                - tn.cosine(gd_z, r["stationary_from_l2_reference"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def irl1_control_metrics(control: pd.DataFrame) -> dict:
+    """The smallest control / GD movement ratio among the diag and the conv runs."""
+    ratio = control.groupby("arch")["control / GD"].min()
+    return {
+        "cor2_deep_min_control_ratio": float(ratio.get("diag", np.nan)),
+        "cor3_deep_min_control_ratio": float(ratio.get("conv", np.nan)),
     }
 
 
@@ -244,16 +311,48 @@ def halving_ratio(args: pd.DataFrame) -> pd.Series:
     return by_step_knob(args, "h")["error_derived"] / by_step_knob(args, "h/2")["error_derived"]
 
 
+def with_cor6_unnormalized(args: pd.DataFrame, tasks: list[dict], runs: list[dict]) -> pd.DataFrame:
+    """`args` with two columns for the conv runs (NaN for diag): `error_cor6_printed_unnormalized`,
+    the GD limit's relative distance to Cor 6's printed minimizer with F the unnormalized DFT
+    sqrt(d) F, and `cor6_minimizer_diff`, that minimizer's relative distance to the derived one
+    (unitary F with d^{-(L-1)/2}), each solved by its own Newton run on the task's data."""
+    errors, diffs = [], []
+    for t, r in zip(tasks, runs):
+        if t["arch"] != "conv":
+            errors.append(np.nan)
+            diffs.append(np.nan)
+            continue
+        X, y = tn.regression_data(t["n"], t["d"], t["data_seed"], even=True)
+        wbar = tn.init_params("conv", t["d"], t["L"], 1.0, int(t["wbar"]), even=True)[0].numpy()
+        derived = theory.q_limit(X, y, "conv", t["L"], t["alpha"], wbar, "derived")
+        printed = theory.cor6_printed_unnormalized_dft(X, y, t["L"], t["alpha"], wbar)
+        beta = np.asarray(r["beta"])
+        errors.append(float(np.linalg.norm(beta - printed) / np.linalg.norm(printed)))
+        diffs.append(float(np.linalg.norm(printed - derived) / np.linalg.norm(derived)))
+    return args.assign(error_cor6_printed_unnormalized=errors, cor6_minimizer_diff=diffs)
+
+
 def argument_metrics(args: pd.DataFrame) -> dict:
-    """At the step h/2: the derived forms' worst error and the printed forms' best; the
-    smallest error-halving ratio of the diagonal nets."""
+    """At the step h/2: the derived forms' worst error and the printed forms' best (Cor 6 also
+    read with the unnormalized DFT: its worst error, and its minimizer's largest distance to the
+    derived one); the smallest and the largest error-halving ratio of the diag and the conv
+    nets."""
     half, ratio = by_step_knob(args, "h/2"), halving_ratio(args)
     return {
         "cor5_max_rel_error_half_step": float(half.loc["diag", "error_derived"].max()),
         "cor5_min_error_halving_ratio": float(ratio.loc["diag"].min()),
+        "cor5_max_error_halving_ratio": float(ratio.loc["diag"].max()),
         "thm5_printed_min_rel_error": float(half.loc["diag", "error_thm5_printed"].min()),
         "cor6_max_rel_error_derived": float(half.loc["conv", "error_derived"].max()),
+        "cor6_min_error_halving_ratio": float(ratio.loc["conv"].min()),
+        "cor6_max_error_halving_ratio": float(ratio.loc["conv"].max()),
         "cor6_min_rel_error_printed": float(half.loc["conv", "error_cor6_printed"].min()),
+        "cor6_max_rel_error_printed_unnormalized": float(
+            half.loc["conv", "error_cor6_printed_unnormalized"].max()
+        ),
+        "cor6_printed_unnormalized_vs_derived_max_rel_diff": float(
+            args.loc[args["arch"] == "conv", "cor6_minimizer_diff"].max()
+        ),
     }
 
 
@@ -265,7 +364,12 @@ def argument_errors(args: pd.DataFrame) -> pd.DataFrame:
         half.reset_index()
         .melt(
             id_vars=["arch", "L", "seed"],
-            value_vars=["error_derived", "error_thm5_printed", "error_cor6_printed"],
+            value_vars=[
+                "error_derived",
+                "error_thm5_printed",
+                "error_cor6_printed",
+                "error_cor6_printed_unnormalized",
+            ],
             var_name="formula",
             value_name="relative_error",
         )
@@ -328,16 +432,24 @@ def alpha_metrics(theory_frame: pd.DataFrame, gd: pd.DataFrame) -> dict:
 
 
 def theorem6_frame(runs: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(runs)
+    """One row per Thm 6 run; `low_rank` marks the band-limited points (rank m < k1)."""
+    thm6 = pd.DataFrame(runs)
+    return thm6.assign(low_rank=thm6["m"] < thm6["k1"])
 
 
 def theorem6_table(thm6: pd.DataFrame) -> pd.DataFrame:
-    return thm6.drop(columns=["status"], errors="ignore")
+    return thm6.drop(columns=["status", "device", "seconds"], errors="ignore")
 
 
 def theorem6_metrics(thm6: pd.DataFrame) -> dict:
+    """The closed form's worst error against the flow (all runs, and the band-limited ones
+    whose out-of-range terms are nonzero), the printed v_2's best, and the smallest and the
+    largest GD error-halving ratio."""
+    ratio = thm6["gd_error"] / thm6["gd_error_half"]
     return {
         "thm6_flow_rel_error": float(thm6["flow_error"].max()),
+        "thm6_low_rank_flow_rel_error": float(thm6.loc[thm6["low_rank"], "flow_error"].max()),
         "thm6_printed_flow_rel_error": float(thm6["flow_error_printed"].min()),
-        "thm6_gd_error_halving_ratio": float((thm6["gd_error"] / thm6["gd_error_half"]).min()),
+        "thm6_gd_min_error_halving_ratio": float(ratio.min()),
+        "thm6_gd_max_error_halving_ratio": float(ratio.max()),
     }

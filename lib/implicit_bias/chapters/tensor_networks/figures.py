@@ -12,6 +12,19 @@ import pandas as pd
 
 from implicit_bias.core.plotting import PALETTE, figure
 
+ARCH_COLOURS = {"diag": PALETTE[0], "conv": PALETTE[1], "fc": PALETTE[2]}
+DEPTH_STYLES = ["-", "--", ":", "-."]
+
+
+def run_style(run: str) -> dict:
+    """Colour by architecture and line style by depth for a run label "<arch> L=<L>", so that
+    every run of a seed (3 architectures x up to 4 depths) is drawn differently."""
+    arch, depth = run.split(" L=")
+    return {
+        "color": ARCH_COLOURS[arch],
+        "linestyle": DEPTH_STYLES[(int(depth) - 2) % len(DEPTH_STYLES)],
+    }
+
 
 def plot_by_group(
     ax,
@@ -19,21 +32,19 @@ def plot_by_group(
     x: str,
     y: str,
     group: str,
-    palette: Sequence[str],
     floor: float = 1e-16,
-    style: str = "-",
     **kwargs,
 ) -> None:
-    """One log-log line per value of `group` (the chapter's convergence plots); values below
-    `floor` (exact zeros) are drawn at the floor, non-positive x are dropped."""
-    for i, (name, g) in enumerate(frame.groupby(group)):
+    """One log-log line per run (`group` holds "<arch> L=<L>" labels, styled by `run_style`),
+    the chapter's convergence plots; values below `floor` (exact zeros) are drawn at the
+    floor, non-positive x are dropped."""
+    for name, g in frame.groupby(group):
         keep = g[x] > 0
         ax.loglog(
             g[x][keep],
             g[y][keep].clip(lower=floor),
-            style,
             label=name,
-            color=palette[i % len(palette)],
+            **run_style(name),
             **kwargs,
         )
 
@@ -43,7 +54,7 @@ def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
     residual of every run from both estimates of u_inf."""
     fig, axes = figure(1, 2, width=8.5)
     axes = axes.ravel()
-    plot_by_group(axes[0], paths[paths["seed"] == seed], "step", "residual", "run", PALETTE)
+    plot_by_group(axes[0], paths[paths["seed"] == seed], "step", "residual", "run")
     axes[0].set(
         xlabel="GD step",
         ylabel="singular-vector residual (relative)",
@@ -69,7 +80,7 @@ def cor123_convergence(curves: pd.DataFrame, seed: int):
     fig, axes = figure(1, 2, width=8.0)
     axes = axes.ravel()
     for ax, x in zip(axes, ("step", "log_inv_loss")):
-        plot_by_group(ax, curves[curves["seed"] == seed], x, "cosine_gap", "run", PALETTE)
+        plot_by_group(ax, curves[curves["seed"] == seed], x, "cosine_gap", "run")
     axes[0].set_xlabel("GD step")
     axes[1].set_xlabel("log(1 / loss)")
     for ax in axes:
@@ -82,9 +93,7 @@ def cor123_convergence(curves: pd.DataFrame, seed: int):
 def cor3_fourier_spectra(spectra: pd.DataFrame, seed: int):
     """Cor 3: the sorted, normalized Fourier magnitudes of the predictors (runs of `seed`)."""
     fig, ax = figure(1, 1, width=5.0)
-    plot_by_group(
-        ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", PALETTE, floor=1e-12
-    )
+    plot_by_group(ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", floor=1e-12)
     ax.set_xscale("linear")
     ax.set_xlabel("rank of the Fourier coefficient (sorted by magnitude)")
     ax.set_ylabel("|F beta|_j / max_j |F beta|_j")
@@ -120,18 +129,33 @@ def lemma4_hl(curves: pd.DataFrame, ode: pd.DataFrame):
     return fig
 
 
+FORMULA_LABELS = {
+    "error_derived": "derived (Cor 5; Cor 6 with d^(-(L-1)/2))",
+    "error_thm5_printed": "Thm 5 as printed (alpha L)",
+    "error_cor6_printed": "Cor 6 as printed, unitary F",
+    "error_cor6_printed_unnormalized": "Cor 6 as printed, sqrt(d) F",
+}
+
+
 def thm5_argument(bars: pd.DataFrame):
     """Thm 5 / Cor 5 / Cor 6: each run's relative distance from its GD limit to the
     Q-minimizer of each formula (`analysis.argument_errors`)."""
-    fig, ax = figure(1, 1, width=6.0)
+    fig, ax = figure(1, 1, width=6.5, height=4.2)
+    markers = {"error_cor6_printed_unnormalized": ("x", 40)}
     for i, (formula, g) in enumerate(bars.groupby("formula")):
         labels = [f"{a} L={L} s{s}" for a, L, s in zip(g["arch"], g["L"], g["seed"])]
+        marker, size = markers.get(formula, ("o", 30))
         ax.scatter(
-            labels, g["relative_error"], label=formula.replace("error_", ""), color=PALETTE[i], s=30
+            labels,
+            g["relative_error"],
+            label=FORMULA_LABELS.get(formula, formula),
+            color=PALETTE[i],
+            marker=marker,
+            s=size,
         )
     ax.set_yscale("log")
     plt.setp(ax.get_xticklabels(), rotation=60, ha="right")
-    ax.set_ylabel("relative distance, GD limit to Q-min")
+    ax.set_ylabel("rel. distance to Q-minimizer")
     ax.set_title("Thm 5 / Cor 5 / Cor 6: GD limit vs. Q-minimizers")
     ax.legend(fontsize=7)
     return fig

@@ -29,10 +29,14 @@ from implicit_bias.models.tensor_networks_theory import (
     _reference_direction,
     _two_layer_flow,
     _two_layer_gd,
+    low_rank_point_setup,
+    lp_stationary_point,
+    max_margin_with_duals,
     q_limit,
     single_point_setup,
     theorem3_limit,
     theorem6_limit,
+    two_layer_svd,
 )
 
 
@@ -122,6 +126,28 @@ def regression_task(task: dict) -> dict:
 
 
 @task
+def irl1_control_task(task: dict) -> dict:
+    """The control of the L >= 3 stationarity check (Cor 2 / Cor 3): iteratively reweighted l1
+    for min ||T z||_{2/L} started from directions GD did not produce, the l2 SVM (dense) and
+    the L = 2 reference (the l1 LP, or the Fourier-l1 SOCP for conv). Returns, per start, the
+    stationary point reached and how far IRL1 carried the start (1 - cos): the yardstick for
+    the small distance IRL1 moves GD's own direction."""
+    X, y = separable_data(task["n"], task["d"], task["sparsity"], task["data_seed"])
+    fourier = task["arch"] == "conv"
+    starts = {
+        "l2_svm": max_margin_with_duals(X, y, "l2")[0],
+        "l2_reference": max_margin_with_duals(X, y, "fourier_l1" if fourier else "l1")[0],
+    }
+    result: dict = {}
+    for name, z0 in starts.items():
+        st = lp_stationary_point(X, y, task["L"], z0, fourier=fourier)
+        result[f"moved_from_{name}"] = 1 - cosine(st["z"], z0)
+        result[f"stationary_from_{name}"] = st["z"].tolist()
+        result[f"last_change_from_{name}"] = st["last_change"]
+    return result
+
+
+@task
 def theorem3_task(task: dict) -> dict:
     """Thm 3: a 2-layer tensor network on one point (x, y) with the exponential loss; GD with
     fraction-of-norm steps (for one point the normalized update is linear in Theta, so any
@@ -164,8 +190,16 @@ def theorem3_task(task: dict) -> dict:
 def theorem6_task(task: dict) -> dict:
     """Thm 6: 2-layer tensor network, one point, square loss, from alpha (v1bar, v2bar).
     Gradient flow (DOP853, tight tolerances) and GD at step sizes lr and lr/2, each against the
-    closed form (corrected v_2) and the slide's printed v_2. Relative errors on (v_1, v_2)."""
-    setup = single_point_setup(task["d"], task["k1"], task["seed"])
+    closed form (corrected v_2) and the slide's printed v_2. Relative errors on (v_1, v_2).
+
+    With `bandwidth` the point is band-limited (`low_rank_point_setup`): M(x) has rank
+    m < k1, U_1 and U_2 are not square and the closed form's out-of-range terms
+    alpha (I - U_l U_l^T) vbar_l are nonzero; their relative sizes in the limit are returned
+    (`out_of_range_v1`, `out_of_range_v2`), with m."""
+    if task.get("bandwidth") is None:
+        setup = single_point_setup(task["d"], task["k1"], task["seed"])
+    else:
+        setup = low_rank_point_setup(task["d"], task["k1"], task["seed"], task["bandwidth"])
     M, y, alpha = setup["M"], float(task["y"]), task["alpha"]
     v1_0, v2_0 = alpha * setup["v1bar"], alpha * setup["v2bar"]
     c1, c2, nu = theorem6_limit(M, y, setup["v1bar"], setup["v2bar"], alpha)
@@ -179,8 +213,15 @@ def theorem6_task(task: dict) -> dict:
     # the loss decays like exp(-2 kappa t) with kappa = ||grad f||^2 at the limit
     kappa = float(np.linalg.norm(M @ c2) ** 2 + np.linalg.norm(M.T @ c1) ** 2)
     f1, f2 = _two_layer_flow(M, y, v1_0, v2_0, t_end=40.0 / kappa)
+    U1, s, U2 = two_layer_svd(M, tol=1e-9)
+    out1 = alpha * (setup["v1bar"] - U1 @ (U1.T @ setup["v1bar"]))
+    out2 = alpha * (setup["v2bar"] - U2 @ (U2.T @ setup["v2bar"]))
     result = {
         "lambda": setup["lambda"],
+        "m": len(s),
+        "k1": task["k1"],
+        "out_of_range_v1": float(np.linalg.norm(out1) / np.linalg.norm(c1)),
+        "out_of_range_v2": float(np.linalg.norm(out2) / np.linalg.norm(c2)),
         "nu": nu,
         "flow_error": err(f1, f2, closed),
         "flow_error_printed": err(f1, f2, printed),
@@ -203,9 +244,10 @@ def theorem6_task(task: dict) -> dict:
 
 def classification_tasks(cfg: dict) -> list[dict]:
     """Sweep `classification` (Thm 1, Cor 1-3): every architecture and depth, per seed, each
-    recording 25 log-spaced checkpoints."""
+    recording 25 log-spaced checkpoints; then the diagonal L = 2 runs again at the step
+    fractions `cls_step_factors` x `cls_rel_step` (the spread of Cor 2's gap over step sizes)."""
     record = sorted({1, *map(int, np.geomspace(1, cfg["cls_steps"], 25).astype(int))})
-    return [
+    base = [
         dict(
             arch=arch,
             L=L,
@@ -223,6 +265,32 @@ def classification_tasks(cfg: dict) -> list[dict]:
         for seed in cfg["cls_seeds"]
         for arch in ("diag", "conv", "fc")
         for L in cfg["cls_depths"]
+    ]
+    variants = [
+        dict(t, rel_step=cfg["cls_rel_step"] * f)
+        for f in cfg["cls_step_factors"]
+        for t in base
+        if t["arch"] == "diag" and t["L"] == 2
+    ]
+    return base + variants
+
+
+def irl1_control_tasks(cfg: dict) -> list[dict]:
+    """Sweep `irl1_control`: the classification problems of the diagonal and convolutional
+    runs with L >= 3, per seed."""
+    return [
+        dict(
+            arch=arch,
+            L=L,
+            n=cfg["cls_n"],
+            d=cfg["cls_d"],
+            sparsity=cfg["cls_sparsity"],
+            data_seed=seed,
+        )
+        for seed in cfg["cls_seeds"]
+        for arch in ("diag", "conv")
+        for L in cfg["cls_depths"]
+        if L >= 3
     ]
 
 
@@ -300,7 +368,9 @@ def alpha_sweep_tasks(cfg: dict) -> list[dict]:
 
 
 def theorem6_tasks(cfg: dict) -> list[dict]:
-    """Sweep `theorem6`: one point, square loss, per seed."""
+    """Sweep `theorem6`: one point, square loss, per seed: a generic point (M(x) of full rank
+    k1, U_1 square) and a band-limited one (`thm6_bandwidth`: rank < k1, both out-of-range
+    terms of the closed form nonzero)."""
     return [
         dict(
             d=cfg["single_d"],
@@ -309,6 +379,8 @@ def theorem6_tasks(cfg: dict) -> list[dict]:
             y=cfg["thm6_y"],
             alpha=cfg["thm6_alpha"],
             lr_factor=cfg["thm6_lr_factor"],
+            bandwidth=band,
         )
         for s in cfg["single_seeds"]
+        for band in (None, cfg["thm6_bandwidth"])
     ]
