@@ -97,7 +97,7 @@ def test_demo_chapter_executes_end_to_end(demo_project):
     assert (demo_project / "results/smoke/figures/demo/moments.png").exists()
     assert "mean_is_small" in format_status()
     page = write_status_page().read_text()
-    assert "known deviation" in page and "| demo | mean_is_small |" in page
+    assert "known deviation" in page and "### demo" in page and "| mean_is_small |" in page
 
 
 def test_failing_chapter_exits_nonzero(demo_project):

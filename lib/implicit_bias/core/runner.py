@@ -447,18 +447,25 @@ def write_status_page(path: Path | None = None) -> Path:
                 f"`python -m implicit_bias run <chapter> --profile {profile}`.",
                 "",
             ]
-        out += [
-            "| chapter | claim | where | paper | ours | expected | status |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in prof_rows:
-            out.append(
-                f"| {r['chapter']} | {r['id']} | {_md_cell(r['where'])} | "
-                f"{_md_cell(r['paper_value'])} | {_md_cell(r['value'])} | "
-                f"{_md_cell(r['expect'])} | {STATUS_BADGES.get(r['status'], r['status'])}"
-                f"{' (stale)' if r['stale'] else ''} |"
-            )
-        out.append("")
+        for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
+            # one narrow table per chapter (a phone shows it without scrolling sideways);
+            # the wrapper's class lets book/_css/book.css wrap long claim ids
+            out += [
+                f"### {chapter}",
+                "",
+                ":::{div} status-table",
+                "| claim | where | ours | expected (paper) | status |",
+                "|---|---|---|---|---|",
+            ]
+            for r in (r for r in prof_rows if r["chapter"] == chapter):
+                paper = "" if r["paper_value"] is None else f" ({_md_cell(r['paper_value'])})"
+                out.append(
+                    f"| {r['id']} | {_md_cell(r['where'])} | {_md_cell(r['value'])} | "
+                    f"{_md_cell(r['expect'])}{paper} | "
+                    f"{STATUS_BADGES.get(r['status'], r['status'])}"
+                    f"{' (stale)' if r['stale'] else ''} |"
+                )
+            out += [":::", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out))
     return path
