@@ -78,7 +78,8 @@ def test_least_squares_min_norm_when_underdetermined():
 
 def test_theorem1_monte_carlo_against_rank_formula():
     # The numerics of Theorem 1 on one draw of x and u: full rank min(m, kd) for sigmoid gates,
-    # Monte Carlo mean within 5 standard errors of 1 - rank/m, exactly 0 once kd >= m.
+    # Monte Carlo mean within 5 standard errors of 1 - rank/m (|z| > 5 has probability 6e-7
+    # under the theorem), exactly 0 once kd >= m.
     X, g = _gauss(30, 4, seed=20), torch.Generator().manual_seed(21)
     out = galu.theorem1_monte_carlo(X, _gauss(4, 3, seed=22), "sigmoid", 4000, g)
     assert out["rank"] == out["min_m_kd"] == 12 and out["formula"] == pytest.approx(1 - 12 / 30)
@@ -88,15 +89,48 @@ def test_theorem1_monte_carlo_against_rank_formula():
     assert out["mc_mean"] < 1e-12
 
 
+def test_theorem1_check_fails_on_a_wrong_rank(monkeypatch):
+    # The Monte Carlo side is least squares on the explicit features, independent of the rank:
+    # a rank off by one moves the formula by 1/m, i.e. by (1/m) / mc_se = 63 standard errors
+    # here, and the check must see it (with the old shared SVD basis it could not).
+    X, U = _gauss(30, 4, seed=20), _gauss(4, 3, seed=22)
+    monkeypatch.setattr(galu, "feature_rank", lambda Phi: 11)
+    out = galu.theorem1_monte_carlo(X, U, "sigmoid", 4000, torch.Generator().manual_seed(21))
+    assert abs(out["mc_mean"] - out["formula"]) > 5 * out["mc_se"]
+
+
+def test_rank_upper_bound_holds_and_the_paper_statement_breaks_in_low_dimension():
+    # rank(X_bar) <= min(m, kd, sum_s min(d, n_s), d rank(S)) on every draw (0-1 gates), in
+    # high and low dimension, with few and many gates; the bound is below min(m, kd) where
+    # the paper's "rank = min(m, kd) with high probability" fails.
+    for m, d, k in [(128, 1, 8), (128, 2, 8), (128, 2, 40), (128, 3, 30), (64, 32, 2), (60, 4, 6)]:
+        for seed in range(3):
+            X, U = _gauss(m, d, seed=100 + seed), _gauss(d, k, seed=200 + seed)
+            r = galu.feature_rank(galu.galu_features(X, U))
+            assert r <= galu.rank_upper_bound(X, U) <= min(m, k * d)
+    # d = 1: the sign of x decides every gate, two patterns, rank 2 < min(m, kd) = 8
+    X, U = _gauss(128, 1, seed=1), _gauss(1, 8, seed=2)
+    assert galu.feature_rank(galu.galu_features(X, U)) == galu.rank_upper_bound(X, U) == 2
+    # few gates, kd >= m: zero rows of all-closed points
+    X, U = _gauss(64, 32, seed=0), _gauss(32, 2, seed=1)
+    assert galu.rank_upper_bound(X, U) < 64
+
+
 def test_lemma1_formulas_and_monte_carlo():
     train, test = galu.lemma1_formulas(0.5, 5, 20)
     assert train == pytest.approx(0.25 * 15 / 20)
     assert test == pytest.approx(0.25 * (1 + 5 / 14))  # = sigma^2 (1 + d / (m - d - 1))
     with pytest.raises(ValueError):
         galu.lemma1_formulas(1.0, 5, 6)
+    # 5 standard errors of the Monte Carlo mean: |z| > 5 has probability 6e-7 if correct
     mc = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 20000, seed=0)
     assert abs(mc["train_mean"] - train) < 5 * mc["train_se"]
     assert abs(mc["test_mean"] - test) < 5 * mc["test_se"]
+    # a wrong input breaks the check: data drawn with sigma = 0.55 against the formula at 0.5
+    # (10% in sigma, 21% in the losses, about 60 standard errors here)
+    bad = galu.lemma1_monte_carlo(5, 20, 0.55, 1.0, 20000, seed=0)
+    assert abs(bad["train_mean"] - train) > 5 * bad["train_se"]
+    assert abs(bad["test_mean"] - test) > 5 * bad["test_se"]
 
 
 def test_algorithm1_never_increases_loss_and_tracks_exact_loss():
@@ -113,13 +147,56 @@ def test_algorithm1_never_increases_loss_and_tracks_exact_loss():
 def test_acs_is_monotone_and_exact_at_dout_one():
     X, Y = galu.random_regression(80, 4, 3, seed=12)
     U = _gauss(4, 6, seed=13)
-    losses = galu.acs(X, Y, U, 15, "step", seed=0)["losses"]
+    res = galu.acs(X, Y, U, 15, "step", seed=0, tol=1e-12)
+    losses = res["losses"]
     assert all(b <= a + 1e-12 for a, b in zip(losses, losses[1:]))
     assert losses[-1] < losses[0]
+    # 15 rounds cannot meet a tolerance of 1e-12: stopped by the cap, so unconverged
+    assert res["rounds"] == 15 and res["converged"] is False
     # d' = 1: one W-step already reaches the closed-form optimum (readout adds nothing, Sec. 4)
-    res = galu.acs(X, Y[:, :1], U, 1, "step", seed=0)
+    res = galu.acs(X, Y[:, :1], U, 50, "step", seed=0)
     best = float(galu.least_squares(galu.galu_features(X, U), Y[:, 0])[1])
     assert res["losses"][1] == pytest.approx(best, rel=1e-9)
+    assert res["converged"] is True and res["rounds"] == 2  # the second round gains nothing
+
+
+def test_converged_adam_reaches_the_closed_form_and_reports_its_cap():
+    # d' = 1 GaLU with the gates given: both layers by Adam to the stopping rule must reach the
+    # closed-form optimum on those gates. It cannot go below it (a lower loss means the gates
+    # differ: the check fails on a wrong U), and the stopping rule leaves at most the gain of a
+    # few windows at the smallest rate, each below tol x mean(y^2) = 1e-5 x ~1; we allow
+    # 1e-3 (100 such windows).
+    m, d, k = 120, 3, 4
+    X, y = _gauss(m, d, seed=5), _gauss(m, seed=6)
+    U = _gauss(d, k, seed=7)
+    best = float(galu.least_squares(galu.galu_features(X, U), y)[1])
+    res = galu.train_one_hidden_converged(
+        X[None], y[None, :, None], k, "galu", [0], 0.02, 200, 1e-5, 2, 20000, U=U[None]
+    )
+    assert res["converged"] == [True] and res["steps"][0] < 20000
+    assert best - 1e-12 <= res["train_mse"][0] <= best + 1e-3
+    other = galu.train_one_hidden_converged(
+        X[None], y[None, :, None], k, "galu", [0], 0.02, 200, 1e-5, 2, 20000, U=-U[None]
+    )
+    assert abs(other["train_mse"][0] - best) > 1e-3  # other gates: another optimum
+    # a cap too small to meet the rule: unconverged, stopped at the cap
+    capped = galu.train_one_hidden_converged(
+        X[None], y[None, :, None], k, "relu", [0], 0.02, 50, 1e-5, 2, 100
+    )
+    assert capped["converged"] == [False] and capped["steps"] == [100]
+
+
+def test_converged_adam_runs_are_independent_of_their_batch():
+    X, Y = galu.random_regression(60, 3, 2, seed=14)
+    args = (0.01, 100, 1e-3, 1, 3000)
+    both = galu.train_one_hidden_converged(
+        X.expand(2, -1, -1), Y.expand(2, -1, -1), 5, "relu", [0, 0], *args, widths=[2, 5]
+    )
+    alone = galu.train_one_hidden_converged(X[None], Y[None], 5, "relu", [0], *args)
+    assert both["train_mse"][1] == pytest.approx(alone["train_mse"][0], rel=1e-10)
+    assert both["steps"][1] == alone["steps"][0]
+    with pytest.raises(ValueError):
+        galu.train_one_hidden_converged(X[None], Y[None], 5, "tanh", [0], *args)
 
 
 def test_train_one_hidden_width_masking_matches_separate_runs():

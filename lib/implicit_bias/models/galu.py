@@ -102,18 +102,21 @@ def theorem1_monte_carlo(
 ) -> dict:
     """Monte Carlo of Theorem 1: ``E_y[min_w L_S(w)] = 1 - rank(X_bar)/m`` for ``y ~ N(0, I_m)``.
 
-    The optimal training loss is ``||b||^2/m`` with ``b`` the part of ``y`` orthogonal to the
-    column span of ``X_bar`` (the paper's proof); we draw ``n_labels`` label vectors at once and
-    compute it from an orthonormal basis of that span. ``mc_se`` is the formula's own standard
-    error ``sqrt(2 (m - r)) / m / sqrt(n_labels)`` (``m * min L_S ~ chi^2_{m - r}``).
+    The two sides are computed independently: the optimal training loss of each of the
+    ``n_labels`` label vectors by least squares on the explicit features (LAPACK ``gelsy``, a
+    pivoted QR, on CPU; ``gels`` on CUDA, where it needs full column rank), the residual
+    ``||X_bar w - y||^2 / m`` evaluated from the fitted ``w``; the formula from the numerical
+    rank of ``X_bar`` by its singular values. An error in either (a wrong rank, a wrong fit)
+    moves one side only. ``mc_se`` is the formula's own standard error
+    ``sqrt(2 (m - r)) / m / sqrt(n_labels)`` (``m * min L_S ~ chi^2_{m - r}``).
     """
     Phi = galu_features(X, U, gate)
     m = Phi.shape[0]
-    Uf, s, _ = torch.linalg.svd(Phi, full_matrices=False)
-    r = _svd_rank(s, tuple(Phi.shape))
+    r = feature_rank(Phi)
     Y = torch.randn(m, n_labels, generator=generator, dtype=Phi.dtype).to(Phi.device)
-    proj = Uf[:, :r].T @ Y
-    losses = ((Y**2).sum(0) - (proj**2).sum(0)) / m
+    driver = "gelsy" if Phi.device.type == "cpu" else None
+    w = torch.linalg.lstsq(Phi, Y, driver=driver).solution
+    losses = ((Phi @ w - Y) ** 2).sum(0) / m
     return {
         "mc_mean": float(losses.mean()),
         "formula": 1.0 - r / m,
@@ -121,6 +124,27 @@ def theorem1_monte_carlo(
         "min_m_kd": min(m, Phi.shape[1]),
         "mc_se": math.sqrt(2 * (m - r)) / m / math.sqrt(n_labels),
     }
+
+
+def rank_upper_bound(X: torch.Tensor, U: torch.Tensor) -> int:
+    """An upper bound on ``rank(X_bar)`` for 0-1 gates that holds for every draw (Sec. 4.1).
+
+    Row i of ``X_bar`` is ``s_i kron x_i`` with ``s_i in {0,1}^k`` the gate pattern of ``x_i``.
+    Rows sharing a pattern ``s`` lie in ``{s kron z}``, of dimension ``d``, so together they
+    span at most ``min(d, n_s)`` dimensions (``0`` for the all-closed pattern); and every row
+    lies in ``rowspace(S) kron R^d``. Hence ``rank(X_bar) <= min(m, kd, sum_s min(d, n_s),
+    d rank(S))``. The paper's ``min(m, kd)`` is the first two terms; the third bites when many
+    points have all gates closed (few gates) or share patterns (low dimension), the fourth when
+    the gate patterns span fewer than ``k`` dimensions (low dimension).
+    """
+    m, d = X.shape
+    k = U.shape[1]
+    S = gate_values(X @ U, "step")
+    patterns, counts = torch.unique(S, dim=0, return_counts=True)
+    open_ = patterns.sum(1) > 0
+    by_pattern = int(torch.clamp(counts[open_], max=d).sum())
+    by_span = d * feature_rank(S)
+    return min(m, k * d, by_pattern, by_span)
 
 
 def lemma1_formulas(sigma: float, d: int, m: int) -> tuple[float, float]:
@@ -293,9 +317,12 @@ def acs(
     With ``V`` (k x d') fixed the MSE is a least-squares problem in ``W`` (d x k) whose normal
     matrix is ``(V V^T kron 1_{d x d}) * (Phi^T Phi)`` (Hadamard product, ``Phi = X_bar``); with
     ``W`` fixed it is a least-squares problem in ``V``. Each step is solved exactly, so the loss
-    never increases. ``V`` starts at N(0, 1/k). Stops after ``n_iter`` rounds or when a round
-    lowers the loss by less than ``tol`` (relative). Returns ``{"losses": MSE after each
-    half-step (first entry: initial), "W", "V"}``; the MSE is averaged over samples and outputs.
+    never increases. ``V`` starts at N(0, 1/k). Stopping rule: a round (both half-steps) that
+    lowers the loss by less than ``tol`` times the mean squared target (the loss of the zero
+    network; a relative rule would never stop near an interpolating fit) ends it as
+    converged; ``n_iter`` rounds without that end it as unconverged (a cap). Returns
+    ``{"losses": MSE after each half-step (first entry: initial), "W", "V",
+    "rounds", "converged"}``; the MSE is averaged over samples and outputs.
     """
     m, d = X.shape
     k = U.shape[1]
@@ -310,6 +337,8 @@ def acs(
         return float(((galu_hidden(X, U, W, gate) @ V - Y) ** 2).mean())
 
     losses = [mse(W, V)]
+    scale = float((Y**2).mean())  # the loss of the zero network: the tolerance's unit
+    converged = False
     for _ in range(n_iter):
         Gv = (V @ V.T).repeat_interleave(d, 0).repeat_interleave(d, 1)
         rhs = torch.einsum("jao,jo->ja", PtY, V).reshape(-1)
@@ -318,9 +347,11 @@ def acs(
         H = galu_hidden(X, U, W, gate)
         V = least_squares(H, Y)[0]
         losses.append(mse(W, V))
-        if len(losses) >= 5 and losses[-3] - losses[-1] < tol * losses[-3]:
+        if len(losses) >= 5 and losses[-3] - losses[-1] < tol * scale:
+            converged = True
             break
-    return {"losses": losses, "W": W, "V": V}
+    rounds = (len(losses) - 1) // 2
+    return {"losses": losses, "W": W, "V": V, "rounds": rounds, "converged": converged}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -393,6 +424,108 @@ def train_one_hidden(
                 out["test_mse"] = ((pred - Y_test) ** 2).mean(dim=(1, 2)).tolist()
             out["train_pred"] = forward(X)  # type: ignore[assignment]  # out mixes lists and tensors
     return out
+
+
+def train_one_hidden_converged(
+    X: torch.Tensor,
+    Y: torch.Tensor,
+    k: int,
+    arch: str,
+    seeds: Sequence[int],
+    lr: float,
+    window: int,
+    tol: float,
+    halvings: int,
+    max_steps: int,
+    gate: str = "step",
+    widths: Sequence[int] | None = None,
+    U: torch.Tensor | None = None,
+) -> dict:
+    """``train_one_hidden`` (same networks, initialization and width masks) run to convergence.
+
+    Full-batch Adam on the MSE with a stopping rule on the loss, per run: every ``window``
+    steps the run's loss is compared with its loss ``window`` steps earlier; a window that
+    lowers it by less than ``tol`` times the run's mean squared target (the loss of the zero
+    network), or raises it, halves the run's learning rate,
+    and the run has converged when a window fails after ``halvings`` halvings (the loss no
+    longer falls even with steps ``2^halvings`` times smaller). A converged run is frozen, so
+    its result does not depend on the other runs of the batch. Runs still improving after
+    ``max_steps`` are unconverged (a cap). ``U`` (B, d, k): the GaLU gates of each run
+    (default: drawn from the run's seed as in ``train_one_hidden``). Adam is written out so that
+    each run has its own learning rate (beta 0.9, 0.999, eps 1e-8, as ``torch.optim.Adam``).
+    Returns per run ``train_mse`` (at convergence or at the cap), ``steps``, ``converged``, and
+    the weights ``W`` (B, d, k) and ``V`` (B, k, d') as tensors.
+    """
+    if arch not in ("relu", "galu"):
+        raise ValueError(f"unknown arch {arch!r}; valid: ('relu', 'galu')")
+    B, m, d = X.shape
+    dout = Y.shape[-1]
+    Ws, Vs, Us = [], [], []
+    for s in seeds:
+        g = torch.Generator().manual_seed(int(s))
+        Ws.append(torch.randn(d, k, generator=g, dtype=X.dtype) / math.sqrt(d))
+        Vs.append(torch.randn(k, dout, generator=g, dtype=X.dtype) / math.sqrt(k))
+        Us.append(torch.randn(d, k, generator=g, dtype=X.dtype))
+    widths = [k] * B if widths is None else [int(w) for w in widths]
+    mask = (torch.arange(k)[None, :] < torch.tensor(widths)[:, None]).to(X.dtype)
+    vscale = mask * math.sqrt(k) / torch.tensor(widths, dtype=X.dtype).sqrt()[:, None]
+    W = torch.stack(Ws).to(X.device).requires_grad_()
+    V = (torch.stack(Vs) * vscale[:, :, None]).to(X.device).requires_grad_()
+    gates = None
+    if arch == "galu":
+        Ug = torch.stack(Us).to(X.device) if U is None else U.to(X.device, X.dtype)
+        gates = gate_values(X @ Ug, gate)
+    mask = mask[:, None, :].to(X.device)
+
+    def run_losses() -> torch.Tensor:
+        pre = X @ W
+        h = torch.relu(pre) if gates is None else gates * pre
+        return (((h * mask) @ V - Y) ** 2).mean(dim=(1, 2))
+
+    scale = (Y**2).mean(dim=(1, 2)).tolist()
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in (W, V)]
+    rate = torch.full((B,), float(lr), dtype=X.dtype, device=X.device)
+    fails = [0] * B
+    done = [False] * B
+    steps = [max_steps] * B
+    final = [math.nan] * B
+    ref = None
+    for t in range(1, max_steps + 1):
+        losses = run_losses()
+        grads = torch.autograd.grad(losses.sum(), (W, V))
+        with torch.no_grad():
+            for p, gr, (m1, m2) in zip((W, V), grads, moments):
+                m1.mul_(b1).add_(gr, alpha=1 - b1)
+                m2.mul_(b2).addcmul_(gr, gr, value=1 - b2)
+                step = (m1 / (1 - b1**t)) / ((m2 / (1 - b2**t)).sqrt() + eps)
+                p -= rate[:, None, None] * step
+        if t % window:
+            continue
+        with torch.no_grad():
+            cur = run_losses().tolist()
+        for i in range(B):
+            if done[i] or ref is None:
+                continue
+            if ref[i] - cur[i] < tol * scale[i]:
+                fails[i] += 1
+                if fails[i] > halvings:
+                    done[i], steps[i], final[i] = True, t, cur[i]
+                    rate[i] = 0.0
+                else:
+                    rate[i] = lr * 2.0 ** -fails[i]
+        ref = cur
+        if all(done):
+            break
+    with torch.no_grad():
+        last = run_losses().tolist()
+    return {
+        "train_mse": [final[i] if done[i] else last[i] for i in range(B)],
+        "steps": steps,
+        "converged": list(done),
+        "W": W.detach(),
+        "V": V.detach(),
+    }
 
 
 def smallest_width(loss_at: Callable[[int], float], threshold: float, k_max: int) -> int | None:

@@ -52,13 +52,17 @@ def test_theorem1_two_panels():
         "thm1_n_labels": 50,
         "thm1_rank_cases": [[24, 4, 3]],
         "thm1_few_gate_cases": [[16, 16, 1]],
+        "thm1_low_dim_cases": [[32, 1, 4]],
         "thm1_rank_draws": 2,
     }
     runs = tasks.theorem1_tasks(cfg, "cpu")
     fig = figures.theorem1(analysis.theorem1_frame(runs, [tasks.theorem1_task(t) for t in runs]))
     assert isinstance(fig, Figure)
-    assert titles(fig) == ["Theorem 1: formula vs Monte Carlo", "Rank statement, few 0-1 gates"]
-    assert len(fig.axes[1].patches) == 3  # one (m, d, k) case: three bars
+    assert titles(fig) == [
+        "Theorem 1: formula vs Monte Carlo",
+        "Rank statement: few 0-1 gates, low d",
+    ]
+    assert len(fig.axes[1].patches) == 6  # two (m, d, k) cases: three bars each
 
 
 def test_fig2_four_curves_and_theorem1():
@@ -104,11 +108,12 @@ def test_fig3_regression_and_classification_panels():
 def test_fig4_gap_against_both_norms():
     df = pd.DataFrame(
         {
-            "seed": [0, 0, 1, 1],
-            "sigma_y": [0.0, 1.0, 0.0, 1.0],
-            "gap": [0.1, 1.1, 0.2, 1.3],
-            "l2_sq": [1.0, 10.0, 2.0, 12.0],
-            "l1_sq": [3.0, 30.0, 5.0, 33.0],
+            "seed": [0, 0, 1, 1, 0, 0, 1],
+            "sigma_y": [0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+            "fit": ["closed_form"] * 4 + ["adam"] * 3,
+            "gap": [0.1, 1.1, 0.2, 1.3, 0.1, 0.2, 0.1],
+            "l2_sq": [1.0, 10.0, 2.0, 12.0, 1.0, 2.0, 3.0],
+            "l1_sq": [3.0, 30.0, 5.0, 33.0, 3.0, 4.0, 5.0],
         }
     )
     fig = figures.fig4(df)
@@ -137,8 +142,11 @@ def test_fig5_smallest_width_and_curves():
         {
             "k": [2, 4, 8],
             "galu_acs": [0.6, 0.4, 0.1],
+            "acs_converged": [True, True, True],
             "galu_adam": [0.6, 0.2, 0.1],
+            "galu_adam_converged": [True, True, True],
             "relu": [0.5, 0.2, 0.1],
+            "relu_converged": [True, True, True],
         }
         for _ in runs
     ]

@@ -19,6 +19,7 @@ TASK_FUNCTIONS = (
     tasks.fig2_task,
     tasks.fig3_task,
     tasks.lemma1_task,
+    tasks.fig4_task,
     tasks.fig5_task,
 )
 
@@ -45,9 +46,14 @@ def test_theorem1_small_case():
 
 
 def test_rank_bounded_by_active_points_for_step_gates():
-    # A point whose k 0-1 gates are all closed has Phi(x) = 0, so rank <= #active points.
+    # A point whose k 0-1 gates are all closed has Phi(x) = 0, so rank <= #active points, and
+    # the task's bound holds; in low dimension the active points do not bound the rank well:
+    # d = 1 gives rank 2 with all 128 points active.
     out = tasks.theorem1_task({"m": 64, "d": 32, "k": 2, "gate": "step", "seed": 0, "n_labels": 10})
     assert out["m_active"] < 64 and out["rank"] <= out["m_active"]
+    assert out["rank"] <= out["rank_bound"] < 64
+    out = tasks.theorem1_task({"m": 128, "d": 1, "k": 8, "gate": "step", "seed": 0, "n_labels": 2})
+    assert out["rank"] == out["rank_bound"] == 2 < min(out["m_active"], 8)
     out = tasks.theorem1_task(
         {"m": 64, "d": 32, "k": 2, "gate": "sigmoid", "seed": 0, "n_labels": 10}
     )
@@ -76,8 +82,13 @@ def test_task_lists_follow_the_profile():
         "fig5_k": [[2, 4], [4, 8]],
         "fig5_seeds": [0, 1],
         "fig5_acs_iters": 5,
-        "relu_steps": 10,
+        "fig5_acs_tol": 1e-5,
+        "fig5_acs_dout_max": 2,
         "relu_lr": 0.01,
+        "adam_window": 10,
+        "adam_tol": 1e-3,
+        "adam_halvings": 1,
+        "adam_max_steps": 100,
     }
     runs = tasks.fig5_tasks(cfg, "cpu")
     assert [(r["d_out"], r["k_grid"]) for r in runs][::2] == [(1, [2, 4]), (2, [4, 8])]
@@ -95,9 +106,32 @@ def test_task_lists_follow_the_profile():
         "relu_lr": 0.01,
         "fig4_sigma_y": [0.0, 1.0],
         "fig4_seeds": [0, 1],
+        "adam_window": 10,
+        "adam_tol": 1e-3,
+        "adam_halvings": 1,
+        "adam_max_steps": 100,
     }
     assert [r["noise"] for r in tasks.fig3_tasks(cfg, "cpu")] == [[0.0, 0.5], [0.0, 0.3]]
-    assert all(r["relu_steps"] == 0 for r in tasks.fig4_tasks(cfg, "cpu"))
+    assert [r["seed"] for r in tasks.fig4_tasks(cfg, "cpu")] == [0, 1]
+
+
+def test_fig4_noise_is_drawn_afresh_per_level_and_seed():
+    # Fig. 4's points must be independent draws: the noise of sigma_y = 1 is not twice that of
+    # sigma_y = 0.5 (the earlier task reused one draw, which made R^2 close to 1 by
+    # construction), and two seeds differ.
+    base = {"m": 60, "m_test": 40, "d": 4, "n_clusters": 3, "k": 3, "sigma_x": 0.1}
+    adam = {"adam_lr": 0.01, "adam_window": 10, "adam_tol": 1e-3, "adam_halvings": 1}
+    runs = [
+        tasks.fig4_task({**base, **adam, "noise": [0.0, 0.5, 1.0], "seed": s, "adam_max_steps": 0})
+        for s in (0, 1)
+    ]
+    gaps = [[te - tr for tr, te in zip(r["galu_train_mse"], r["galu_test_mse"])] for r in runs]
+    # one rescaled draw gives gap(1) - gap(0) = 4 (gap(0.5) - gap(0)) exactly
+    g = gaps[0]
+    assert abs((g[2] - g[0]) - 4 * (g[1] - g[0])) > 1e-3 * abs(g[2] - g[0])
+    assert gaps[0] != gaps[1]
+    out = tasks.fig4_task({**base, **adam, "noise": [0.0, 0.5], "seed": 0, "adam_max_steps": 5})
+    assert out["status"] == "unconverged" and out["adam_steps"] == [5, 5]
 
 
 def test_fig1_task_on_a_small_mnist_subset():

@@ -18,6 +18,7 @@ FIG3_LABELS = {"galu": "GaLU, closed form", "galu_adam": "GaLU, Adam", "relu": "
 FIG5_LABELS = {
     "galu_acs": "GaLU, alternate convex search",
     "galu_adam": "GaLU, Adam",
+    "galu": "GaLU, better fit (scored)",
     "relu": "ReLU, Adam",
 }
 
@@ -72,19 +73,20 @@ def theorem1(df):
     ax.set_title("Theorem 1: formula vs Monte Carlo")
     ax.legend(fontsize=7)
     ax = axes[0][1]
-    few = df[df.kind == "few"].groupby(["m", "d", "k"])[["min_m_kd", "rank", "m_active"]]
-    few = few.mean().reset_index()
+    sub = df[df.kind.isin(["few", "lowdim"])]
+    few = sub.groupby(["m", "d", "k"])[["min_m_kd", "rank", "rank_bound"]].mean().reset_index()
     x = np.arange(len(few))
     bars = (
         ("min_m_kd", "min(m, kd) (paper)"),
         ("rank", "rank(X_bar), observed"),
-        ("m_active", "points with an open gate"),
+        ("rank_bound", "bound (rank_upper_bound)"),
     )
     for i, (col, label) in enumerate(bars):
         ax.bar(x + (i - 1) * 0.27, few[col], width=0.27, color=PALETTE[i], label=label)
-    ax.set_xticks(x, [f"m={r.m}, d={r.d}\nk={r.k}" for r in few.itertuples()])
+    ax.set_xticks(x, [f"m={r.m}, d={r.d}\nk={r.k}" for r in few.itertuples()], fontsize=6)
+    ax.set_yscale("log")
     ax.set_ylabel("count (mean over draws)")
-    ax.set_title("Rank statement, few 0-1 gates")
+    ax.set_title("Rank statement: few 0-1 gates, low d")
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
@@ -150,11 +152,13 @@ def fig3(df):
 
 
 def fig4(df):
-    """Fig. 4: generalization gap against ||w||_2^2 and ||w||_1^2, with least-squares lines."""
+    """Fig. 4: generalization gap against ||w||_2^2 and ||w||_1^2, with least-squares lines,
+    for the closed-form fits (the paper's figure); two-layer Adam fits as crosses."""
     fig, axes = figure(1, 2, width=7.2, height=3.0)
+    cf, adam = df[df.fit == "closed_form"], df[df.fit == "adam"]
     for ax, p, name in zip(axes[0], ("l2", "l1"), ("||w||_2^2", "||w||_1^2")):
-        fit = linear_fit(df[f"{p}_sq"], df["gap"])
-        xx = np.linspace(0, df[f"{p}_sq"].max(), 50)
+        fit = linear_fit(cf[f"{p}_sq"], cf["gap"])
+        xx = np.linspace(0, cf[f"{p}_sq"].max(), 50)
         ax.plot(
             xx,
             fit["slope"] * xx + fit["intercept"],
@@ -163,18 +167,30 @@ def fig4(df):
             label=f"least-squares line, R^2 = {fit['r2']:.4f}",
         )
         ax.scatter(
-            df[f"{p}_sq"],
-            df["gap"],
+            cf[f"{p}_sq"],
+            cf["gap"],
             s=14,
-            c=df["sigma_y"],
+            c=cf["sigma_y"],
             cmap="viridis",
             zorder=3,
             label="closed-form GaLU fits",
         )
+        if len(adam) > 2:
+            r2 = linear_fit(adam[f"{p}_sq"], adam["gap"])["r2"]
+            ax.scatter(
+                adam[f"{p}_sq"],
+                adam["gap"],
+                s=14,
+                marker="x",
+                color=PALETTE[1],
+                zorder=4,
+                label=f"both layers by Adam, R^2 = {r2:.2f}",
+            )
+        ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlabel(f"{name} (colour: sigma_y)")
         ax.set_ylabel("test MSE - train MSE")
         ax.set_title(f"Fig. 4: gap vs {name}")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
     return fig
 
 
@@ -230,9 +246,9 @@ def fig5(curves, mins, threshold: float, m: int, d: int):
         ax.plot(
             k.index,
             k[col],
-            ("o-", "s--", "^:")[i],
+            ("o-", "s--", "D-", "^:")[i],
             color=PALETTE[i],
-            ms=(7, 5, 4)[i],
+            ms=(8, 6, 3, 4)[i],
             mfc="none" if i == 0 else PALETTE[i],
             label=label,
         )
@@ -242,11 +258,12 @@ def fig5(curves, mins, threshold: float, m: int, d: int):
     ax.set_title(f"Fig. 5 (m = {m}, d = {d})")
     ax.legend(fontsize=7)
     ax = axes[0][1]
-    mean = curves.groupby(["d_out", "k"]).mean().reset_index()
+    mean = curves.groupby(["d_out", "k"])[["galu", "relu"]].mean().reset_index()
     for j, dout in enumerate(sorted(mean.d_out.unique())):
         sub = mean[mean.d_out == dout]
-        ax.plot(sub.k, sub.galu_acs, "-", color=PALETTE[j], label=f"d'={dout}: GaLU (ACS)")
+        ax.plot(sub.k, sub.galu, "-", color=PALETTE[j], label=f"d'={dout}: GaLU")
         ax.plot(sub.k, sub.relu, "--", color=PALETTE[j], label=f"d'={dout}: ReLU")
+    ax.set_xscale("log", base=2)
     ax.axhline(threshold, color="grey", lw=1)
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")

@@ -8,6 +8,7 @@ loaded here (`implicit_bias.core.data`), PCA-projected and kept in memory for th
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 import numpy as np
@@ -27,9 +28,11 @@ from implicit_bias.models.galu import (
     lemma1_monte_carlo,
     pca_project,
     random_regression,
+    rank_upper_bound,
     theorem1_monte_carlo,
     train_classifier,
     train_one_hidden,
+    train_one_hidden_converged,
 )
 
 
@@ -47,6 +50,8 @@ def theorem1_task(task: dict) -> dict:
     out = theorem1_monte_carlo(X, U, task["gate"], task["n_labels"], g)
     # Points whose k gates are all closed have Phi(x) = 0 (0-1 gates only): they bound the rank.
     out["m_active"] = int((gate_values(X @ U, task["gate"]).sum(1) > 0).sum())
+    # the bound that holds for every draw of 0-1 gates (sigmoid gates: min(m, kd))
+    out["rank_bound"] = rank_upper_bound(X, U) if task["gate"] == "step" else out["min_m_kd"]
     return out
 
 
@@ -185,38 +190,129 @@ def fig3_task(task: dict) -> dict:
 
 
 @task(uses_device=True)
+def fig4_task(task: dict) -> dict:
+    """Fig. 4 for one seed: GaLU fits in the regression cluster model across noise levels.
+
+    The centres, labels ``b_i``, inputs and gates are those of the seed; the label noise
+    ``eps ~ N(0, sigma_y^2)`` of the train and test sets is drawn afresh for each ``sigma_y``
+    (its own generator per (seed, noise level)), so that the points of Fig. 4 are independent
+    draws, not one draw rescaled. GaLU (0-1 gates) in closed form, as in the paper's Fig. 4,
+    and, for Sec. 4.2.1's remark on training both layers, by Adam on both layers to
+    convergence (``train_one_hidden_converged``); the norms of the latter are those of its
+    linear weights ``w_j = v_j W_j``. Returns per noise level the train and test MSE and the
+    squared l1 and l2 norms of each fit.
+    """
+    dev = _device(task)
+    keys = ("m", "m_test", "d", "n_clusters", "sigma_x")
+    Xtr, btr, Xte, bte = cluster_model(
+        *(task[k] for k in keys), "regression", 0.0, task["seed"], dev
+    )
+    g = torch.Generator().manual_seed(task["seed"] + 1)
+    U = torch.randn(task["d"], task["k"], generator=g, dtype=torch.float64).to(dev)
+    ytr, yte = [], []
+    for i, sigma in enumerate(task["noise"]):
+        gn = torch.Generator().manual_seed(10_000 * (task["seed"] + 1) + i)
+        eps = torch.randn(len(btr) + len(bte), generator=gn, dtype=torch.float64).to(dev)
+        ytr.append(btr + sigma * eps[: len(btr)])
+        yte.append(bte + sigma * eps[len(btr) :])
+
+    def mse(pred: torch.Tensor, y: torch.Tensor) -> float:
+        return float(((pred - y) ** 2).mean())
+
+    out: dict = {"noise": list(task["noise"])}
+    rows = []
+    for a, b in zip(ytr, yte):
+        w, _, _ = least_squares(galu_features(Xtr, U, "step"), a)
+        pred_tr, pred_te = galu_predict(Xtr, U, w), galu_predict(Xte, U, w)
+        rows.append((mse(pred_tr, a), mse(pred_te, b), float(w.abs().sum() ** 2), float(w @ w)))
+    for i, key in enumerate(("galu_train_mse", "galu_test_mse", "galu_l1_sq", "galu_l2_sq")):
+        out[key] = [r[i] for r in rows]
+    if task["adam_max_steps"] > 0:
+        B = len(ytr)
+        Ub = U.expand(B, -1, -1)
+        res = train_one_hidden_converged(
+            Xtr.expand(B, -1, -1),
+            torch.stack(ytr)[..., None],
+            task["k"],
+            "galu",
+            [task["seed"] + 2] * B,
+            task["adam_lr"],
+            task["adam_window"],
+            task["adam_tol"],
+            task["adam_halvings"],
+            task["adam_max_steps"],
+            U=Ub,
+        )
+        W, V = res["W"], res["V"]
+        w_eff = (W * V[:, None, :, 0]).reshape(B, -1)  # w_j = v_j W_j, (B, d k)
+        pred = (gate_values(Xte @ Ub, "step") * (Xte @ W)) @ V  # (B, m_test, 1)
+        out["adam_train_mse"] = res["train_mse"]
+        out["adam_test_mse"] = [mse(pred[i, :, 0], yte[i]) for i in range(B)]
+        out["adam_l1_sq"] = (w_eff.abs().sum(1) ** 2).tolist()
+        out["adam_l2_sq"] = (w_eff**2).sum(1).tolist()
+        out["adam_steps"] = res["steps"]
+        out["adam_converged"] = res["converged"]
+        out["status"] = "ok" if all(res["converged"]) else "unconverged"
+    return out
+
+
+@task(uses_device=True)
 def fig5_task(task: dict) -> dict:
     """Fig. 5 for one (d', seed): training MSE against k on N(0,1) targets in R^{d'}.
 
-    GaLU by alternate convex search (``acs_iters`` rounds) and by Adam (both layers), ReLU by
-    Adam (batched over the k grid with masks). The smallest k with MSE < threshold is read off
-    these curves with ``first_below``.
+    Every fit runs to a stopping rule on its loss and reports whether it converged (a capped
+    run is unconverged) and its cost. GaLU by alternate convex search (stop when a round gains
+    less than ``acs_tol`` relative, at most ``acs_iters`` rounds; only for d' <= ``acs_dout_max``,
+    its cost grows with (kd)^3 per round) and by Adam on both layers with the same gates; ReLU by
+    Adam (both Adam fits: ``train_one_hidden_converged``, batched over the k grid with masks).
     """
     dev = _device(task)
-    X, Y = random_regression(task["m"], task["d"], task["d_out"], task["seed"], dev)
+    d = task["d"]
+    X, Y = random_regression(task["m"], d, task["d_out"], task["seed"], dev)
     ks = [int(k) for k in task["k_grid"]]
     g = torch.Generator().manual_seed(task["seed"] + 1)
-    acs_losses = []
-    for k in ks:
-        U = torch.randn(task["d"], k, generator=g, dtype=torch.float64).to(dev)
-        acs_losses.append(acs(X, Y, U, task["acs_iters"], "step", task["seed"] + 2)["losses"])
-    B = len(ks)
-    common = (X.expand(B, -1, -1), Y.expand(B, -1, -1), max(ks))
-    adam = {
-        arch: train_one_hidden(
-            *common, arch, [task["seed"] + 3] * B, task["relu_steps"], task["relu_lr"], widths=ks
-        )["train_mse"]
-        for arch in ("relu", "galu")
-    }
-    return {
-        "k": ks,
-        "galu_acs": [a[-1] for a in acs_losses],
-        "acs_nonincreasing": all(b <= a + 1e-12 for a1 in acs_losses for a, b in zip(a1, a1[1:])),
-        "acs_last_round_change": max(a[-3] - a[-1] for a in acs_losses),
-        "acs_rounds": [(len(a) - 1) // 2 for a in acs_losses],
-        "galu_adam": adam["galu"],
-        "relu": adam["relu"],
-    }
+    gates = [torch.randn(d, k, generator=g, dtype=torch.float64).to(dev) for k in ks]
+    out: dict = {"k": ks}
+    if task["d_out"] <= task["acs_dout_max"]:
+        start = time.perf_counter()
+        runs = [
+            acs(X, Y, U, task["acs_iters"], "step", task["seed"] + 2, tol=task["acs_tol"])
+            for U in gates
+        ]
+        out["acs_seconds"] = time.perf_counter() - start
+        out["galu_acs"] = [r["losses"][-1] for r in runs]
+        out["acs_rounds"] = [r["rounds"] for r in runs]
+        out["acs_converged"] = [r["converged"] for r in runs]
+        out["acs_nonincreasing"] = all(
+            b <= a + 1e-12 for r in runs for a, b in zip(r["losses"], r["losses"][1:])
+        )
+    B, k_max = len(ks), max(ks)
+    U = torch.zeros(B, d, k_max, dtype=torch.float64, device=dev)
+    for i, Ui in enumerate(gates):
+        U[i, :, : ks[i]] = Ui
+    for arch, name in (("galu", "galu_adam"), ("relu", "relu")):
+        start = time.perf_counter()
+        res = train_one_hidden_converged(
+            X.expand(B, -1, -1),
+            Y.expand(B, -1, -1),
+            k_max,
+            arch,
+            [task["seed"] + 3] * B,
+            task["adam_lr"],
+            task["adam_window"],
+            task["adam_tol"],
+            task["adam_halvings"],
+            task["adam_max_steps"],
+            widths=ks,
+            U=U if arch == "galu" else None,
+        )
+        out[f"{name}_seconds"] = time.perf_counter() - start
+        out[name] = res["train_mse"]
+        out[f"{name}_steps"] = res["steps"]
+        out[f"{name}_converged"] = res["converged"]
+    flags = out["galu_adam_converged"] + out["relu_converged"] + out.get("acs_converged", [])
+    out["status"] = "ok" if all(flags) else "unconverged"
+    return out
 
 
 @lru_cache(maxsize=4)
@@ -309,7 +405,11 @@ def theorem1_tasks(cfg: dict, device: str) -> list[dict]:
             "device": device,
             "kind": kind,
         }
-        for kind, cases in (("rank", cfg["thm1_rank_cases"]), ("few", cfg["thm1_few_gate_cases"]))
+        for kind, cases in (
+            ("rank", cfg["thm1_rank_cases"]),
+            ("few", cfg["thm1_few_gate_cases"]),
+            ("lowdim", cfg["thm1_low_dim_cases"]),
+        )
         for (m, d, k) in cases
         for gate in (("step", "sigmoid") if kind == "rank" else ("step",))
         for s in range(cfg["thm1_rank_draws"])
@@ -354,16 +454,18 @@ def fig3_tasks(cfg: dict, device: str) -> list[dict]:
 
 
 def fig4_tasks(cfg: dict, device: str) -> list[dict]:
-    """Closed-form fits only (no Adam: `relu_steps` 0), run by `fig3_task`."""
+    """One run per seed over the noise grid of Fig. 4, run by `fig4_task`."""
     base = {k: cfg[f"fig3_{k}"] for k in ("m", "m_test", "d", "n_clusters", "k", "sigma_x")}
     return [
         {
             **base,
-            "task": "regression",
             "noise": cfg["fig4_sigma_y"],
             "seed": s,
-            "relu_steps": 0,
-            "relu_lr": 0.0,
+            "adam_lr": cfg["relu_lr"],
+            "adam_window": cfg["adam_window"],
+            "adam_tol": cfg["adam_tol"],
+            "adam_halvings": cfg["adam_halvings"],
+            "adam_max_steps": cfg["adam_max_steps"],
             "device": device,
         }
         for s in cfg["fig4_seeds"]
@@ -388,7 +490,8 @@ def lemma1_tasks(cfg: dict, device: str) -> list[dict]:
                     "sigma": sigma,
                     "beta_norm": beta,
                     "n_rep": n_rep,
-                    "seed": cfg["lemma1_seed"],
+                    # independent draws for every task: its own seed
+                    "seed": 1000 * cfg["lemma1_seed"] + len(tasks),
                     "dist": dist,
                     "device": device,
                 }
@@ -406,8 +509,13 @@ def fig5_tasks(cfg: dict, device: str) -> list[dict]:
             "k_grid": ks,
             "seed": s,
             "acs_iters": cfg["fig5_acs_iters"],
-            "relu_steps": cfg["relu_steps"],
-            "relu_lr": cfg["relu_lr"],
+            "acs_tol": cfg["fig5_acs_tol"],
+            "acs_dout_max": cfg["fig5_acs_dout_max"],
+            "adam_lr": cfg["relu_lr"],
+            "adam_window": cfg["adam_window"],
+            "adam_tol": cfg["adam_tol"],
+            "adam_halvings": cfg["adam_halvings"],
+            "adam_max_steps": cfg["adam_max_steps"],
             "device": device,
         }
         for dout, ks in zip(cfg["fig5_dout"], cfg["fig5_k"])
