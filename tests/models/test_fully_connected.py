@@ -170,3 +170,18 @@ def test_model_module_is_pure_numerics():
     assert all(
         not m.startswith("implicit_bias") or m.startswith("implicit_bias.models") for m in imported
     )
+
+
+def test_kkt_residual_active_and_relu_teacher(problem):
+    X, w0 = problem[0], np.random.default_rng(9).standard_normal(problem[0].shape[1])
+    beta = np.random.default_rng(8).standard_normal(X.shape[1])
+    full = fc.kkt_residual(beta, X, w0, 0.5, 1.0)
+    all_on = np.ones(X.shape[0], dtype=bool)
+    assert fc.kkt_residual_active(beta, X, w0, 0.5, 1.0, all_on) == pytest.approx(full)
+    # fewer constraints: a larger residual; none: the whole gradient
+    fewer = fc.kkt_residual_active(beta, X, w0, 0.5, 1.0, np.arange(X.shape[0]) > 0)
+    assert fewer >= full
+    none = fc.kkt_residual_active(beta, X, w0, 0.5, 1.0, np.zeros(X.shape[0], dtype=bool))
+    assert none == pytest.approx(1.0)
+    Xr, yr, w_star = fc.relu_teacher_regression(6, 15, 0)
+    assert Xr.shape == (6, 15) and np.all(yr >= 0) and np.allclose(yr, np.maximum(Xr @ w_star, 0))

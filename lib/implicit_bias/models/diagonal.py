@@ -269,6 +269,27 @@ def q_minimizer(
     return QMinResult(beta, nu, iterations, residual, converged or residual <= 1e3 * tol)
 
 
+def l1_dual(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dual of basis pursuit min ||b||_1 s.t. X b = y (the rich limit m -> 0 of Theorem 1,
+    App. E): max y^T nu s.t. ||X^T nu||_inf <= 1, solved with HiGHS (scipy's linprog).
+
+    Returns nu and the dual slacks 1 - |X^T nu|_j (>= 0; zero on the L1 solution's support).
+    Why they matter: Q's minimizer is beta = m sinh(X^T nu_m) with nu_m ~ log(2/m) nu, so an
+    off-support coordinate is |beta_j| ~ C_j (m/2)^{slack_j}: the slacks set how fast each
+    coordinate vanishes as m -> 0.
+    """
+    from scipy.optimize import linprog
+
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    a_ub = np.vstack([X.T, -X.T])
+    res = linprog(-y, A_ub=a_ub, b_ub=np.ones(2 * X.shape[1]), bounds=(None, None), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"l1_dual: linprog failed: {res.message}")
+    nu = np.asarray(res.x, dtype=float)
+    return nu, np.maximum(1.0 - np.abs(X.T @ nu), 0.0)
+
+
 def q_minimizer_cvxpy(
     X: np.ndarray, y: np.ndarray, m: np.ndarray, solver: str = "CLARABEL", **solver_options
 ):
@@ -398,23 +419,31 @@ def gradient_flow(
     X: np.ndarray,
     y: np.ndarray,
     params: DiagonalParams,
-    tol: float = 1e-12,
+    tol: float = 1e-9,
+    kkt_tol: float = 1e-9,
     t_chunk: float = 50.0,
     max_chunks: int = 200,
     rtol: float = 1e-12,
     atol: float = 1e-15,
 ) -> TrainResult:
     """Gradient flow theta' = -grad L for each run, integrated with scipy's DOP853 (a check of
-    Theorem 1 on small problems: no step-size bias). Integrates in chunks of time until the
-    relative residual is below `tol`.
+    Theorem 1 on small problems: no step-size bias), in chunks of time `t_chunk`.
+
+    A run stops when the state satisfies both optimality conditions of Theorem 1's program
+    (App. A form, K and beta0 of the run's initialization): primal feasibility,
+    ||X beta - y|| / ||y|| <= tol, and stationarity, `kkt_residual(X, grad Q(beta))` <= kkt_tol
+    with grad Q(beta) = asinh(beta / K) - asinh(beta0 / K). A run that has not met them after
+    `max_chunks` chunks is reported unconverged (`converged` False); nothing else stops it.
     """
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n, d = X.shape
     y_norm = max(np.linalg.norm(y), 1e-300)
-    betas, steps, residuals = [], [], []
+    k_all, beta0_all = (t.detach().cpu().double().numpy() for t in params.effective_scale())
+    betas, steps, residuals, done = [], [], [], []
     for b in range(params.u_plus.shape[0]):
         state = np.concatenate([t[b].detach().cpu().double().numpy() for t in params.tensors()])
+        k, phi0 = k_all[b], np.arcsinh(beta0_all[b] / k_all[b])
 
         def rhs(_t, w):
             up, vp, um, vm = w.reshape(4, d)
@@ -422,7 +451,7 @@ def gradient_flow(
             return np.concatenate([-g * vp, -g * up, g * vm, g * um])
 
         nfev = 0
-        last = np.inf
+        optimal = False
         for _ in range(max_chunks):
             sol = solve_ivp(rhs, (0.0, t_chunk), state, method="DOP853", rtol=rtol, atol=atol)
             state = sol.y[:, -1]
@@ -430,15 +459,19 @@ def gradient_flow(
             up, vp, um, vm = state.reshape(4, d)
             beta = up * vp - um * vm
             res = np.linalg.norm(X @ beta - y) / y_norm  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
-            # Done, or at the integrator's accuracy floor (the residual stopped shrinking).
-            if res <= tol or res > 0.5 * last:
+            if res <= tol and kkt_residual(X, np.arcsinh(beta / k) - phi0) <= kkt_tol:
+                optimal = True
                 break
-            last = res
         betas.append(beta)
         steps.append(nfev)
-        residuals.append(np.linalg.norm(X @ beta - y) / y_norm)  # type: ignore[operator]  # y_norm is max of a numpy floating and a float
-    res = torch.tensor(residuals, dtype=torch.float64)
-    return TrainResult(torch.tensor(np.array(betas)), torch.tensor(steps), res, res <= tol)
+        residuals.append(res)
+        done.append(optimal)
+    return TrainResult(
+        torch.tensor(np.array(betas)),
+        torch.tensor(steps),
+        torch.tensor(residuals, dtype=torch.float64),
+        torch.tensor(done),
+    )
 
 
 def tied_gradient_descent(

@@ -176,6 +176,30 @@ def kkt_residual(beta: Array, X: Array, w0: Array, delta: float, sigma: float) -
     return float(np.linalg.norm(null_projector(X) @ grad) / np.linalg.norm(grad))
 
 
+def kkt_residual_active(
+    beta: Array, X: Array, w0: Array, delta: float, sigma: float, active: Array
+) -> float:
+    """`kkt_residual` with only the samples in `active` (boolean, shape (n,)) as constraints'
+    gradients: ||P grad Q(beta)|| / ||grad Q(beta)||, P the projector onto the orthogonal
+    complement of span{x_i : active_i}.
+
+    For a ReLU neuron (rho = 0) a sample with negative pre-activation has Clarke
+    sub-differential {0} (App. G, Definition 1), so only the others can balance grad Q.
+    """
+    grad = grad_q_single_neuron(beta, w0, delta, sigma)
+    xa = np.asarray(X, dtype=float)[np.asarray(active, dtype=bool)]
+    proj = np.eye(grad.size) - np.linalg.pinv(xa) @ xa if xa.size else np.eye(grad.size)
+    return float(np.linalg.norm(proj @ grad) / np.linalg.norm(grad))
+
+
+def relu_teacher_regression(n: int, d: int, seed: int) -> tuple[Array, Array, Array]:
+    """Gaussian X (as `random_regression`) with labels y = max(X w*, 0) of a random ReLU
+    teacher w* (entries N(0, 1/d)): about half the labels are 0. Returns X, y, w*."""
+    X, _ = random_regression(n, d, seed)
+    w_star = np.random.default_rng(seed + 5000).standard_normal(d) / np.sqrt(d)
+    return X, np.maximum(X @ w_star, 0.0), w_star
+
+
 def q_min_balanced(X: Array, y: Array, a0: Array, u0: Array) -> QMinimizer:
     """Prop. 1: for W0 = a0 u0^T, ||u0|| = 1, Q = (2/3) ||beta||^{3/2} - ||a0|| <u0, beta>.
 

@@ -52,16 +52,32 @@ def test_step_slope_and_fig71_metrics():
     for alpha, errs in ((1e-4, [0.8, 0.3, 0.1, 0.3, 0.8]), (1e-1, [0.9, 0.9, 0.89, 0.9, 0.9])):
         for s, e in zip([0.01, 0.1, 1.0, 10.0, 100.0], errs):
             rows.append(
-                {"seed": 0, "alpha": alpha, "shape": s, "pop_error_gd": e, "pop_error_q": e}
+                {
+                    "seed": 0,
+                    "alpha": alpha,
+                    "shape": s,
+                    "pop_error_gd": e,
+                    "pop_error_q": e,
+                    "converged": True,
+                }
             )
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 1.0
+    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 1.0 and met["fig71_rows_used"] == 1
     assert met["fig71_extreme_over_balanced_min_ratio"] == pytest.approx(8.0)
     assert met["fig71_max_relative_drop_away_from_s1"] < 0
     # A row whose minimum is off the balanced line is caught.
     rows[2]["pop_error_gd"] = 0.35
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
     assert met["fig71_small_alpha_rows_argmin_at_s1"] == 0.0
+    # ... unless that row holds an unconverged run: then no claim rests on it.
+    rows[2]["converged"] = False
+    met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
+    assert met["fig71_rows_used"] == 0 and np.isnan(met["fig71_small_alpha_rows_argmin_at_s1"])
+    # An unconverged run far from Theorem 1 does not count for fig71_gd_vs_q either.
+    rows[2].update(pop_error_gd=9.0, converged=False)
+    assert analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"] == 0
+    rows[2]["converged"] = True
+    assert analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"] > 1
 
 
 def test_q_shape_limits():
@@ -114,7 +130,8 @@ def test_regimes_frames_split_table_and_metrics():
     assert met["regimes_dist_l1_monotone"] is True
     assert met["regimes_qmin_tiny_m_dist_l1"] == pytest.approx(0.52)
     assert met["regimes_large_alpha_dist_l2"] == pytest.approx(2 + len(balanced_pts) - 0.5)
-    assert met["regimes_unbalanced_dist_l2"] == pytest.approx(2 + len(points) - 0.5)
+    # the last point of each seed is unconverged (see _scale_shape_result): left out
+    assert met["regimes_unbalanced_dist_l2"] == pytest.approx(len(points) + 0.5)
 
 
 def test_rich_limit_frame_and_table():
@@ -163,5 +180,67 @@ def test_fig71_frame_table_summary_and_heatmap(mirror):
         assert np.array_equal(heat.to_numpy(), heat.to_numpy()[:, ::-1])
     summary = analysis.fig71_summary(frame, 1e-7)
     assert summary.startswith(
-        f"15 GD runs, {int(frame['converged'].sum())} reached relative residual 1e-07; max steps"
+        f"15 GD runs, {int(frame['converged'].sum())} reached relative residual 1e-07 "
+        "(unconverged at alpha <= "
     )
+
+
+def _theorem1_result(gf_errors, gf_converged, gd_converged=True):
+    k = len(gf_errors)
+    return {
+        "inits": [f"init{i}" for i in range(k)],
+        "rel_steps": [0.4, 0.2],
+        "gd_error": [[2e-3] * k, [1e-3] * k],
+        "gd_steps": [[10] * k, [20] * k],
+        "gd_converged": [[gd_converged] * k, [True] * k],
+        "gf_error": gf_errors,
+        "gf_converged": gf_converged,
+        "wrong_half": [0.1] * k,
+        "wrong_double": [0.1] * k,
+        "qmin_kkt": [1e-15] * k,
+        "dist_weighted_l2": [1e-4] * k,
+        "dist_plain_l2": [1e-1] * k,
+        "tied_error": 1e-3,
+        "tied_converged": True,
+    }
+
+
+def test_theorem1_metrics_leave_out_unconverged_runs():
+    res = _theorem1_result([1e-12, 0.5], [True, True])
+    frame = analysis.theorem1_frame([res], [0])
+    assert analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"] == 0.5
+    res = _theorem1_result([1e-12, 0.5], [True, False])
+    frame = analysis.theorem1_frame([res], [0])
+    assert analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"] == 1e-12
+    assert "gradient flow 1 of 2" in analysis.theorem1_unconverged(frame, [res])
+    res = _theorem1_result([1e-12, 0.5], [False, False], gd_converged=False)
+    res["tied_converged"] = False
+    frame = analysis.theorem1_frame([res], [0])
+    met = analysis.theorem1_metrics(frame, [res])
+    assert np.isnan(met["thm1_gf_max_rel_error"]) and np.isnan(met["thm1_gd_max_rel_error"])
+    assert np.isnan(met["tied_rel_error"])
+
+
+def _rich_result(slack, exponent, m=(1e-20, 1e-30)):
+    """A `rich_limit_task` result whose off-support coordinates decay with `exponent`."""
+    slack, exponent = np.asarray(slack, float), np.asarray(exponent, float)
+    logb = [(np.log10(mi) * exponent).tolist() for mi in m]
+    rows = [{"m": mi, "dist_l1": 0.01} for mi in m]
+    return {
+        "rows": rows,
+        "slack": slack.tolist(),
+        "log10_abs_beta": logb,
+        "dual_objective": 1.0,
+        "l1_norm": 1.0,
+    }
+
+
+def test_rich_limit_metrics_compare_exponents_with_dual_slacks():
+    slack = [0.0, 0.0, 0.01, 0.2, 0.7]
+    good = _rich_result(slack, [0.0, 0.0, 0.012, 0.21, 0.69])
+    met = analysis.rich_limit_metrics([good], [0])
+    assert met["rich_limit_max_exponent_minus_slack"] == pytest.approx(0.01)
+    bad = _rich_result(slack, [0.0, 0.0, 0.2, 0.7, 0.01])  # rates not those of the slacks
+    assert analysis.rich_limit_metrics([bad], [0])["rich_limit_max_exponent_minus_slack"] > 0.05
+    table = analysis.rich_limit_slack_table([good, bad], [0, 1])
+    assert list(table.index) == [0, 1] and table.loc[0, "n slack < 0.05"] == 1

@@ -27,7 +27,7 @@ def _theorem1_frame():
                 "init": init,
                 "gd_error_step_0.4": 4e-3 * (b + 1),
                 "gd_error_step_0.2": 2e-3 * (b + 1),
-                "gf_error": 1e-12 if b else 1e-8,
+                "gf_error": 1e-12 if b else 1e-6,
             }
         )
     return pd.DataFrame(rows)
@@ -92,3 +92,12 @@ def test_fig7_1():
     assert len(fig.axes) == 3  # heatmap, its colorbar, the collapse on m
     assert fig.axes[0].get_title() == "Fig. 7.1: population error (GD)"
     assert fig.axes[1].get_title() == "the same runs against m"
+
+
+def test_theorem1_step_data_raises_gf_error_to_the_floor():
+    frame = _theorem1_frame()
+    data = figures.theorem1_step_data(frame)
+    assert (data["gf_error"] >= figures.GF_ERROR_FLOOR).all()
+    big = frame["gf_error"] > figures.GF_ERROR_FLOOR
+    assert (data.loc[big, "gf_error"] == frame.loc[big, "gf_error"]).all()
+    assert big.any() and (~big).any()

@@ -57,9 +57,11 @@ def test_theorem1_task_small():
         "tol": 1e-11,
         "max_steps": 60_000,
         "gradient_flow": True,
+        "gf_tol": 1e-9,
         "device": "cpu",
     }
     out = tk.theorem1_task(task)
+    assert out["status"] == "ok" and all(out["gf_converged"]) and out["tied_converged"]
     frame = analysis.theorem1_frame([out], [0])
     met = analysis.theorem1_metrics(frame, [out])
     assert list(frame["init"]) == list(dg.THEOREM1_INITS)
@@ -79,10 +81,14 @@ def test_rich_limit_task_distance_shrinks():
         "seed": 0,
         "m_values": [1e-4, 1e-12, 1e-30],
     }
-    rows = tk.rich_limit_task(task)["rows"]
+    out = tk.rich_limit_task(task)
+    rows = out["rows"]
     dists = [r["dist_l1"] for r in rows]
     assert dists[0] > dists[1] > dists[2]
-    assert all(r["kkt"] < 1e-10 and r["residual"] < 1e-10 for r in rows)
+    assert all(r["kkt"] < 1e-10 and r["residual"] < 1e-10 and r["converged"] for r in rows)
+    assert len(out["slack"]) == 30 and min(out["slack"]) >= 0
+    assert out["dual_objective"] == pytest.approx(out["l1_norm"], rel=1e-6)  # LP duality
+    assert np.array(out["log10_abs_beta"]).shape == (3, 30)
 
 
 def test_task_declarations():

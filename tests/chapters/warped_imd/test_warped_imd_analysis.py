@@ -183,3 +183,94 @@ def test_q_level_grids_and_frame():
     one = [("a", fc.q_level_grid(1.0, 1.0, np.array([1.0, 0.0]), 9, 1.0))]
     frame = analysis.q_levels_frame(one)
     assert len(frame) == 81 and list(frame) == ["panel", "b1", "b2", "q", "quad"]
+
+
+def test_leaky_branch_metrics_use_converged_runs_of_the_right_branch():
+    neg = analysis.leaky_negative_table(
+        [
+            {
+                "rows": [
+                    {
+                        "rho": 1.0,
+                        "a_inf": -1.2,
+                        "kkt_residual_gf": 1e-8,
+                        "gf_err": 2e-8,
+                        "converged": True,
+                    },
+                    {
+                        "rho": 0.5,
+                        "a_inf": -1.1,
+                        "kkt_residual_gf": 0.3,
+                        "gf_err": 0.3,
+                        "converged": False,
+                    },
+                    {
+                        "rho": 0.2,
+                        "a_inf": 1.1,
+                        "kkt_residual_gf": 0.2,
+                        "gf_err": 0.2,
+                        "converged": True,
+                    },
+                ]
+            }
+        ],
+        [0],
+    )
+    relu = analysis.relu_table(
+        [
+            {"kkt_residual_active": 0.2, "converged": True, "status": "ok"},
+            {"kkt_residual_active": 0.9, "converged": False, "status": "unconverged"},
+        ],
+        [0, 1],
+    )
+    assert list(relu["seed"]) == [0, 1] and "status" not in relu
+    m = analysis.leaky_branch_metrics(neg, relu)
+    assert m["thm4_neg_a_max_kkt_residual"] == 1e-8 and m["thm4_neg_a_max_gf_err"] == 2e-8
+    assert m["thm4_relu_max_active_kkt_residual"] == 0.2
+    # nothing qualifies: NaN, so the claims fail
+    neg["converged"] = False
+    relu["converged"] = False
+    m = analysis.leaky_branch_metrics(neg, relu)
+    assert all(np.isnan(v) for v in m.values())
+
+
+def _regime_rows(sweep, seed, alpha, s, l2, ntk, converged=True):
+    return {
+        "sweep": sweep,
+        "seed": seed,
+        "alpha": alpha,
+        "s": s,
+        "gf_dist_l2": l2,
+        "gf_dist_ntk": ntk,
+        "gf_vs_q": 1e-7,
+        "converged": converged,
+    }
+
+
+def test_plateau_and_balanced_metrics():
+    rows = [_regime_rows("alpha", 0, a, 1.0, 0.5, 0.5) for a in (1e-3, 1.0, 1e3)]
+    rows += [_regime_rows("alpha_zero_output", 0, a, 1.0, 0.5, 0.5) for a in (1e-3, 1e3)]
+    rows += [
+        _regime_rows("shape", 0, 1.0, s, d, d) for s, d in ((1.0, 0.4), (3.0, 0.2), (10.0, 0.01))
+    ]
+    rows += [
+        _regime_rows("plateau", 0, a, s, 1.0, d)
+        for a in (1e3, 1e4)
+        for s, d in ((1.0, 0.06), (100.0, 2e-5))
+    ]
+    df = pd.DataFrame(rows)
+    m = analysis.regime_metrics(df)
+    assert m["regime_plateau_max_dist_ntk"] == 0.06
+    assert m["regime_plateau_dist_ntk_largest_shape"] == 2e-5
+    assert m["regime_shape_argmax_non_kernel_at_s1"] == 1.0
+    table = analysis.plateau_table(df)
+    assert list(table.columns) == [1e3, 1e4] and list(table.index) == [1.0, 100.0]
+    # the most non-kernel shape is not the balanced one: caught
+    df.loc[(df["sweep"] == "shape") & (df["s"] == 3.0), ["gf_dist_l2", "gf_dist_ntk"]] = 0.9
+    assert analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"] == 0.0
+    # ... unless that problem has an unconverged run: left out (NaN, the claim fails)
+    df.loc[(df["sweep"] == "shape") & (df["s"] == 3.0), "converged"] = False
+    assert np.isnan(analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"])
+    # an unconverged plateau run does not count
+    df.loc[(df["sweep"] == "plateau") & (df["s"] == 1.0), "converged"] = False
+    assert analysis.regime_metrics(df)["regime_plateau_max_dist_ntk"] == 2e-5

@@ -22,6 +22,8 @@ TASKS = [
     "task_anti_ntk",
     "task_leaky",
     "task_regimes",
+    "task_leaky_negative",
+    "task_relu",
 ]
 
 
@@ -167,17 +169,90 @@ def test_task_lists_are_those_of_the_profile(profile):
     assert tasks.leaky_tasks(cfg) == [
         {**problem, **cfg["leaky"], "seed": s, "gf_eta": cfg["gf_eta"]} for s in seeds
     ]
+    lk = cfg["leaky"]
+    assert tasks.leaky_negative_tasks(cfg) == [
+        {
+            **problem,
+            "seed": s,
+            "alpha": lk["alpha"],
+            "s": lk["s"],
+            "rhos": lk["rhos"],
+            "gf_eta": cfg["gf_eta"],
+        }
+        for s in seeds
+    ]
+    relu = {k: v for k, v in cfg["relu"].items() if k != "seeds"}
+    assert tasks.relu_tasks(cfg) == [
+        {**relu, "seed": s, "gf_eta": cfg["gf_eta"]} for s in cfg["relu"]["seeds"]
+    ]
     regimes = tasks.regime_tasks(cfg)
-    assert list(regimes) == ["alpha", "shape", "alpha_zero_output"]
+    assert list(regimes) == ["alpha", "shape", "alpha_zero_output", "plateau"]
     alphas = [[a, 1.0] for a in cfg["regime_alphas"]]
     shapes = [[1.0, s] for s in cfg["regime_shapes"]]
+    plateau = cfg["regime_plateau"]
     expected = {
         "alpha": (alphas, False),
         "shape": (shapes, False),
         "alpha_zero_output": (alphas, True),
+        "plateau": ([[a, s] for a in plateau["alphas"] for s in plateau["shapes"]], False),
     }
     for name, (points, in_null) in expected.items():
         assert regimes[name] == [
             {**problem, "seed": s, "points": points, "in_null": in_null, "gf_eta": cfg["gf_eta"]}
             for s in seeds
         ]
+
+
+def test_leaky_relu_negative_outer_weight_branch():
+    out = tasks.task_leaky_negative(
+        {
+            "n": 4,
+            "d": 9,
+            "seed": 2,
+            "rhos": [0.5],
+            "alpha": 1.0,
+            "s": 2.0,
+            "gf_eta": 0.5,
+            "device": "cpu",
+        }
+    )
+    (row,) = out["rows"]
+    assert out["status"] == "ok" and row["converged"]
+    assert row["a_inf"] < 0  # the branch a < 0 is exercised (delta > 0: no sign change)
+    assert row["kkt_residual_gf"] < 1e-5 and row["gf_err"] < 1e-5
+    assert row["negative_preactivations"] > 0
+
+
+def test_relu_counterexample_breaks_the_active_set_kkt():
+    """rho = 0: a sample that switches off keeps its component in w - w0, so the KKT residual
+    over the active samples is O(1) while the one over all samples is at round-off."""
+    out = tasks.task_relu(
+        {
+            "n": 8,
+            "d": 20,
+            "seed": 0,
+            "alpha": 1.0,
+            "s": 2.0,
+            "max_steps": 5000,
+            "gf_eta": 0.25,
+            "device": "cpu",
+        }
+    )
+    assert out["status"] == "ok" and out["converged"] and out["gf_loss"] < 1e-20
+    assert out["switched_off"] >= 1 and out["zero_labels"] > 0
+    assert out["kkt_residual_active"] > 0.01
+    assert out["kkt_residual_all_samples"] < 1e-5
+    # a step cap too small to fit the data gives an unconverged run
+    short = tasks.task_relu(
+        {
+            "n": 8,
+            "d": 20,
+            "seed": 0,
+            "alpha": 1.0,
+            "s": 2.0,
+            "max_steps": 200,
+            "gf_eta": 0.25,
+            "device": "cpu",
+        }
+    )
+    assert short["status"] == "unconverged" and not short["converged"]

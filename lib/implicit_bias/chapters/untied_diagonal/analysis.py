@@ -36,6 +36,7 @@ def theorem1_frame(results: list[dict], seeds) -> pd.DataFrame:
                 {
                     "step_slope": slopes[b],
                     "gf_error": res.get("gf_error", [np.nan] * 9)[b],
+                    "gf_converged": res.get("gf_converged", [False] * 9)[b],
                     "wrong_half": res["wrong_half"][b],
                     "wrong_double": res["wrong_double"][b],
                     "qmin_kkt": res["qmin_kkt"][b],
@@ -50,22 +51,38 @@ def theorem1_frame(results: list[dict], seeds) -> pd.DataFrame:
 
 
 def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
-    """The Theorem 1 claims' metrics from `theorem1_frame`."""
+    """The Theorem 1 claims' metrics from `theorem1_frame`, over converged runs only (a gradient
+    flow that did not meet the optimality conditions, a GD run stopped by its step cap and an
+    unconverged tied run are left out; `theorem1_unconverged` counts them). A metric with no
+    converged run left is NaN, so its claim fails."""
+    flow = frame[frame["gf_converged"].astype(bool)]
+    frame = frame[frame["gd_converged"].astype(bool)]
     smallest = [c for c in frame.columns if c.startswith("gd_error_step_")][-1]
     wrong = np.minimum(frame["wrong_half"], frame["wrong_double"])
     # kernel-regime rows (every m_i >> |beta_i|): large and unbalanced initializations
     ntk = frame[frame["init"].isin(["large", "unbalanced"])]
     ntk = ntk.assign(ratio=ntk["dist_weighted_l2"] / ntk["dist_plain_l2"])
+    tied = [r["tied_error"] for r in results if r.get("tied_converged", False)]
     return {
-        "thm1_gf_max_rel_error": float(frame["gf_error"].max()),
+        "thm1_gf_max_rel_error": float(flow["gf_error"].max()) if len(flow) else np.nan,
         "thm1_gd_max_rel_error": float(frame[smallest].max()),
         "thm1_step_slope_min": float(frame["step_slope"].min()),
         "thm1_step_slope_max": float(frame["step_slope"].max()),
         "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
         "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
-        "tied_rel_error": float(max(r["tied_error"] for r in results)),
+        "tied_rel_error": float(max(tied)) if tied else np.nan,
         "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max()),
     }
+
+
+def theorem1_unconverged(frame: pd.DataFrame, results: list[dict]) -> str:
+    """One line: how many gradient-flow, GD (all step sizes) and tied runs did not converge."""
+    return (
+        f"unconverged runs (left out of the claims): gradient flow "
+        f"{int((~frame['gf_converged'].astype(bool)).sum())} of {len(frame)}, GD "
+        f"{int((~frame['gd_converged'].astype(bool)).sum())} of {len(frame)}, tied "
+        f"{sum(not r.get('tied_converged', False) for r in results)} of {len(results)}"
+    )
 
 
 def metrics_table(metrics: dict) -> pd.DataFrame:
@@ -128,7 +145,10 @@ def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
 
 
 def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame, results: list[dict]) -> dict:
-    """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed."""
+    """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed, on
+    the converged GD runs only (the smallest scales hit the step cap: no claim rests on them)."""
+    balanced = balanced[balanced["converged"].astype(bool)]
+    unbalanced = unbalanced[unbalanced["converged"].astype(bool)]
     mono = all(
         np.all(np.diff(g.sort_values("alpha")["dist_l1"].to_numpy()) > 0)
         for _, g in balanced.groupby("seed")
@@ -169,6 +189,55 @@ def rich_limit_table(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.pivot(index="m", columns="seed", values=["dist_l1", "dist_times_log_1_over_m"])
 
 
+SUPPORT_SLACK = 1e-6  # dual slacks below this: the L1 solution's support (HiGHS accuracy ~1e-9)
+
+
+def slack_exponents(result: dict) -> pd.DataFrame:
+    """Per off-support coordinate j of one `rich_limit_task` result: the LP dual's slack
+    s_j = 1 - |X^T nu|_j and the measured exponent e_j of |beta_j| ~ C_j (m/2)^{e_j} between
+    the two smallest m, e_j = log(|beta_j(m1)| / |beta_j(m2)|) / log(m1 / m2)."""
+    slack = np.asarray(result["slack"])
+    logb = np.asarray(result["log10_abs_beta"])
+    m = np.array([r["m"] for r in result["rows"]])
+    exponent = (logb[-2] - logb[-1]) / (np.log10(m[-2]) - np.log10(m[-1]))
+    off = slack > SUPPORT_SLACK
+    return pd.DataFrame(
+        {"slack": slack[off], "exponent": exponent[off], "log10_abs_beta_smallest_m": logb[-1][off]}
+    )
+
+
+def rich_limit_metrics(results: list[dict], seeds) -> dict:
+    """The rate of the rich limit against the LP dual's slacks (claim
+    rich_limit_rate_is_dual_slack): the largest |e_j - s_j| over off-support coordinates and
+    seeds (`slack_exponents`)."""
+    dev = [np.abs(f["exponent"] - f["slack"]).max() for f in map(slack_exponents, results)]
+    return {"rich_limit_max_exponent_minus_slack": float(max(dev))}
+
+
+def rich_limit_slack_table(results: list[dict], seeds) -> pd.DataFrame:
+    """Per seed: the smallest dual slacks, the median and largest |e_j - s_j|, and the share of
+    the off-support L1 mass at the smallest m carried by coordinates of slack below 0.05."""
+    rows = []
+    for seed, res in zip(seeds, results):
+        f = slack_exponents(res)
+        mass = 10.0 ** f["log10_abs_beta_smallest_m"]
+        small = np.sort(f["slack"].to_numpy())[:3]
+        rows.append(
+            {
+                "seed": seed,
+                "smallest slacks": ", ".join(f"{v:.1e}" for v in small),
+                "n slack < 0.05": int((f["slack"] < 0.05).sum()),
+                "share of off-support mass (slack < 0.05)": float(
+                    mass[f["slack"] < 0.05].sum() / mass.sum()
+                ),
+                "median |e - s|": float(np.median(np.abs(f["exponent"] - f["slack"]))),
+                "max |e - s|": float(np.abs(f["exponent"] - f["slack"]).max()),
+                "strong duality gap": abs(res["dual_objective"] - res["l1_norm"]),
+            }
+        )
+    return pd.DataFrame(rows).set_index("seed")
+
+
 def mirror_shapes(frame: pd.DataFrame) -> pd.DataFrame:
     """Add the rows of shape 1/s from those of shape s > 1.
 
@@ -196,12 +265,16 @@ def fig71_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
-    """Fig. 7.1's claims: per data seed and small alpha (<= small_alpha_max), the population
-    error is lowest at s = 1 and grows (within 1%) as log s moves away from 0 on both sides."""
-    rel = (frame["pop_error_gd"] - frame["pop_error_q"]).abs() / frame["pop_error_q"]
+    """Fig. 7.1's claims on converged GD runs only: GD against Theorem 1 over every converged
+    run; per data seed and small alpha (<= small_alpha_max) whose runs all converged, the
+    population error is lowest at s = 1 and grows (within 1%) as log s moves away from 0 on
+    both sides. A (seed, alpha) row with an unconverged run is left out
+    (`fig71_rows_used` counts what is left)."""
+    ok = frame[frame["converged"].astype(bool)]
+    rel = (ok["pop_error_gd"] - ok["pop_error_q"]).abs() / ok["pop_error_q"]
     argmin_ok, drops, ratios = [], [], []
     for (_, alpha), row in frame.groupby(["seed", "alpha"]):
-        if alpha > small_alpha_max * (1 + 1e-9):
+        if alpha > small_alpha_max * (1 + 1e-9) or not row["converged"].astype(bool).all():
             continue
         row = row.sort_values("shape")
         err = row["pop_error_gd"].to_numpy()
@@ -211,11 +284,13 @@ def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
         for side in (err[center:], err[center::-1]):  # moving away from s = 1
             drops.append(float(np.max((side[:-1] - side[1:]) / side[:-1])))
             ratios.append(float(side[-1] / side[0]))
+    empty = not argmin_ok
     return {
         "fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
-        "fig71_small_alpha_rows_argmin_at_s1": float(np.mean(argmin_ok)),
-        "fig71_max_relative_drop_away_from_s1": max(drops),
-        "fig71_extreme_over_balanced_min_ratio": min(ratios),
+        "fig71_small_alpha_rows_argmin_at_s1": np.nan if empty else float(np.mean(argmin_ok)),
+        "fig71_max_relative_drop_away_from_s1": np.nan if empty else max(drops),
+        "fig71_extreme_over_balanced_min_ratio": np.nan if empty else min(ratios),
+        "fig71_rows_used": len(argmin_ok),
     }
 
 
@@ -228,9 +303,15 @@ def fig71_frame(results: list[dict], cfg: dict) -> pd.DataFrame:
 
 def fig71_summary(frame: pd.DataFrame, tol: float) -> str:
     """One line: how many GD runs reached the relative residual `tol`, and the most steps."""
+    bad = frame[~frame["converged"].astype(bool)]
+    where = (
+        f" (unconverged at alpha <= {bad['alpha'].max():.2g}; left out of the claims)"
+        if len(bad)
+        else ""
+    )
     return (
         f"{len(frame)} GD runs, {int(frame['converged'].sum())} reached relative residual "
-        f"{tol:g}; max steps {int(frame['steps'].max())}"
+        f"{tol:g}{where}; max steps {int(frame['steps'].max())}"
     )
 
 

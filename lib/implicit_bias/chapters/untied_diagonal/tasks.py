@@ -22,6 +22,7 @@ from implicit_bias.models.diagonal import (
     gradient_descent,
     gradient_flow,
     kkt_residual,
+    l1_dual,
     m_from_scale_shape,
     population_error,
     q_minimizer,
@@ -44,7 +45,10 @@ def theorem1_task(task: dict) -> dict:
     GD limit (several step sizes) and of the gradient-flow limit to the Q-minimizer, of the
     Q-minimizers with a wrong scale (m/2, 2m, the control), and the tied (Woodworth) model.
 
-    task: n, d, seed, rel_steps (decreasing), tol, max_steps, gradient_flow (bool), device.
+    task: n, d, seed, rel_steps (decreasing), tol, max_steps, gradient_flow (bool), gf_tol,
+    device. Each run reports whether it converged (GD: residual below tol within max_steps;
+    gradient flow: both optimality conditions below gf_tol); the status is "unconverged" if
+    any run did not.
     """
     rng = np.random.default_rng(task["seed"])
     n, d = task["n"], task["d"]
@@ -95,8 +99,10 @@ def theorem1_task(task: dict) -> dict:
             for b in range(len(THEOREM1_INITS))
         ]
     if task.get("gradient_flow", True):
-        flow = gradient_flow(X, y, params, tol=task["tol"])
+        flow = gradient_flow(X, y, params, tol=task["gf_tol"], kkt_tol=task["gf_tol"])
         out["gf_error"] = relative_distance(flow.beta.numpy(), q_beta).tolist()
+        out["gf_residual"] = flow.residual.tolist()
+        out["gf_converged"] = flow.converged.tolist()
     # Woodworth et al.'s tied model, trained in its own parametrization: m = 2 alpha_w^2.
     alpha_w = torch.tensor(rng.uniform(0.05, 0.5, (1, d)), dtype=torch.float64)
     eta = task["rel_steps"][-1] / (
@@ -107,6 +113,10 @@ def theorem1_task(task: dict) -> dict:
     )
     tied_q = q_minimizer(X, y, 2 * alpha_w[0].numpy() ** 2).beta
     out["tied_error"] = float(relative_distance(tied[0].cpu().numpy(), tied_q))
+    out["tied_converged"] = bool(relative_distance(tied[0].cpu().numpy() @ X.T, y) <= task["tol"])
+    runs_ok = [all(c) for c in out["gd_converged"]] + [all(out.get("gf_converged", [True]))]
+    runs_ok.append(out["tied_converged"])
+    out["status"] = "ok" if all(runs_ok) else "unconverged"
     return out
 
 
@@ -164,17 +174,20 @@ def scale_shape_task(task: dict) -> dict:
 
 @task
 def rich_limit_task(task: dict) -> dict:
-    """Theorem 1's minimizer at tiny m on the Sec. 9 data: relative distance to min-L1 and
-    dist * log(1/m) (constant if the approach is ~ 1/log(1/m), the rate of Q's entropy term).
-    task: n, d, r_star, noise_var, seed, m_values."""
+    """Theorem 1's minimizer at tiny m on the Sec. 9 data, beside the linear program of the rich
+    limit (min-L1): relative distance to min-L1, and per coordinate log10 |beta_j| with the LP
+    dual's slacks 1 - |X^T nu|_j (off the support |beta_j| ~ C_j (m/2)^{slack_j}, see
+    `l1_dual`). task: n, d, r_star, noise_var, seed, m_values."""
     X, y, _ = sparse_regression_data(
         task["n"], task["d"], task["r_star"], task["noise_var"], task["seed"]
     )
     l1 = min_l1_interpolator(X, y).x
-    rows = []
+    nu, slack = l1_dual(X, y)
+    rows, log10_abs_beta = [], []
     for m in task["m_values"]:
         q = q_minimizer(X, y, m)
         dist = float(relative_distance(q.beta, l1))
+        log10_abs_beta.append(np.log10(np.abs(q.beta)).tolist())
         rows.append(
             {
                 "m": m,
@@ -182,9 +195,16 @@ def rich_limit_task(task: dict) -> dict:
                 "dist_times_log_1_over_m": dist * np.log(1 / m),
                 "kkt": kkt_residual(X, grad_regularizer_q(q.beta, m)),
                 "residual": q.residual,
+                "converged": bool(q.converged),
             }
         )
-    return {"rows": rows}
+    return {
+        "rows": rows,
+        "slack": slack.tolist(),
+        "dual_objective": float(y @ nu),
+        "l1_norm": float(np.abs(l1).sum()),
+        "log10_abs_beta": log10_abs_beta,
+    }
 
 
 # ----------------------------------------------------------------------------------------------

@@ -191,6 +191,35 @@ def leaky_table(results: list[dict], seeds: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def leaky_negative_table(results: list[dict], seeds: list[int]) -> pd.DataFrame:
+    """One row per (seed, rho) of Theorem 4's a < 0 branch (`task_leaky_negative`)."""
+    return pd.DataFrame(
+        [{"seed": seed, **r} for seed, res in zip(seeds, results) for r in res["rows"]]
+    )
+
+
+def relu_table(results: list[dict], seeds: list[int]) -> pd.DataFrame:
+    """One row per problem of the rho = 0 (ReLU) runs (`task_relu`)."""
+    return pd.DataFrame([{"seed": seed, **res} for seed, res in zip(seeds, results)]).drop(
+        columns=["status", "seconds"], errors="ignore"
+    )
+
+
+def leaky_branch_metrics(negative: pd.DataFrame, relu: pd.DataFrame) -> dict:
+    """Claim metrics of Theorem 4's a < 0 branch (converged runs that end with a < 0) and of the
+    ReLU case it excludes (converged runs: the largest KKT residual with the samples of
+    non-negative pre-activation as constraints). NaN where no run qualifies."""
+    neg = negative[negative["converged"].astype(bool) & (negative["a_inf"] < 0)]
+    ok = relu[relu["converged"].astype(bool)]
+    return {
+        "thm4_neg_a_max_kkt_residual": float(neg["kkt_residual_gf"].max()) if len(neg) else np.nan,
+        "thm4_neg_a_max_gf_err": float(neg["gf_err"].max()) if len(neg) else np.nan,
+        "thm4_relu_max_active_kkt_residual": float(ok["kkt_residual_active"].max())
+        if len(ok)
+        else np.nan,
+    }
+
+
 def leaky_metrics(df: pd.DataFrame) -> dict:
     """Claim metrics of Theorem 4 (raw labels coincide with the right ones at rho = 1)."""
     return {
@@ -227,13 +256,48 @@ def regimes_summary(df: pd.DataFrame) -> pd.DataFrame:
     return df.groupby(["sweep", "alpha", "s"])[["gf_dist_l2", "gf_dist_ntk", "gf_vs_q"]].max()
 
 
+def non_kernel_distance(df: pd.DataFrame) -> pd.Series:
+    """How far a limit is from both kernel predictors: min(distance to min-L2, to the
+    Mahalanobis (NTK) predictor)."""
+    return np.minimum(df["gf_dist_l2"], df["gf_dist_ntk"])
+
+
+def balanced_argmax_fraction(df: pd.DataFrame) -> float:
+    """Over the shapes at alpha = 1 (sweep 'shape', s >= 1), the fraction of
+    problems whose limit is farthest from both kernel predictors at s = 1 (`non_kernel_distance`).
+    A problem with an unconverged run is left out; NaN if none is left."""
+    at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
+    hits = []
+    for _, grp in at_one.groupby("seed"):
+        if not grp["converged"].astype(bool).all():
+            continue
+        hits.append(
+            float(grp["s"].to_numpy()[np.argmax(non_kernel_distance(grp).to_numpy())]) == 1.0
+        )
+    return float(np.mean(hits)) if hits else np.nan
+
+
+def plateau_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The large-scale plateau: distance to the Mahalanobis (NTK) predictor (worst seed), shape
+    by scale (sweep 'plateau')."""
+    plateau = df[df["sweep"] == "plateau"]
+    return plateau.groupby(["s", "alpha"])["gf_dist_ntk"].max().unstack("alpha")
+
+
 def regime_metrics(df: pd.DataFrame) -> dict:
-    """Claim metrics of Sec. 7.2 / App. F from the gradient-flow limits (worst seed)."""
+    """Claim metrics of Sec. 7.2 / App. F from the converged gradient-flow limits (worst seed)."""
+    full, df = df, df[df["converged"].astype(bool)] if "converged" in df else df
     alpha = df[df["sweep"] == "alpha"]
     shape = df[df["sweep"] == "shape"]
     zero = df[df["sweep"] == "alpha_zero_output"]
     mid = alpha[(alpha["alpha"] == 1.0) & (alpha["s"] == 1.0)]
+    plateau = df[df["sweep"] == "plateau"]
+    top = plateau[plateau["alpha"] == plateau["alpha"].max()]
     return {
+        "regime_plateau_max_dist_ntk": float(top["gf_dist_ntk"].max()),
+        "regime_plateau_dist_ntk_largest_shape": float(
+            top.loc[top["s"] == top["s"].max(), "gf_dist_ntk"].max()
+        ),
         "regime_gf_vs_q_max": float(df["gf_vs_q"].max()),
         "regime_dist_l2_smallest_alpha": float(
             alpha.loc[alpha["alpha"] == alpha["alpha"].min(), "gf_dist_l2"].max()
@@ -248,6 +312,7 @@ def regime_metrics(df: pd.DataFrame) -> dict:
             shape.loc[shape["s"] == shape["s"].max(), "gf_dist_ntk"].max()
         ),
         "regime_min_dist_alpha1_s1": float(np.minimum(mid["gf_dist_l2"], mid["gf_dist_ntk"]).min()),
+        "regime_shape_argmax_non_kernel_at_s1": balanced_argmax_fraction(full),
     }
 
 

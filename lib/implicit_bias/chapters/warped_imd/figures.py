@@ -91,7 +91,7 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     """Theorem 2. Left: GD error against the normalized step per case (dotted: gradient flow's
     error). Right: the gradient-flow limit's distance to the right Q-min and to each wrong
     variant. `df` is `analysis.theorem2_table`."""
-    fig, axes = figure(1, 2, width=8.4, height=3.4)
+    fig, axes = figure(1, 2, width=8.4, height=4.6)
     axes = np.ravel(axes)
     ax = axes[0]
     cols = [f"gd_err_eta{e:g}" for e in etas]
@@ -114,7 +114,8 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
         ylabel="$\\|\\beta_{GD} - \\beta_Q\\| / \\|\\beta_Q\\|$ (worst seed)",
     )
     ax.set_title("GD (dots) and gradient flow (dotted)", fontsize=8)
-    ax.legend(fontsize=6.5)
+    # below the axes: inside, the legend would hide the dotted gradient-flow lines
+    ax.legend(fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     ax = axes[1]
     labels = ["gf_err", "wrong_unit_w0", "wrong_sigma_from_a0", "wrong_delta_zero"]
     names = ["right $Q$", "$w_0/\\|w_0\\|$", "$\\sigma$ = sign$(a_0)$", "$\\delta$ = 0"]
@@ -123,10 +124,11 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     for j, (col, name) in enumerate(zip(labels, names)):
         vals = [max(df.loc[df["case"] == c, col].max(), 1e-17) for c in cases]
         ax.bar(np.arange(len(cases)) + (j - 1.5) * width, vals, width, color=PALETTE[j], label=name)
-    ax.set_xticks(range(len(cases)), cases, rotation=20, fontsize=7)
+    # anchored at their right end, the rotated case names stay inside the figure
+    ax.set_xticks(range(len(cases)), cases, rotation=30, ha="right", rotation_mode="anchor")
+    ax.tick_params(axis="x", labelsize=7)
     ax.set(yscale="log", ylabel="distance of the GF limit (relative)")
-    ax.set_ylim(top=ax.get_ylim()[1] * 1e3)  # room for the legend above the bars
-    ax.legend(fontsize=6.5, ncol=2, loc="upper center")
+    ax.legend(fontsize=6.5, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     ax.set_title("a variant equal to the right $Q$ in a case has the same bar", fontsize=8)
     fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin $Q$", fontsize=9)
     return fig

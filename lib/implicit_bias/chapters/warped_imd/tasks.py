@@ -30,6 +30,7 @@ from implicit_bias.models.fully_connected import (
     hessian_map_asymmetry,
     init_from_scale_shape,
     kkt_residual,
+    kkt_residual_active,
     leaky_relu_inverse,
     mahalanobis_predictor,
     null_projector,
@@ -41,6 +42,7 @@ from implicit_bias.models.fully_connected import (
     q_min_single_neuron,
     q_single_neuron,
     random_regression,
+    relu_teacher_regression,
     warped_mirror_flow_path,
 )
 
@@ -441,6 +443,110 @@ def task_leaky(task: dict) -> dict:
     return {"rows": rows, "gf_steps": gf["steps"], "gd_steps": gd["steps"]}
 
 
+def _converged(X: Array, y: Array, beta0: Array, beta_scale: Array, loss: Array) -> list[bool]:
+    """Whether each run of `train_single_neuron` (default rtol) reached its loss tolerance:
+    a run left above it was stopped by the step cap (unconverged)."""
+    r = np.maximum(np.linalg.norm(np.atleast_2d(beta0), axis=1), np.asarray(beta_scale, float))
+    return (np.asarray(loss) < _loss_tol(X, y, r, 1e-11)).tolist()
+
+
+@task(uses_device=True)
+def task_leaky_negative(task: dict) -> dict:
+    """Thm 4's branch a < 0: leaky-ReLU neurons started with a0 < 0 (one per slope rho,
+    batched; gradient flow), against Theorem 2's Q under the affine constraints
+    <beta, x_i> = s sigma^{-1}(s y_i) with s = sign(a_inf).
+
+    task: n, d, seed, rhos, alpha, s, gf_eta, device. Returns {"rows": one per rho}.
+    """
+    X, y = random_regression(task["n"], task["d"], task["seed"])
+    u = _orientation(X, y, task["seed"] + 7)
+    a0, w0 = init_from_scale_shape(task["alpha"], task["s"], u, sign=-1.0)
+    delta = a0**2 - w0 @ w0
+    rhos = np.asarray(task["rhos"], dtype=float)
+    size = np.array(
+        [2 * np.linalg.norm(np.linalg.pinv(X) @ leaky_relu_inverse(y, r)) + 1 for r in rhos]
+    )
+    k = len(rhos)
+    gf = train_single_neuron(
+        X,
+        y,
+        np.full(k, a0),
+        np.tile(w0, (k, 1)),
+        task["gf_eta"],
+        method="rk4",
+        rho=rhos,
+        beta_scale=size,
+        device=task["device"],
+    )
+    done = _converged(X, y, np.tile(a0 * w0, (k, 1)), size, gf["loss"])
+    rows = []
+    for i, rho in enumerate(rhos):
+        s_inf = float(np.sign(gf["a"][i]))
+        beta = gf["beta"][i]
+        rows.append(
+            {
+                "rho": float(rho),
+                "a_inf": float(gf["a"][i]),
+                "kkt_residual_gf": kkt_residual(beta, X, w0, delta, s_inf),
+                "gf_err": _rel(beta, q_min_leaky(X, y, w0, delta, s_inf, rho).beta),
+                "negative_preactivations": int(np.sum(s_inf * (X @ beta) < 0)),
+                "gf_loss": float(gf["loss"][i]),
+                "converged": done[i],
+            }
+        )
+    status = "ok" if all(done) else "unconverged"
+    return {"rows": rows, "gf_steps": gf["steps"], "status": status}
+
+
+@task(uses_device=True)
+def task_relu(task: dict) -> dict:
+    """The case Theorem 4 excludes, rho = 0 (a plain ReLU neuron), on a ReLU-teacher regression
+    (`relu_teacher_regression`, about half the labels 0), gradient flow from a0 > 0 with w0
+    pointing near the teacher. At the limit, the KKT residual of Theorem 2's Q with only the
+    samples of non-negative pre-activation as constraints (a sample with negative
+    pre-activation has Clarke sub-differential {0}), beside the residual with every sample
+    (w - w0 stays in span{x_i}) and the samples that started active and ended inactive.
+
+    task: n, d, seed, alpha, s, max_steps, gf_eta, device.
+    """
+    X, y, w_star = relu_teacher_regression(task["n"], task["d"], task["seed"])
+    rng = np.random.default_rng(task["seed"] + 6000)
+    u = _unit(w_star + rng.standard_normal(task["d"]) / np.sqrt(task["d"]))
+    a0, w0 = init_from_scale_shape(task["alpha"], task["s"], u)
+    delta = a0**2 - w0 @ w0
+    size = np.array([2 * np.linalg.norm(np.linalg.pinv(X) @ y) + 1])
+    gf = train_single_neuron(
+        X,
+        y,
+        [a0],
+        w0[None],
+        task["gf_eta"],
+        method="rk4",
+        rho=np.array([0.0]),
+        beta_scale=size,
+        max_steps=task["max_steps"],
+        device=task["device"],
+    )
+    beta, a, w = gf["beta"][0], float(gf["a"][0]), gf["w"][0]
+    sigma = float(np.sign(a))
+    z0, z = X @ w0, X @ w
+    floor = 1e-9 * float(np.abs(z).max())
+    active = z > -floor
+    done = _converged(X, y, (a0 * w0)[None], size, gf["loss"])[0]
+    return {
+        "a_inf": a,
+        "gf_loss": float(gf["loss"][0]),
+        "converged": done,
+        "zero_labels": int(np.sum(y == 0)),
+        "inactive_at_end": int(np.sum(~active)),
+        "switched_off": int(np.sum((z0 > floor) & ~active)),
+        "kkt_residual_active": kkt_residual_active(beta, X, w0, delta, sigma, active),
+        "kkt_residual_all_samples": kkt_residual(beta, X, w0, delta, sigma),
+        "steps": gf["steps"],
+        "status": "ok" if done else "unconverged",
+    }
+
+
 @task(uses_device=True)
 def task_regimes(task: dict) -> dict:
     """Sec. 7.2 / App. F: gradient-flow limits over a list of (alpha, s), distances to the min-L2
@@ -469,6 +575,7 @@ def task_regimes(task: dict) -> dict:
         beta_scale=np.array(sizes),
         device=task["device"],
     )
+    done = _converged(X, y, a0[:, None] * w0, np.array(sizes), gf["loss"])
     rows = []
     for i, (alpha, s) in enumerate(task["points"]):
         theory = q_min_single_neuron(X, y, w0[i], deltas[i], float(np.sign(gf["a"][i]))).beta
@@ -485,10 +592,12 @@ def task_regimes(task: dict) -> dict:
                 "q_dist_ntk": _rel(theory, ntk, ntk - beta0),
                 "gf_vs_q": _rel(gf["beta"][i], theory),
                 "loss": float(gf["loss"][i]),
+                "converged": done[i],
                 "sign_changed": bool(gf["sign_changed"][i]),
             }
         )
-    return {"rows": rows, "steps": gf["steps"]}
+    status = "ok" if all(done) else "unconverged"
+    return {"rows": rows, "steps": gf["steps"], "status": status}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -549,14 +658,17 @@ def leaky_tasks(cfg: dict) -> list[dict]:
 
 
 def regime_tasks(cfg: dict) -> dict[str, list[dict]]:
-    """The three sweeps of Sec. 7.2, by name: the scale alpha at s = 1, the shape s at
-    alpha = 1, and the scale again with the orientation in null(X) (zero initial output);
+    """The sweeps of Sec. 7.2, by name: the scale alpha at s = 1, the shape s at alpha = 1, the
+    scale again with the orientation in null(X) (zero initial output), and the large-scale
+    plateau (the profile's `regime_plateau` alphas by shapes);
     one task of `task_regimes` per problem seed in each."""
     alphas, shapes = cfg["regime_alphas"], cfg["regime_shapes"]
+    plateau = cfg["regime_plateau"]
     sweeps = {
         "alpha": ([[a, 1.0] for a in alphas], False),
         "shape": ([[1.0, s] for s in shapes], False),
         "alpha_zero_output": ([[a, 1.0] for a in alphas], True),
+        "plateau": ([[a, s] for a in plateau["alphas"] for s in plateau["shapes"]], False),
     }
     return {
         name: [
@@ -572,3 +684,30 @@ def regime_tasks(cfg: dict) -> dict[str, list[dict]]:
         ]
         for name, (points, in_null) in sweeps.items()
     }
+
+
+def leaky_negative_tasks(cfg: dict) -> list[dict]:
+    """One task of `task_leaky_negative` (Theorem 4 with a0 < 0) per problem seed, with the
+    profile's `leaky` scale, shape and slopes (gradient flow only)."""
+    lk = cfg["leaky"]
+    return [
+        {
+            "n": cfg["n"],
+            "d": cfg["d"],
+            "seed": s,
+            "alpha": lk["alpha"],
+            "s": lk["s"],
+            "rhos": lk["rhos"],
+            "gf_eta": cfg["gf_eta"],
+        }
+        for s in cfg["seeds"]
+    ]
+
+
+def relu_tasks(cfg: dict) -> list[dict]:
+    """One task of `task_relu` (rho = 0) per seed of the profile's `relu` section."""
+    relu = cfg["relu"]
+    return [
+        {**{k: v for k, v in relu.items() if k != "seeds"}, "seed": s, "gf_eta": cfg["gf_eta"]}
+        for s in relu["seeds"]
+    ]
