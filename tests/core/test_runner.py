@@ -239,3 +239,21 @@ def test_compare_writes_its_figure_report_with_claims_present(demo_project, tmp_
     assert (report / "index.html").exists() and (report / "summary.json").exists()
     # the demo chapter's deliberate known deviation keeps the claims ok
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_warnings_go_to_the_terminal_not_the_page(demo_project):
+    import os
+
+    nb = demo_project / "notebooks" / "demo.md"
+    nb.write_text(
+        nb.read_text().replace(
+            "ch.check_claims(metrics)",
+            'import warnings\nwarnings.warn("solution may be inaccurate")\nch.check_claims(metrics)',
+        )
+    )
+    result = cli("run", "demo", "--device", "cpu", env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert "solution may be inaccurate" in result.stderr  # in the terminal
+    executed = json.loads((demo_project / "book" / "chapters" / "demo.ipynb").read_text())
+    streams = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("name")]
+    assert not [o for o in streams if o["name"] == "stderr"]  # not in the page

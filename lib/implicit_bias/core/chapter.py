@@ -122,6 +122,8 @@ class Chapter:
         self.run_log = run_log_path(profile, chapter)
         self.run_log.unlink(missing_ok=True)
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
+        if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
+            _log_warnings(self.run_log.with_name("warnings.log"))
         if threads is not None:
             torch.set_num_threads(threads)
         torch.manual_seed(0)
@@ -379,6 +381,20 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
 
 
 PROGRESS_ENV = "IMPLICIT_BIAS_PROGRESS"  # set by the runner: where sweeps report progress
+
+
+def _log_warnings(path: Path) -> None:
+    """Send Python warnings (a solver's "solution may be inaccurate", a deprecation) to `path`
+    instead of the page: the runner prints them in the terminal of whoever runs the chapter."""
+    import warnings
+
+    path.unlink(missing_ok=True)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        with open(path, "a") as handle:
+            handle.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
 
 
 def _progress_writer(desc: str):

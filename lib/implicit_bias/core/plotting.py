@@ -57,7 +57,7 @@ def _clean(text: str) -> str:
 
     text = text.replace("$", "").replace("\\mathrm", "").replace("\\|", "|")
     text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
-    return re.sub(r"[{}]", "", text).strip()
+    return " ".join(re.sub(r"[{}]", "", text).split())  # one line: titles may break lines
 
 
 def describe_panels(fig) -> list[str]:

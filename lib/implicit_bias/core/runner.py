@@ -156,6 +156,7 @@ def _execute(
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
     finally:
         progress.close()
+    _print_warnings(chapter, run_dir / "warnings.log")
     seconds = time.perf_counter() - start
     log = _read_run_log(profile, chapter)
     tasks = _task_summary(log)
@@ -213,6 +214,23 @@ def _execute(
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
     claims_module.write_json_atomic(folder / "run.json", summary)
     return summary
+
+
+def _print_warnings(chapter: str, path: Path) -> None:
+    """The warnings the chapter's code raised (kept out of its page), in the terminal."""
+    import sys
+
+    if not path.exists() or not path.read_text().strip():
+        return
+    lines = [line for line in path.read_text().splitlines() if "Warning:" in line]
+    unique = list(dict.fromkeys(line.split("Warning:", 1)[1].strip() for line in lines))
+    print(
+        f"  {chapter}: {len(lines)} warning(s) while executing (full text: "
+        f"{path.relative_to(project_root()) if path.is_relative_to(project_root()) else path})",
+        file=sys.stderr,
+    )
+    for text in unique[:5]:
+        print(f"    {text[:160]}", file=sys.stderr)
 
 
 class TerminalProgress:
