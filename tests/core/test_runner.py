@@ -248,7 +248,8 @@ def test_warnings_go_to_the_terminal_not_the_page(demo_project):
     nb.write_text(
         nb.read_text().replace(
             "ch.check_claims(metrics)",
-            'import warnings\nwarnings.warn("solution may be inaccurate")\nch.check_claims(metrics)',
+            'import warnings\nwarnings.warn("solution may be inaccurate")\n'
+            "ch.check_claims(metrics)",
         )
     )
     result = cli("run", "demo", "--device", "cpu", env=dict(os.environ))
