@@ -8,6 +8,7 @@ PYTHON_BASE ?= python3
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
 PROFILE     ?= smoke
+JOBS        ?= 2
 DEVICE      ?= auto
 CHAPTERS    ?=
 TORCH_SPEC  ?= torch==2.13.0
@@ -46,7 +47,7 @@ $(MATHJAX_DIR)/tex-chtml.js:
 	@rm -rf /tmp/implicit-bias-mathjax
 
 run: setup data ## execute chapters: CHAPTERS="a b" PROFILE=smoke|paper DEVICE=auto|cpu|cuda
-	$(PY) -m implicit_bias run $(CHAPTERS) --profile $(PROFILE) --device $(DEVICE)
+	$(PY) -m implicit_bias run $(CHAPTERS) --profile $(PROFILE) --device $(DEVICE) --jobs $(JOBS)
 
 html: setup mathjax ## build the website from the executed chapters into _build/html
 	$(PY) -m implicit_bias status-page >/dev/null
@@ -87,7 +88,8 @@ lint: setup ## ruff (lint, format), mypy on core and models, layering and conven
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider tests/core/test_layering.py tests/test_conventions.py
 
-bench: setup data ## the GLN solver and training benchmarks
+bench: setup data ## the book from an empty cache (PROFILE), the GLN solver and training benchmarks
+	$(PY) benchmarks/bench_book.py --profile $(PROFILE) --device $(DEVICE) $(CHAPTERS)
 	$(PY) benchmarks/bench_gln_solvers.py
 	$(PY) benchmarks/bench_gln_training.py
 

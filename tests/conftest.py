@@ -31,12 +31,68 @@ def _smoke_runs():
     return {}
 
 
-@pytest.fixture
-def smoke_chapter(_smoke_runs, chapter):
-    """The run summary of `chapter` executed at the smoke profile on the CPU, once per test
-    session and only for the chapters a selection asks for (`pytest -k gln_norm` runs one)."""
+# Smoke wall times measured on the 2-core CI-like machine (s): the longest chapters start first.
+SMOKE_SECONDS = {
+    "galu_expressivity": 84,
+    "gln_norm": 48,
+    "low_rank_invariants": 43,
+    "tensor_networks": 36,
+    "warped_imd": 25,
+    "untied_diagonal": 20,
+}
+
+
+def _selected_chapters(session) -> list[str]:
+    """The chapters the collected tests will execute at the smoke profile."""
+    from implicit_bias.core.chapter import chapters
+
+    wanted: set[str] = set()
+    for item in session.items:
+        names = getattr(item, "fixturenames", ())
+        if "smoke_book" in names:
+            return list(chapters())
+        if "smoke_chapter" in names and hasattr(item, "callspec"):
+            wanted.add(item.callspec.params.get("chapter"))
+    return sorted(c for c in wanted if c)
+
+
+def _run_smoke(chapter: str) -> dict:
     from implicit_bias.core.runner import run_chapter
 
+    return run_chapter(chapter, "smoke", "cpu")
+
+
+def _run_in_parallel(chapters: list[str], runs: dict) -> None:
+    """Execute `chapters` two at a time, each in its own process (chapters are independent and
+    their tasks single-threaded, so two share a 2-core machine well), longest first."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    order = sorted(chapters, key=lambda c: -SMOKE_SECONDS.get(c, 60))
+    print(f"\n[smoke book] executing {', '.join(order)}, two at a time", file=sys.stderr)
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        for chapter, summary in zip(order, pool.map(_run_smoke, order)):
+            runs[chapter] = summary
+            print(
+                f"[smoke book] {chapter}: ok={summary['ok']} {summary['seconds']} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+@pytest.fixture
+def smoke_chapter(_smoke_runs, chapter, request):
+    """The run summary of `chapter` executed at the smoke profile on the CPU, once per test
+    session and only for the chapters a selection asks for (`pytest -k gln_norm` runs one).
+    The first use executes every chapter the session will need, two at a time, where the machine
+    has two cores or more."""
+    from implicit_bias.core.runner import run_chapter
+
+    if not _smoke_runs and (os.cpu_count() or 1) >= 2:
+        selected = _selected_chapters(request.session)
+        if len(selected) > 1:
+            _run_in_parallel(selected, _smoke_runs)
     if chapter not in _smoke_runs:
         print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
         _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
@@ -55,6 +111,9 @@ def smoke_book(_smoke_runs):
     from implicit_bias.core.chapter import chapters
     from implicit_bias.core.runner import run_chapter
 
+    missing = [c for c in chapters() if c not in _smoke_runs]
+    if len(missing) > 1 and (os.cpu_count() or 1) >= 2:
+        _run_in_parallel(missing, _smoke_runs)
     for chapter in chapters():
         if chapter not in _smoke_runs:
             _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")

@@ -93,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     run.add_argument("--refresh", action="store_true", help="ignore cached results")
     run.add_argument("--log-output", action="store_true", help="stream cell output")
+    run.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="chapters executed at the same time, each in its own process (default 1; "
+        "tasks run one thread each, so up to the number of cores pays off)",
+    )
     status = sub.add_parser("status", help="print the claims dashboard")
     status.add_argument("--profile", choices=PROFILES, default=None)
     sub.add_parser("status-page", help="write book/status.md")
@@ -203,13 +211,23 @@ def custom_profiles(args) -> tuple[list[str], dict]:
     return selected, customs
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.command == "run":
         from .core.overrides import shown
-        from .core.runner import run_chapter
+        from .core.runner import run_chapter, without_progress_bars
 
         try:
             selected, customs = custom_profiles(args)
@@ -217,7 +235,8 @@ def main(argv=None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
         failed, bad_claims = [], []
-        for chapter in selected:
+
+        def start(chapter: str) -> tuple:
             custom = customs[chapter]
             profile = custom.base if custom else args.profile
             changed = f" with {custom.source}" if custom else ""
@@ -225,9 +244,11 @@ def main(argv=None) -> int:
                 f"running {chapter} (profile {profile}{changed}, device {args.device}) ...",
                 flush=True,
             )
-            summary = run_chapter(
-                chapter, profile, args.device, args.refresh, args.log_output, custom
-            )
+            return (chapter, profile, args.device, args.refresh, args.log_output, custom)
+
+        def report(chapter: str, summary: dict) -> None:
+            custom = customs[chapter]
+            profile = custom.base if custom else args.profile
             results = f"{shown(custom.root)}/{profile}" if custom else f"results/{profile}"
             claims = summary["claims"] or {}
             print(
@@ -265,6 +286,21 @@ def main(argv=None) -> int:
                     f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
                     flush=True,
                 )
+
+        if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            context = multiprocessing.get_context("spawn")  # each chapter: a fresh interpreter
+            with ProcessPoolExecutor(
+                max_workers=args.jobs, mp_context=context, initializer=without_progress_bars
+            ) as pool:
+                futures = {pool.submit(run_chapter, *start(c)): c for c in selected}
+                for future in as_completed(futures):
+                    report(futures[future], future.result())
+        else:
+            for chapter in selected:
+                report(chapter, run_chapter(*start(chapter)))
         if failed or bad_claims:
             print(
                 f"error: {len(failed)} chapter(s) failed to execute {failed}, "

@@ -26,6 +26,7 @@ from .chapter import (
     known_chapters,
 )
 from .device import VALID_DEVICES, resolve_device
+from .kernels import kernels_state
 from .overrides import CustomProfile
 from .paths import chapter_results, claims_results, project_root, run_log_path
 
@@ -75,6 +76,17 @@ def _ipc_kernel_manager():
         @default("transport")
         def _transport_default(self):
             return "ipc"
+
+        @default("ip")
+        def _ip_default(self):
+            # jupyter_client's default, "kernel-ipc" in the working directory, numbers its
+            # sockets by the files it finds there: two chapters started together (`--jobs`)
+            # took the same sockets and one kernel never answered. One prefix per kernel.
+            import os
+            import tempfile
+            import uuid
+
+            return os.path.join(tempfile.gettempdir(), f"ib-kernel-{uuid.uuid4().hex[:12]}-ipc")
 
     return IPCKernelManager
 
@@ -191,6 +203,7 @@ def _execute(
         "chapter": chapter,
         "profile": profile,
         "device": str(resolve_device(device)),
+        "kernels": kernels_state(),
         "seconds": round(seconds, 1),
         "ok": error is None,
         "error": error,
@@ -233,6 +246,17 @@ def _print_warnings(chapter: str, path: Path) -> None:
         print(f"    {text[:160]}", file=sys.stderr)
 
 
+BARS_ENV = "IMPLICIT_BIAS_PROGRESS_BARS"
+
+
+def without_progress_bars() -> None:
+    """For a process that executes chapters beside others (`run --jobs`): one line per chapter
+    in the terminal, not several bars drawn over each other."""
+    import os
+
+    os.environ[BARS_ENV] = "0"
+
+
 class TerminalProgress:
     """While a chapter executes, a progress bar in the runner's terminal: the running sweep,
     its tasks done (read from the cache, computed, failed) and the time left. The kernel's
@@ -250,7 +274,7 @@ class TerminalProgress:
         os.environ[PROGRESS_ENV] = str(path)  # the kernel inherits it
         self._stop = threading.Event()
         self._thread = None
-        if sys.stderr.isatty():
+        if sys.stderr.isatty() and os.environ.get(BARS_ENV, "1") != "0":
             self._thread = threading.Thread(target=self._draw, daemon=True)
             self._thread.start()
 
@@ -311,7 +335,9 @@ def run_record_markdown(
         f"| profile | `{profile}`"
         + (" (custom: see the profile table above)" if custom else "")
         + " |",
-        f"| device | {device} |",
+        f"| device | {device}"
+        + (f", CPU kernels {kernels_state()}" if device == "cpu" else "")
+        + " |",
         f"| wall time | {seconds:.0f} s |",
         f"| tasks | {tasks['computed']} computed in this run, {tasks['cached']} read from the "
         f"cache, {tasks['failed']} failed |",

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from .fingerprint import fingerprint
+from .kernels import OPT_OUT, PINNED, STATE
 from .paths import project_root, results_root
 from .sweep import entry_problem, load_function, run_task
 
@@ -38,6 +39,12 @@ _TORCH_KERNELS = {  # what torch computes on a CPU of that generation (MKL code 
     "Sandybridge": {"MKL_CBWR": "AVX", "ATEN_CPU_CAPABILITY": "default"},
     "Haswell": {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"},
 }
+# numpy's own loops on those CPUs (numpy 2.4 needs X86_V2 at least, so Prescott keeps it)
+_NUMPY_FEATURES_OFF = {
+    "Prescott": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    "Sandybridge": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    "Haswell": "X86_V4 AVX512_ICL AVX512_SPR",
+}
 # The machine's own kernels (AVX-512 where it has them) and the three generations other x86-64
 # CPUs select, each with 1 and 2 threads.
 KERNEL_CONFIGS = {
@@ -47,6 +54,7 @@ KERNEL_CONFIGS = {
         f"{kind}-{n}thread{'s' if n > 1 else ''}": {
             "OPENBLAS_CORETYPE": kind,
             **torch,
+            "NPY_DISABLE_CPU_FEATURES": _NUMPY_FEATURES_OFF[kind],
             "threads": str(n),
         }
         for kind, torch in _TORCH_KERNELS.items()
@@ -66,12 +74,15 @@ def kernel_env(config: str, base: dict | None = None) -> dict:
         if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
     }
     threads = settings["threads"]
+    env = {k: v for k, v in env.items() if k not in PINNED}
     env.update(
         {k: v for k, v in settings.items() if k != "threads"},
         OPENBLAS_NUM_THREADS=threads,
         OMP_NUM_THREADS=threads,
         MKL_NUM_THREADS=threads,
     )
+    # exactly this configuration: not the book's pinned AVX2 kernels (`core.kernels`)
+    env.update({OPT_OUT: "1", STATE: f"{config} (emulated)"})
     return env
 
 

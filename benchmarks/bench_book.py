@@ -1,0 +1,186 @@
+"""Time every chapter of the book from an empty cache, as a reader who changed shared code would.
+
+Each chapter runs in its own process (`python -m implicit_bias run <chapter>`) against a fresh,
+temporary results folder, so nothing is read from the cache. One row per chapter goes to
+`benchmarks/results/book.csv` (rows of the same chapter, profile and device are replaced):
+
+    chapter, profile, device, kernels, wall_s, task_s, tasks, peak_rss_mb, cpu, cores, commit, date
+
+`wall_s` is the chapter's wall time, `task_s` the summed compute time of its tasks (what a
+machine with more cores could spread), `peak_rss_mb` the largest resident memory of any of its
+processes (the notebook kernel included). A `total` row sums the chapters measured in this
+invocation.
+
+    python benchmarks/bench_book.py [--profile smoke|paper] [--device cpu] [CHAPTER ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from implicit_bias.core.chapter import chapters as all_chapters  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "book.csv"
+COLUMNS = [
+    "chapter",
+    "profile",
+    "device",
+    "kernels",
+    "wall_s",
+    "task_s",
+    "tasks",
+    "peak_rss_mb",
+    "cpu",
+    "cores",
+    "commit",
+    "date",
+]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def commit() -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
+
+
+def measure(chapter: str, profile: str, device: str) -> dict:
+    """Run one chapter from an empty cache in a fresh child of this script (`--one`), so that
+    its peak memory is the chapter's own; its wall time, task time and peak memory."""
+    cmd = [sys.executable, __file__, "--one", chapter, "--profile", profile, "--device", device]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
+        raise SystemExit(f"{chapter} failed:\n" + "\n".join(tail))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure_here(chapter: str, profile: str, device: str) -> dict:
+    """What `measure` reports, measured in this process: the chapter runs in a child (the
+    runner, which starts the notebook kernel); `RUSAGE_CHILDREN` then holds the largest resident
+    memory of every process below this one."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{chapter}-") as tmp:
+        env = dict(os.environ, IMPLICIT_BIAS_RESULTS=tmp)
+        cmd = [sys.executable, "-m", "implicit_bias", "run", chapter]
+        cmd += ["--profile", profile, "--device", device]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        run = Path(tmp) / profile / chapter / "run.json"
+        if proc.returncode != 0 or not run.exists():
+            sys.stdout.write(proc.stdout + proc.stderr)
+            raise SystemExit(1)
+        record = json.loads(run.read_text())
+    return {
+        "chapter": chapter,
+        "profile": profile,
+        "device": record.get("device", device),
+        "kernels": record.get("kernels", ""),
+        "wall_s": round(wall, 1),
+        "task_s": round(float(record.get("cached_task_seconds", 0.0)), 1),
+        "tasks": record["tasks"]["computed"],
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+    }
+
+
+def write(rows: list[dict], path: Path) -> list[dict]:
+    """Merge `rows` into the CSV at `path`: a row replaces the one of the same chapter, profile
+    and device; the rows come back sorted."""
+    kept = []
+    if path.exists():
+        with path.open() as f:
+            kept = list(csv.DictReader(f))
+    keys = {(r["chapter"], r["profile"], r["device"]) for r in rows}
+    kept = [r for r in kept if (r["chapter"], r["profile"], r["device"]) not in keys]
+    merged = sorted(
+        kept + rows,
+        key=lambda r: (r["profile"], r["device"], r["chapter"] == "total", r["chapter"]),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: r.get(k, "") for k in COLUMNS} for r in merged)
+    return merged
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*", help="default: every chapter")
+    parser.add_argument("--profile", default="smoke", choices=["smoke", "paper"])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_here(args.one, args.profile, args.device)))
+        return
+    unknown = sorted(set(args.chapters) - set(all_chapters()))
+    if unknown:
+        parser.error(f"unknown chapter(s) {', '.join(unknown)}; valid: {', '.join(all_chapters())}")
+    context = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "commit": commit(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+    }
+    rows = []
+    for chapter in args.chapters or all_chapters():
+        print(f"{chapter} ({args.profile}, empty cache) ...", flush=True)
+        row = {**measure(chapter, args.profile, args.device), **context}
+        print(
+            f"  {row['wall_s']} s wall, {row['task_s']} task-s, {row['tasks']} tasks, "
+            f"peak {row['peak_rss_mb']} MB",
+            flush=True,
+        )
+        rows.append(row)
+    if len(rows) > 1:
+        rows.append(
+            {
+                "chapter": "total",
+                "profile": args.profile,
+                "device": rows[0]["device"],
+                "kernels": rows[0]["kernels"],
+                "wall_s": round(sum(r["wall_s"] for r in rows), 1),
+                "task_s": round(sum(r["task_s"] for r in rows), 1),
+                "tasks": sum(r["tasks"] for r in rows),
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
+                **context,
+            }
+        )
+        print(f"total: {rows[-1]['wall_s']} s wall, {rows[-1]['task_s']} task-s")
+    write(rows, args.out)
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+
+
+if __name__ == "__main__":
+    main()

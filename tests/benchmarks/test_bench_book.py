@@ -1,0 +1,33 @@
+"""The book benchmark: a chapter from an empty cache, and the CSV it keeps."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_book", ROOT / "benchmarks/bench_book.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_book"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rows_replace_the_same_chapter_profile_and_device_and_keep_the_others(tmp_path):
+    bench = _bench()
+    out = tmp_path / "book.csv"
+    row = dict(chapter="a", profile="smoke", device="cpu", wall_s=1.0, task_s=0.5, tasks=3)
+    bench.write([row, dict(row, chapter="total")], out)
+    bench.write([dict(row, wall_s=2.0), dict(row, chapter="b")], out)
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["chapter"], r["wall_s"]) for r in rows] == [
+        ("a", "2.0"),
+        ("b", "1.0"),
+        ("total", "1.0"),
+    ]
+    assert list(rows[0]) == bench.COLUMNS
