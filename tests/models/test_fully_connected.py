@@ -185,3 +185,38 @@ def test_kkt_residual_active_and_relu_teacher(problem):
     assert none == pytest.approx(1.0)
     Xr, yr, w_star = fc.relu_teacher_regression(6, 15, 0)
     assert Xr.shape == (6, 15) and np.all(yr >= 0) and np.allclose(yr, np.maximum(Xr @ w_star, 0))
+
+
+def _stiff_start(problem, alpha=1e3, s=0.3):
+    X, y, u = problem
+    a0, w0 = fc.init_from_scale_shape(alpha, s, u)
+    return X, y, a0, w0, a0**2 - w0 @ w0
+
+
+def test_implicit_gradient_flow_reaches_q_min_in_the_stiff_case(problem):
+    """delta < 0 at a large scale: the limit's outer weight is tiny (a stiffness ratio |delta| /
+    a_inf^2 of order alpha^2); the Radau run still reaches Theorem 2's Q-min, keeps the linear
+    invariant P_perp w = P_perp w0 and the conserved delta."""
+    X, y, a0, w0, delta = _stiff_start(problem)
+    run = fc.gradient_flow_implicit(X, y, a0, w0, tol=1e-20)
+    assert run["converged"] and run["loss"] < 1e-20 and run["steps"] > 10
+    sigma = float(np.sign(run["a"]))
+    theory = fc.q_min_single_neuron(X, y, w0, delta, sigma)
+    assert abs(delta) / run["a"] ** 2 > 1e5  # genuinely stiff at the limit
+    assert np.linalg.norm(run["beta"] - theory.beta) < 1e-7 * np.linalg.norm(theory.beta)
+    assert abs(abs(run["a"]) - theory.a_abs) < 1e-7 * theory.a_abs
+    proj = fc.null_projector(X)
+    assert np.linalg.norm(proj @ (run["w"] - w0)) < 1e-10 * np.linalg.norm(w0)
+    assert abs(run["a"] ** 2 - run["w"] @ run["w"] - delta) < 1e-9 * abs(delta)
+    assert np.allclose(run["beta"], run["a"] * run["w"])
+    # a sign change is reported iff the outer weight ended with the other sign
+    assert run["sign_changed"] == (sigma != np.sign(a0))
+    # the other branch's Q-min is a different point: the check can tell them apart
+    other = fc.q_min_single_neuron(X, y, w0, delta, -sigma).beta
+    assert np.linalg.norm(run["beta"] - other) > 1e-2 * np.linalg.norm(theory.beta)
+
+
+def test_implicit_gradient_flow_stopped_by_its_step_cap_is_unconverged(problem):
+    X, y, a0, w0, _ = _stiff_start(problem)
+    run = fc.gradient_flow_implicit(X, y, a0, w0, tol=1e-20, max_steps=5)
+    assert run["steps"] == 5 and not run["converged"] and run["loss"] >= 1e-20

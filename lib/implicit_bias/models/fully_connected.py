@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.integrate
 import scipy.optimize
 import torch
 
@@ -374,6 +375,75 @@ def _loss_tol(X: Array, y: Array, r: Array, rtol: float) -> Array:
     so a large initialization is not asked for accuracy below float64 round-off."""
     scale = np.maximum(np.linalg.norm(y), np.linalg.norm(X, 2) * r)
     return 0.5 * (rtol * scale) ** 2
+
+
+def gradient_flow_implicit(
+    X: Array,
+    y: Array,
+    a0: float,
+    w0: Array,
+    tol: float,
+    max_steps: int = 100_000,
+    rtol: float = 1e-12,
+    atol: float = 1e-14,
+) -> dict:
+    """Gradient flow of one single neuron by the implicit Radau IIA method (order 5, adaptive
+    step, exact Jacobian; numpy float64), for the stiff case delta < 0.
+
+    Why: with delta < 0 the limit can have a tiny outer weight, |a_inf|^2 ~ ||X^+ y||^2 / |c|
+    (c = delta + ||P_perp w0||^2, `q_min_single_neuron`), while a^2 + ||w||^2 >= |delta|. The
+    loss's Hessian at the limit, X H X^T with H = a^2 I + w w^T, then has eigenvalues from
+    about a^2 lambda_min(X X^T) to |delta| lambda_max(X X^T): a stiffness ratio of order
+    alpha^2 at large scale alpha (1e8 .. 1e10 at alpha = 1e4, s < 1), beyond any explicit
+    method's step budget. An implicit method takes steps as long as the slow mode allows.
+    It preserves the linear invariant P_perp w = P_perp w0 exactly (as every Runge-Kutta
+    method does); delta = a^2 - ||w||^2 drifts at the level of `rtol`.
+
+    Stops at the first accepted step with loss 1/2 ||X a w - y||^2 < tol (the rule of the RK4
+    runs, `_loss_tol`); a run still above it after `max_steps` steps is unconverged.
+    Returns a, w, beta, loss, steps, converged, and whether a changed sign at an accepted step.
+    """
+    gram, xty = X.T @ X, X.T @ y
+
+    def field(_: float, p: Array) -> Array:
+        a, w = p[0], p[1:]
+        g = gram @ (a * w) - xty
+        return np.concatenate([[-w @ g], -a * g])
+
+    def jacobian(_: float, p: Array) -> Array:
+        # minus the Hessian of L(a, w) = 1/2 ||X a w - y||^2
+        a, w = p[0], p[1:]
+        g_w = gram @ w
+        cross = -(gram @ (a * w) - xty) - a * g_w
+        jac = np.empty((p.size, p.size))
+        jac[0, 0], jac[0, 1:], jac[1:, 0] = -w @ g_w, cross, cross
+        jac[1:, 1:] = -(a**2) * gram
+        return jac
+
+    solver = scipy.integrate.Radau(
+        field, 0.0, np.concatenate([[a0], w0]), np.inf, rtol=rtol, atol=atol, jac=jacobian
+    )
+    sign0, flipped, steps = np.sign(a0), False, 0
+    loss = float("inf")
+    while steps < max_steps and solver.status == "running":
+        solver.step()
+        steps += 1
+        a, w = float(solver.y[0]), solver.y[1:]
+        flipped |= bool(np.sign(a) != sign0)
+        r = X @ (a * w) - y
+        loss = 0.5 * float(r @ r)
+        if loss < tol:
+            break
+    a, w = float(solver.y[0]), solver.y[1:].copy()
+    return {
+        "a": a,
+        "w": w,
+        "beta": a * w,
+        "loss": loss,
+        "steps": steps,
+        "converged": bool(loss < tol),
+        "sign_changed": flipped,
+    }
 
 
 # ----------------------------------------------------------------------------------------------

@@ -69,7 +69,24 @@ def test_regime_sweep_and_metrics_on_a_small_grid():
     pd.testing.assert_frame_equal(frame, df)
     summary = analysis.regimes_summary(frame)
     assert summary.index.names == ["sweep", "alpha", "s"] and len(summary) == 7
-    assert list(summary) == ["gf_dist_l2", "gf_dist_ntk", "gf_vs_q"]
+    assert list(summary) == ["gf_dist_l2", "gf_dist_ntk", "gf_vs_q", "sign_changes"]
+    assert (frame["integrator"] == "rk4").all()
+
+
+def test_shapes_below_one_join_their_sweep():
+    """'<sweep>_below_one' (implicit solver) joins its sweep; the figure keeps s >= 1."""
+    below = tasks.task_regimes_implicit(
+        {"n": 3, "d": 7, "seed": 0, "points": [[1.0, 0.5]], "in_null": False}
+    )
+    above = tasks.task_regimes(
+        {"n": 3, "d": 7, "seed": 0, "points": [[1.0, 1.0]], "gf_eta": 0.5, "device": "cpu"}
+    )
+    frame = analysis.regimes_frame({"shape": [above], "shape_below_one": [below]}, [0])
+    assert list(frame["sweep"]) == ["shape", "shape"] and list(frame["s"]) == [1.0, 0.5]
+    assert list(frame["integrator"]) == ["rk4", "radau"]
+    assert list(analysis.regimes_figure_frame(frame)["s"]) == [1.0]
+    summary = analysis.regimes_summary(frame)
+    assert summary.loc[("shape", 1.0, 0.5), "sign_changes"] == int(below["rows"][0]["sign_changed"])
 
 
 def test_regime_theory_is_the_closed_form_on_dense_grids():
@@ -274,3 +291,61 @@ def test_plateau_and_balanced_metrics():
     # an unconverged plateau run does not count
     df.loc[(df["sweep"] == "plateau") & (df["s"] == 1.0), "converged"] = False
     assert analysis.regime_metrics(df)["regime_plateau_max_dist_ntk"] == 2e-5
+
+
+def test_metrics_cover_shapes_below_one():
+    """The checks run over the full shape range: a shape below 1 that is farther from both
+    kernel predictors than s = 1 breaks 'balanced is best', and a large plateau below 1 counts
+    in 'any fixed shape'."""
+    rows = [_regime_rows("alpha", 0, a, 1.0, 0.5, 0.5) for a in (1e-3, 1.0, 1e3)]
+    rows += [_regime_rows("alpha_zero_output", 0, a, 1.0, 0.5, 0.5) for a in (1e-3, 1e3)]
+    shapes = ((0.3, 0.3), (1.0, 0.4), (3.0, 0.2), (10.0, 0.01))
+    rows += [_regime_rows("shape", seed, 1.0, s, d, d) for seed in (0, 1) for s, d in shapes]
+    rows += [
+        _regime_rows("plateau", 0, a, s, 1.0, d)
+        for a in (1e3, 1e4)
+        for s, d in ((0.1, 0.003), (1.0, 0.06), (10.0, 0.002), (100.0, 2e-5))
+    ]
+    df = pd.DataFrame(rows)
+    m = analysis.regime_metrics(df)
+    assert m["regime_shape_argmax_non_kernel_at_s1"] == 1.0
+    assert m["regime_plateau_max_dist_ntk"] == 0.06
+    # broken: on one problem s = 0.3 is the least kernel (min(l2, ntk) = 0.5 > 0.4)
+    at = (df["sweep"] == "shape") & (df["s"] == 0.3) & (df["seed"] == 1)
+    df.loc[at, ["gf_dist_l2", "gf_dist_ntk"]] = 0.5
+    assert analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"] == 0.5
+    # broken: the largest plateau is below 1
+    df.loc[(df["sweep"] == "plateau") & (df["s"] == 0.1), "gf_dist_ntk"] = 0.4
+    assert analysis.regime_metrics(df)["regime_plateau_max_dist_ntk"] == 0.4
+    table = analysis.non_kernel_by_shape(df)
+    assert list(table.index) == [0.3, 1.0, 3.0, 10.0] and list(table.columns) == [0, 1]
+    assert table.loc[0.3, 1] == 0.5 and table.loc[0.3, 0] == 0.3 and table.loc[10.0, 0] == 0.01
+    assert list(analysis.plateau_table(df).index) == [0.1, 1.0, 10.0, 100.0]
+
+
+def test_shape_mirror_table_pairs_s_with_one_over_s():
+    rows = [
+        _regime_rows("plateau", seed, a, s, l2, ntk)
+        for seed, bump in ((0, 0.0), (1, 0.01))
+        for a in (1e3, 1e4)
+        for s, l2, ntk in ((0.1, 1.0, 0.02 + bump), (0.3, 1.0, 0.3), (10.0, 1.0, 0.002))
+    ]
+    rows += [
+        _regime_rows("shape", 0, 1.0, s, l2, ntk)
+        for s, l2, ntk in ((0.5, 1.1, 0.5), (2.0, 0.2, 0.3))
+    ]
+    rows += [_regime_rows("alpha", 0, 1e-3, 1.0, 0.1, 0.9)]  # not a shape sweep: ignored
+    table = analysis.shape_mirror_table(pd.DataFrame(rows))
+    # 0.3 has no mirror (3.33 not swept): left out
+    assert list(zip(table["sweep"], table["alpha"], table["s"])) == [
+        ("plateau", 1e3, 0.1),
+        ("plateau", 1e4, 0.1),
+        ("shape", 1.0, 0.5),
+    ]
+    first = table.iloc[0]
+    assert first["dist_ntk_at_s"] == 0.03 and first["dist_ntk_at_1_over_s"] == 0.002  # worst seed
+    assert first["non_kernel_at_s"] == 0.03 and first["non_kernel_at_1_over_s"] == 0.002
+    last = table.iloc[-1]
+    assert last["non_kernel_at_s"] == 0.5 and last["non_kernel_at_1_over_s"] == 0.2
+    # no shape below 1: an empty table
+    assert analysis.shape_mirror_table(pd.DataFrame([r for r in rows if r["s"] >= 1])).empty

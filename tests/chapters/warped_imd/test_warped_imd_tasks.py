@@ -22,6 +22,7 @@ TASKS = [
     "task_anti_ntk",
     "task_leaky",
     "task_regimes",
+    "task_regimes_implicit",
     "task_leaky_negative",
     "task_relu",
 ]
@@ -140,7 +141,8 @@ def test_task_functions_are_declared():
         spec = spec_of(getattr(tasks, name))
         assert spec is not None and spec.threads == 1, name
         # the tasks that train networks read the run's device, the two numpy-only ones do not
-        assert spec.uses_device == (name not in ("task_hessian_map", "task_time_warp")), name
+        numpy_only = ("task_hessian_map", "task_time_warp", "task_regimes_implicit")
+        assert spec.uses_device == (name not in numpy_only), name
 
 
 @pytest.mark.parametrize("profile", ["smoke", "paper"])
@@ -186,21 +188,81 @@ def test_task_lists_are_those_of_the_profile(profile):
         {**relu, "seed": s, "gf_eta": cfg["gf_eta"]} for s in cfg["relu"]["seeds"]
     ]
     regimes = tasks.regime_tasks(cfg)
-    assert list(regimes) == ["alpha", "shape", "alpha_zero_output", "plateau"]
+    names = ["alpha", "shape", "alpha_zero_output", "plateau", "shape_below_one"]
+    assert list(regimes) == [*names, "plateau_below_one"]
     alphas = [[a, 1.0] for a in cfg["regime_alphas"]]
     shapes = [[1.0, s] for s in cfg["regime_shapes"]]
     plateau = cfg["regime_plateau"]
+    grid = [[a, s] for a in plateau["alphas"] for s in plateau["shapes"]]
     expected = {
         "alpha": (alphas, False),
-        "shape": (shapes, False),
+        "shape": ([p for p in shapes if p[1] >= 1], False),
         "alpha_zero_output": (alphas, True),
-        "plateau": ([[a, s] for a in plateau["alphas"] for s in plateau["shapes"]], False),
+        "plateau": ([p for p in grid if p[1] >= 1], False),
+        "shape_below_one": ([p for p in shapes if p[1] < 1], False),
+        "plateau_below_one": ([p for p in grid if p[1] < 1], False),
     }
     for name, (points, in_null) in expected.items():
-        assert regimes[name] == [
-            {**problem, "seed": s, "points": points, "in_null": in_null, "gf_eta": cfg["gf_eta"]}
-            for s in seeds
+        fn, todo = regimes[name]
+        implicit = name.endswith("_below_one")
+        assert points and fn is (tasks.task_regimes_implicit if implicit else tasks.task_regimes)
+        extra = {} if implicit else {"gf_eta": cfg["gf_eta"]}
+        assert todo == [
+            {**problem, "seed": s, "points": points, "in_null": in_null, **extra} for s in seeds
         ]
+    # every swept shape runs, once: s < 1 by the implicit solver, s >= 1 by RK4
+    assert sorted(p[1] for p in expected["shape"][0] + expected["shape_below_one"][0]) == sorted(
+        cfg["regime_shapes"]
+    )
+    # a profile without shapes below 1 has no implicit sweeps
+    only_above = {**cfg, "regime_shapes": [1.0], "regime_plateau": {**plateau, "shapes": [1.0]}}
+    assert list(tasks.regime_tasks(only_above)) == names[:4]
+
+
+def test_implicit_and_rk4_gradient_flow_agree_where_both_converge():
+    """alpha = 1, s = 0.5 (delta < 0, a sign change): RK4 fits the data within its budget
+    there, and the two independent integrators reach the same limit."""
+    X, y = fc.random_regression(4, 9, seed=3)
+    u = fc._orientation(X, y, 0, anti_aligned=True)
+    a0, w0 = fc.init_from_scale_shape(1.0, 0.5, u)
+    rk4 = tasks.train_single_neuron(X, y, [a0], [w0], 0.5, method="rk4", beta_scale=[3.0])
+    tol = float(fc._loss_tol(X, y, 3.0, 1e-11))
+    assert rk4["loss"][0] < tol
+    radau = fc.gradient_flow_implicit(X, y, a0, w0, tol)
+    assert radau["converged"] and radau["sign_changed"] == bool(rk4["sign_changed"][0])
+    assert np.linalg.norm(radau["beta"] - rk4["beta"][0]) < 1e-7 * np.linalg.norm(rk4["beta"][0])
+
+
+def test_rk4_step_budget_cannot_fit_the_stiff_case_the_implicit_solver_can():
+    """alpha = 1e3, s = 0.3: the stiffness of the limit defeats RK4's step budget (the reason
+    the chapter's shapes below 1 run by the implicit solver)."""
+    X, y = fc.random_regression(4, 9, seed=3)
+    a0, w0 = fc.init_from_scale_shape(1e3, 0.3, fc._orientation(X, y, 0))
+    size = max(
+        np.linalg.norm(fc.q_min_single_neuron(X, y, w0, a0**2 - w0 @ w0, sg).beta) for sg in (1, -1)
+    )
+    scale = max(np.linalg.norm(a0 * w0), size)
+    tol = float(fc._loss_tol(X, y, scale, 1e-11))
+    rk4 = tasks.train_single_neuron(
+        X, y, [a0], [w0], 0.25, method="rk4", beta_scale=[size], max_steps=10_000
+    )
+    # 10,000 steps: three times what the chapter's runs at s >= 1 need, and far from the fit
+    assert rk4["steps"] == 10_000 and rk4["loss"][0] > 100 * tol
+    assert fc.gradient_flow_implicit(X, y, a0, w0, tol)["converged"]
+
+
+def test_task_regimes_implicit_rows_match_task_regimes_where_both_run():
+    """The implicit task's rows have the RK4 task's columns and values (s = 0.5, alpha = 1,
+    where RK4 converges too)."""
+    common = {"n": 4, "d": 9, "seed": 1, "points": [[1.0, 0.5]], "in_null": False}
+    imp = tasks.task_regimes_implicit(common)
+    rk4 = tasks.task_regimes({**common, "gf_eta": 0.5, "device": "cpu"})
+    assert imp["status"] == rk4["status"] == "ok" and imp["integrator"] == "radau"
+    (a,), (b,) = imp["rows"], rk4["rows"]
+    assert set(a) == set(b) and a["converged"] and a["gf_vs_q"] < 1e-8
+    for key in ("gf_dist_l2", "gf_dist_ntk", "q_dist_ntk"):
+        assert a[key] == pytest.approx(b[key], rel=1e-6), key
+    assert a["sign_changed"] == b["sign_changed"]
 
 
 def test_leaky_relu_negative_outer_weight_branch():

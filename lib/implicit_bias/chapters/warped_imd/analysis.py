@@ -233,10 +233,11 @@ def leaky_metrics(df: pd.DataFrame) -> dict:
 # Scale and shape (Sec. 7.2, App. F)
 # ----------------------------------------------------------------------------------------------
 def regimes_table(results: list[dict], seeds: list[int], sweep: str) -> pd.DataFrame:
-    """Long table of the scale / shape sweeps (sweep = 'alpha', 'shape' or 'alpha_zero_output')."""
+    """Long table of one scale / shape sweep (sweep = 'alpha', 'shape', 'alpha_zero_output' or
+    'plateau'); `integrator` is the result's ('rk4' where it names none)."""
     return pd.DataFrame(
         [
-            {"seed": seed, "sweep": sweep, **row}
+            {"seed": seed, "sweep": sweep, "integrator": res.get("integrator", "rk4"), **row}
             for seed, res in zip(seeds, results)
             for row in res["rows"]
         ]
@@ -245,15 +246,33 @@ def regimes_table(results: list[dict], seeds: list[int], sweep: str) -> pd.DataF
 
 def regimes_frame(results: dict[str, list[dict]], seeds: list[int]) -> pd.DataFrame:
     """The long table of all scale / shape sweeps: `results` maps a sweep's name ('alpha',
-    'shape', 'alpha_zero_output') to its results."""
+    'shape', 'alpha_zero_output', 'plateau') to its results; the shapes below 1 of a sweep, run
+    apart by the implicit solver as '<sweep>_below_one', join their sweep."""
     return pd.concat(
-        [regimes_table(res, seeds, name) for name, res in results.items()], ignore_index=True
+        [
+            regimes_table(res, seeds, name.removesuffix("_below_one"))
+            for name, res in results.items()
+        ],
+        ignore_index=True,
     )
 
 
 def regimes_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Worst seed's distances per (sweep, alpha, s) (the table above the figure)."""
-    return df.groupby(["sweep", "alpha", "s"])[["gf_dist_l2", "gf_dist_ntk", "gf_vs_q"]].max()
+    """Worst seed's distances per (sweep, alpha, s) (the table above the figure), with the
+    number of problems whose outer weight changed sign (`sign_changes`)."""
+    agg = {c: "max" for c in ("gf_dist_l2", "gf_dist_ntk", "gf_vs_q")}
+    return (
+        df.groupby(["sweep", "alpha", "s"])
+        .agg({**agg, "sign_changed": "sum"})
+        .rename(columns={"sign_changed": "sign_changes"})
+    )
+
+
+def regimes_figure_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the regimes figure shows: the sweeps 'alpha', 'shape' and 'alpha_zero_output' at
+    shapes s >= 1, where the closed-form lines (sigma = +1) apply."""
+    keep = df["sweep"].isin(["alpha", "shape", "alpha_zero_output"]) & (df["s"] >= 1)
+    return df[keep]
 
 
 def non_kernel_distance(df: pd.DataFrame) -> pd.Series:
@@ -262,10 +281,19 @@ def non_kernel_distance(df: pd.DataFrame) -> pd.Series:
     return np.minimum(df["gf_dist_l2"], df["gf_dist_ntk"])
 
 
+def non_kernel_by_shape(df: pd.DataFrame) -> pd.DataFrame:
+    """`non_kernel_distance` on the shape sweep at alpha = 1, shape by problem seed (the table
+    under the 'balanced is best' check)."""
+    at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
+    return at_one.assign(non_kernel=non_kernel_distance(at_one)).pivot_table(
+        index="s", columns="seed", values="non_kernel"
+    )
+
+
 def balanced_argmax_fraction(df: pd.DataFrame) -> float:
-    """Over the shapes at alpha = 1 (sweep 'shape', s >= 1), the fraction of
-    problems whose limit is farthest from both kernel predictors at s = 1 (`non_kernel_distance`).
-    A problem with an unconverged run is left out; NaN if none is left."""
+    """Over all the swept shapes at alpha = 1 (sweep 'shape', below and above 1), the fraction
+    of problems whose limit is farthest from both kernel predictors at s = 1
+    (`non_kernel_distance`). A problem with an unconverged run is left out; NaN if none is left."""
     at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
     hits = []
     for _, grp in at_one.groupby("seed"):
@@ -282,6 +310,34 @@ def plateau_table(df: pd.DataFrame) -> pd.DataFrame:
     by scale (sweep 'plateau')."""
     plateau = df[df["sweep"] == "plateau"]
     return plateau.groupby(["s", "alpha"])["gf_dist_ntk"].max().unstack("alpha")
+
+
+def shape_mirror_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Shape s < 1 beside its mirror 1/s, where both were swept (sweeps 'shape' and 'plateau'):
+    the worst seed's distance to the Mahalanobis (NTK) predictor and `non_kernel_distance` at
+    s and at 1/s. The untied diagonal network is exactly symmetric under s <-> 1/s; the single
+    neuron is not (delta = alpha (s - 1/s) changes sign), and this table shows by how much."""
+    df = df[df["sweep"].isin(["shape", "plateau"])].assign(non_kernel=non_kernel_distance(df))
+    worst = df.groupby(["sweep", "alpha", "s"])[["gf_dist_ntk", "non_kernel"]].max()
+    rows = []
+    for (sweep, alpha, s), low in worst.iterrows():
+        if s >= 1:
+            continue
+        mirror = [m for m in worst.loc[(sweep, alpha)].index if np.isclose(m * s, 1.0)]
+        if mirror:
+            high = worst.loc[(sweep, alpha, mirror[0])]
+            rows.append(
+                {
+                    "sweep": sweep,
+                    "alpha": alpha,
+                    "s": s,
+                    "dist_ntk_at_s": low["gf_dist_ntk"],
+                    "dist_ntk_at_1_over_s": high["gf_dist_ntk"],
+                    "non_kernel_at_s": low["non_kernel"],
+                    "non_kernel_at_1_over_s": high["non_kernel"],
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def regime_metrics(df: pd.DataFrame) -> dict:

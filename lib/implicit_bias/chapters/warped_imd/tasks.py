@@ -25,6 +25,7 @@ from implicit_bias.models.fully_connected import (
     _single_neuron_field,
     _unit,
     grad_q_single_neuron,
+    gradient_flow_implicit,
     gradient_flow_path,
     hess_q_single_neuron,
     hessian_map_asymmetry,
@@ -556,7 +557,6 @@ def task_regimes(task: dict) -> dict:
     """
     X, y = random_regression(task["n"], task["d"], task["seed"])
     u = _orientation(X, y, task["seed"], in_null=task.get("in_null", False))
-    beta_l2 = np.linalg.pinv(X) @ y
     inits = [init_from_scale_shape(al, s, u) for al, s in task["points"]]
     a0 = np.array([a for a, _ in inits])
     w0 = np.array([w for _, w in inits])
@@ -576,28 +576,66 @@ def task_regimes(task: dict) -> dict:
         device=task["device"],
     )
     done = _converged(X, y, a0[:, None] * w0, np.array(sizes), gf["loss"])
-    rows = []
-    for i, (alpha, s) in enumerate(task["points"]):
-        theory = q_min_single_neuron(X, y, w0[i], deltas[i], float(np.sign(gf["a"][i]))).beta
-        ntk = mahalanobis_predictor(X, y, a0[i], w0[i])
-        beta0 = a0[i] * w0[i]
-        rows.append(
-            {
-                "alpha": alpha,
-                "s": s,
-                "delta": float(deltas[i]),
-                "gf_dist_l2": _rel(gf["beta"][i], beta_l2),
-                "gf_dist_ntk": _rel(gf["beta"][i], ntk, ntk - beta0),
-                "q_dist_l2": _rel(theory, beta_l2),
-                "q_dist_ntk": _rel(theory, ntk, ntk - beta0),
-                "gf_vs_q": _rel(gf["beta"][i], theory),
-                "loss": float(gf["loss"][i]),
-                "converged": done[i],
-                "sign_changed": bool(gf["sign_changed"][i]),
-            }
+    rows = [
+        _regime_row(
+            X,
+            y,
+            point,
+            a0[i],
+            w0[i],
+            deltas[i],
+            {k: gf[k][i] for k in ("a", "beta", "loss", "sign_changed")} | {"converged": done[i]},
         )
+        for i, point in enumerate(task["points"])
+    ]
     status = "ok" if all(done) else "unconverged"
     return {"rows": rows, "steps": gf["steps"], "status": status}
+
+
+@task
+def task_regimes_implicit(task: dict) -> dict:
+    """`task_regimes` for shapes s < 1 (delta < 0), where explicit RK4 is too stiff: each run
+    by the implicit Radau solver `gradient_flow_implicit`, to the same loss tolerance (the
+    residual below 1e-11 times the problem's scale, `_loss_tol`); a run still above it at the
+    step cap is unconverged. task: n, d, seed, points ([[alpha, s], ...]), in_null.
+    """
+    X, y = random_regression(task["n"], task["d"], task["seed"])
+    u = _orientation(X, y, task["seed"], in_null=task.get("in_null", False))
+    rows, steps = [], []
+    for alpha, s in task["points"]:
+        a0, w0 = init_from_scale_shape(alpha, s, u)
+        delta = a0**2 - w0 @ w0
+        size = max(np.linalg.norm(q_min_single_neuron(X, y, w0, delta, sg).beta) for sg in (1, -1))
+        scale = max(np.linalg.norm(a0 * w0), size)  # as `train_single_neuron`'s R
+        run = gradient_flow_implicit(X, y, a0, w0, float(_loss_tol(X, y, scale, 1e-11)))
+        rows.append(_regime_row(X, y, (alpha, s), a0, w0, delta, run))
+        steps.append(run["steps"])
+    status = "ok" if all(r["converged"] for r in rows) else "unconverged"
+    return {"rows": rows, "steps": steps, "integrator": "radau", "status": status}
+
+
+def _regime_row(X: Array, y: Array, point, a0: float, w0: Array, delta: float, run: dict) -> dict:
+    """One row of the regime sweeps: a gradient-flow limit (`run`: a, beta, loss, converged,
+    sign_changed) against min-L2, the Mahalanobis (NTK) predictor and the closed-form Q-min
+    with sigma = sign(a_inf)."""
+    alpha, s = point
+    beta_l2 = np.linalg.pinv(X) @ y
+    theory = q_min_single_neuron(X, y, w0, delta, float(np.sign(run["a"]))).beta
+    ntk = mahalanobis_predictor(X, y, a0, w0)
+    beta0 = a0 * w0
+    return {
+        "alpha": alpha,
+        "s": s,
+        "delta": float(delta),
+        "gf_dist_l2": _rel(run["beta"], beta_l2),
+        "gf_dist_ntk": _rel(run["beta"], ntk, ntk - beta0),
+        "q_dist_l2": _rel(theory, beta_l2),
+        "q_dist_ntk": _rel(theory, ntk, ntk - beta0),
+        "gf_vs_q": _rel(run["beta"], theory),
+        "loss": float(run["loss"]),
+        "converged": bool(run["converged"]),
+        "sign_changed": bool(run["sign_changed"]),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -657,33 +695,36 @@ def leaky_tasks(cfg: dict) -> list[dict]:
     ]
 
 
-def regime_tasks(cfg: dict) -> dict[str, list[dict]]:
-    """The sweeps of Sec. 7.2, by name: the scale alpha at s = 1, the shape s at alpha = 1, the
-    scale again with the orientation in null(X) (zero initial output), and the large-scale
-    plateau (the profile's `regime_plateau` alphas by shapes);
-    one task of `task_regimes` per problem seed in each."""
+def regime_tasks(cfg: dict) -> dict[str, tuple]:
+    """The sweeps of Sec. 7.2, by name, each as (task function, tasks): the scale alpha at s = 1,
+    the shape s at alpha = 1, the scale again with the orientation in null(X) (zero initial
+    output), and the large-scale plateau (the profile's `regime_plateau` alphas by shapes);
+    one task per problem seed in each. Shapes s >= 1 run by RK4 (`task_regimes`); shapes
+    s < 1 (delta < 0, stiff) by the implicit solver (`task_regimes_implicit`), in the sweeps
+    'shape_below_one' and 'plateau_below_one' (left out when the profile has no such shape)."""
     alphas, shapes = cfg["regime_alphas"], cfg["regime_shapes"]
     plateau = cfg["regime_plateau"]
+    grid = [[a, s] for a in plateau["alphas"] for s in plateau["shapes"]]
     sweeps = {
         "alpha": ([[a, 1.0] for a in alphas], False),
-        "shape": ([[1.0, s] for s in shapes], False),
+        "shape": ([[1.0, s] for s in shapes if s >= 1], False),
         "alpha_zero_output": ([[a, 1.0] for a in alphas], True),
-        "plateau": ([[a, s] for a in plateau["alphas"] for s in plateau["shapes"]], False),
+        "plateau": ([p for p in grid if p[1] >= 1], False),
+        "shape_below_one": ([[1.0, s] for s in shapes if s < 1], False),
+        "plateau_below_one": ([p for p in grid if p[1] < 1], False),
     }
-    return {
-        name: [
-            {
-                "n": cfg["n"],
-                "d": cfg["d"],
-                "seed": s,
-                "points": points,
-                "in_null": in_null,
-                "gf_eta": cfg["gf_eta"],
-            }
+    out = {}
+    for name, (points, in_null) in sweeps.items():
+        if not points:
+            continue
+        implicit = name.endswith("_below_one")
+        common = {"n": cfg["n"], "d": cfg["d"], "points": points, "in_null": in_null}
+        todo = [
+            {**common, "seed": s} if implicit else {**common, "seed": s, "gf_eta": cfg["gf_eta"]}
             for s in cfg["seeds"]
         ]
-        for name, (points, in_null) in sweeps.items()
-    }
+        out[name] = (task_regimes_implicit if implicit else task_regimes, todo)
+    return out
 
 
 def leaky_negative_tasks(cfg: dict) -> list[dict]:
