@@ -27,6 +27,13 @@ def test_require_ok():
         analysis.require_ok([{"status": "ok"}, {"status": "error", "error": "boom"}])
 
 
+def test_require_done_accepts_unconverged_runs_but_not_errors():
+    runs = [{"status": "ok"}, {"status": "unconverged"}]
+    assert analysis.require_done(runs) is runs
+    with pytest.raises(RuntimeError, match="1 task"):
+        analysis.require_done(runs + [{"status": "error", "error": "boom"}])
+
+
 def test_lemma1_table_data_and_metrics():
     results = [
         dict(tasks.lemma1_check({"arch": a, "seed": 0, "n": 3}), status="ok")
@@ -196,7 +203,7 @@ def _final_frame():
             predicted_ratio=0.61,
         ),
     ]
-    return rows
+    return [dict(r, reached_floor=True) for r in rows]
 
 
 def test_theorem2_and_reduced_alignment_metrics_by_hand():
@@ -219,12 +226,79 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
     assert red["conv_ratio_prediction_error"] == pytest.approx(0.01)
     assert list(analysis.reduced_alignment_table(final)["layer"]) == ["1", "2.VR", "1.K"]
     assert set(analysis.rank_one_table(final)["run"]) == {"synthetic", "mnist"}
-    traj = pd.DataFrame(rows)
-    data = analysis.rank_one_data(traj)
-    assert len(data["rank_one"]) == 3 and len(data["alignment"]) == 3
-    assert data["rank_one"]["bound"].tolist() == [1.0, 0.01, 0.01]
-    data = analysis.reduced_alignment_data(traj)
-    assert len(data["resfree"]) == 2 and len(data["conv"]) == 1
+
+
+def _path(u_values, run="synthetic"):
+    """Snapshots of one layer on a fixed path: at log(1/loss) = u, ||W||_F^2 = u^2 and
+    1 - ratio = 0.5 / u^2 (gap 0.5); the first snapshot is the initial one (u = log 2)."""
+    u = np.array([np.log(2.0), *u_values])
+    return pd.DataFrame(
+        {
+            "run": run,
+            "seed": 0,
+            "layer": "1",
+            "act": "linear",
+            "step": np.arange(len(u)) * 7,
+            "loss": np.exp(-u),
+            "frob_sq": u**2,
+            "ratio": 1.0 - 0.5 / u**2,
+            "gap_bound": 0.6,
+            "alignment": 1.0 - 0.1 / u,
+        }
+    )
+
+
+def test_at_loss_levels_do_not_depend_on_where_the_snapshots_fall():
+    """Two runs along one path whose snapshots fall at different places (as when backtracking
+    decisions differ) give the same figure data at the loss levels."""
+    a = analysis.at_loss_levels(_path([5.0, 40.0, 300.0, 600.0]), ["frob_sq"], ("frob_sq",))
+    b = analysis.at_loss_levels(_path([3.0, 90.0, 590.0]), ["frob_sq"], ("frob_sq",))
+    assert a["loss"].iloc[0] == 0.5 and a["frob_sq"].iloc[0] == pytest.approx(np.log(2) ** 2)
+    # the initial snapshot, then every level but 0.6 (above the initial loss 0.5)
+    assert a["loss"].iloc[-1] == 1e-250 and len(a) == len(b) == len(analysis.LOSS_LEVELS)
+    u = np.log(1.0 / a["loss"].to_numpy())
+    np.testing.assert_allclose(a["frob_sq"], u**2, rtol=1e-12)
+    np.testing.assert_allclose(a["frob_sq"], b["frob_sq"], rtol=1e-12)
+    # a run that stopped earlier has no value at the losses it did not reach
+    short = analysis.at_loss_levels(_path([5.0, 40.0]), ["frob_sq"], initial=False)
+    assert short["loss"].min() >= np.exp(-40.0) and short["loss"].max() <= 0.6
+    data = analysis.rank_one_data(_path([5.0, 40.0, 300.0, 600.0]))
+    np.testing.assert_allclose(
+        data["rank_one"]["one_minus_ratio"] * data["rank_one"]["frob_sq"], 0.5, rtol=1e-9
+    )
+    np.testing.assert_allclose(data["rank_one"]["bound"] * data["rank_one"]["frob_sq"], 0.6)
+    assert len(data["alignment"]) == len(data["rank_one"])
+    res = _path([5.0, 600.0], run="resfree").assign(n_resfree_after=1, predicted_ratio=np.nan)
+    conv = _path([5.0, 600.0], run="conv").assign(n_resfree_after=0, predicted_ratio=0.4)
+    data = analysis.reduced_alignment_data(pd.concat([res, conv]))
+    assert (data["resfree"]["n_resfree_after"] == 1).all() and len(data["conv"]) == len(a)
+    assert (data["conv"]["predicted_ratio"] == 0.4).all()
+
+
+@pytest.mark.parametrize(
+    "run, metric_keys",
+    [
+        ("mnist", ["thm2_fc_ratio_min_mnist", "thm2_gap_over_bound_max_mnist"]),
+        ("synthetic", ["thm2_fc_ratio_min_synthetic", "thm2_fc_alignment_min_synthetic"]),
+        ("conv", ["conv_ratio_prediction_error"]),
+        ("resfree", ["thm2_resfree_ratio_times_bound_min", "thm2_resfree_block_ratio_min"]),
+    ],
+)
+def test_an_unconverged_run_carries_no_claim(run, metric_keys):
+    """One run stopped by its step limit makes the metrics of its kind NaN (the claim fails),
+    and leaves the other kinds' metrics as they were."""
+    rows = [dict(r, reached_floor=r["run"] != run) for r in _final_frame()]
+    final = analysis.low_rank_final(rows)
+    metrics = analysis.theorem2_metrics(final) | analysis.reduced_alignment_metrics(final)
+    good = analysis.low_rank_final(_final_frame())
+    good_metrics = analysis.theorem2_metrics(good) | analysis.reduced_alignment_metrics(good)
+    for key, value in metrics.items():
+        if key in metric_keys or key.endswith(f"_{run}"):
+            assert np.isnan(value), key
+        elif np.isfinite(good_metrics[key]):
+            assert value == good_metrics[key], key
+    claims = [c["id"] for c in CLAIMS.values() if c["metric"] in metric_keys]
+    assert claims and all(_status(c, metrics) == "missing metric" for c in claims)
 
 
 def test_trajectories_and_run_table():
@@ -233,8 +307,8 @@ def test_trajectories_and_run_table():
         {"run": "conv", "seed": 1, "eta": 0.1, "loss_floor": 1e-8},
     ]
     results = [
-        {"rows": [{"step": 0}, {"step": 3}], "final_step": 3, "final_loss": 1e-9},
-        {"rows": [{"step": 0}], "final_step": 0, "final_loss": 0.5},
+        {"rows": [{"step": 0}, {"step": 3}], "final_step": 3, "final_loss": 1e-9, "status": "ok"},
+        {"rows": [{"step": 0}], "final_step": 0, "final_loss": 0.5, "status": "unconverged"},
     ]
     traj = analysis.trajectories(run_tasks, results)
     assert traj[["run", "seed", "step", "reached_floor"]].values.tolist() == [
@@ -245,6 +319,8 @@ def test_trajectories_and_run_table():
     table = analysis.run_table(run_tasks, results)
     assert table["steps"].tolist() == [3, 0] and table["final loss"].tolist() == [1e-9, 0.5]
     assert table["stopped by"].tolist() == ["loss floor", "step limit (unconverged)"]
+    # the status decides as well as the loss: an unconverged status is never "reached"
+    assert not analysis.reached_floor(run_tasks[0], dict(results[0], status="unconverged"))
 
 
 def test_sign_settling_by_hand():
@@ -306,7 +382,9 @@ def test_rank_one_rates_by_hand_and_the_claim_can_fail():
     assert np.isnan(m["thm2_rank_one_slope_min_synthetic"])
     deep = analysis.rank_one_rates(_rate_traj(lambda f: 0.4 / f, run="synthetic_deep"))
     assert analysis.rank_one_rate_metrics(deep)["thm2_rank_one_slope_max_deep"] == pytest.approx(-1)
-    assert len(analysis.rate_data(good, rates)) == 4
+    data = analysis.rate_data(good, rates)  # the 8 loss levels from 1e-10 to 1e-100
+    assert len(data) == 8 and data["loss"].max() == 1e-10 and data["loss"].min() == 1e-100
+    np.testing.assert_allclose(data["one_minus_ratio"] * data["frob_sq"], 0.4, rtol=1e-12)
 
 
 def _step_rows(values):
@@ -355,13 +433,13 @@ def test_step_size_trend_and_metrics_by_hand():
     )
 
 
-def _conv_traj(kernel):
+def _conv_traj(kernel, floor=True):
     frob = [1.0, 10.0, 20.0, 40.0]
     loss = [0.7, 1e-12, 1e-30, 1e-60]
     rows = []
     for k, (f, lo) in enumerate(zip(frob, loss)):
         base = dict(
-            run="conv", seed=0, step=k, loss=lo, frob_sq=f, act="linear", reached_floor=False
+            run="conv", seed=0, step=k, loss=lo, frob_sq=f, act="linear", reached_floor=floor
         )
         rows += [
             dict(base, layer="1.K", ratio=kernel(f), predicted_ratio=0.4),
@@ -382,6 +460,14 @@ def test_conv_limits_by_hand_and_the_claim_can_fail():
     rank_one = analysis.conv_limit_metrics(analysis.conv_limits(_conv_traj(lambda f: 1 - 0.5 / f)))
     assert rank_one["conv_ratio_limit"] == pytest.approx(1.0)
     assert _status("reduced_alignment_conv", rank_one) == "fail"
+    # a conv run stopped by its step limit carries no claim
+    capped = analysis.conv_limit_metrics(
+        analysis.conv_limits(_conv_traj(lambda f: 0.4 + 2 / f, False))
+    )
+    assert np.isnan(capped["conv_ratio_limit"]) and np.isnan(
+        capped["conv_run_dense_ratio_limit_min"]
+    )
+    assert _status("reduced_alignment_conv", capped) == "missing metric"
 
 
 def test_sign_settling_summary_by_hand():

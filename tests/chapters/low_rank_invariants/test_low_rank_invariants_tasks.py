@@ -31,6 +31,8 @@ THEOREM2_CFG = {
     "mnist_init": 0.1,
     "mnist_eta": 0.5,
     "mnist_steps": 5,
+    "conv_n": 20,
+    "conv_steps": 70,
     "lr_deep_n_linear": 2,
     "lr_deep_init": 0.2,
     "lr_small_etas": [0.025],
@@ -112,6 +114,35 @@ def test_low_rank_run_small():
     assert any(np.isfinite(r["predicted_ratio"]) for r in conv["rows"])
 
 
+def test_low_rank_run_status_says_whether_the_floor_was_reached():
+    task = {
+        "run": "synthetic",
+        "data": "synthetic",
+        "kind": "fc",
+        "n": 20,
+        "seed": 0,
+        "dim": 4,
+        "length": 8,
+        "width_relu": 6,
+        "width_lin": 4,
+        "n_linear": 1,
+        "init": 0.1,
+        "eta": 0.05,
+        "steps": 30,
+        "n_records": 4,
+        "loss_floor": 1e-250,
+    }
+    capped = tasks.low_rank_run(task)  # 30 steps cannot reach 1e-250
+    assert capped["status"] == "unconverged" and capped["final_step"] == 30
+    assert not analysis.reached_floor(task, capped)
+    # a floor just above the loss of an earlier snapshot is reached before the limit
+    step, loss = [(r["step"], r["loss"]) for r in capped["rows"] if 0 < r["step"] < 30][-1]
+    floor = dict(task, loss_floor=loss * (1 + 1e-9))
+    done = tasks.low_rank_run(floor)
+    assert done["status"] == "ok" and done["final_step"] <= step < 30
+    assert analysis.reached_floor(floor, done)
+
+
 def test_theorem2_tasks():
     runs = tasks.theorem2_tasks(THEOREM2_CFG)
     assert [t["run"] for t in runs] == [
@@ -123,6 +154,7 @@ def test_theorem2_tasks():
         "synthetic eta=0.025",
     ]
     assert runs[1]["data"] == "mnist" and runs[1]["steps"] == 5 and runs[2]["n_linear"] == 1
+    assert (runs[3]["n"], runs[3]["steps"], runs[0]["n"]) == (20, 70, 30)
     assert {t["device"] for t in runs} == {"cpu"}
     deep, small = runs[4], runs[5]
     assert (deep["n_linear"], deep["init"], deep["eta"]) == (2, 0.2, 0.05)

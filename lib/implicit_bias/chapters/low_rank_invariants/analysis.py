@@ -18,6 +18,15 @@ def require_ok(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return results
 
 
+def require_done(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Like :func:`require_ok`, but a run stopped by its step limit (status ``"unconverged"``)
+    is a result: it is shown, and no claim rests on it (the metrics below turn NaN)."""
+    bad = [r for r in results if r.get("status") not in ("ok", "unconverged")]
+    if bad:
+        raise RuntimeError(f"{len(bad)} task(s) failed; first: {bad[0].get('error')}")
+    return results
+
+
 # --------------------------------------------------------------------------------------------
 # Lemma 1
 # --------------------------------------------------------------------------------------------
@@ -215,8 +224,20 @@ def drift_data(rows: list[dict[str, Any]], summary: pd.DataFrame) -> pd.DataFram
 # --------------------------------------------------------------------------------------------
 def reached_floor(task: dict[str, Any], result: dict[str, Any]) -> bool:
     """Whether a `low_rank_run` stopped at the loss floor (its end point) rather than at the
-    step limit (then it is unconverged, and no claim rests on it)."""
-    return bool(result["final_loss"] < task.get("loss_floor", 1e-250))
+    step limit (then it is unconverged, and no claim rests on it): its status is ``"ok"`` and
+    its final loss is below the task's floor."""
+    return bool(
+        result.get("status") == "ok" and result["final_loss"] < task.get("loss_floor", 1e-250)
+    )
+
+
+def _converged(part: pd.DataFrame) -> bool:
+    """Whether ``part`` (rows of one or more runs) is not empty and every run in it reached
+    the loss floor: the metrics of a group of runs are NaN otherwise."""
+    return bool(not part.empty and part["reached_floor"].all())
+
+
+NAN = float("nan")
 
 
 def trajectories(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
@@ -238,7 +259,8 @@ def trajectories(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> 
 
 
 def run_table(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Steps taken, final loss and stopping reason of every Theorem 2 run."""
+    """Steps taken, final loss and stopping reason of every Theorem 2 run (a run stopped by
+    its step limit is unconverged: no claim rests on it)."""
     return pd.DataFrame(
         [
             {
@@ -268,20 +290,72 @@ def low_rank_final(rows: list[dict[str, Any]]):
     return last.reset_index(drop=True)
 
 
+# The figures show the trajectories at fixed losses, not at fixed GD steps: where a run is at
+# step k depends on its backtracking decisions, which a last-bit difference between CPU kernels
+# can flip (the final step moved by 0.8 %, late snapshots by 0.2 %), while the path itself (a
+# quantity as a function of the loss) does not move. The initial snapshot comes first.
+LOSS_LEVELS = (0.6, 0.4, 0.2, 0.1, 1e-2, 1e-3) + tuple(
+    10.0**-k for k in (5, 7, 10, 15, 20, 30, 40, 60, 80, 100, 125, 150, 175, 200, 225, 250)
+)
+
+
+def at_loss_levels(
+    part: pd.DataFrame,
+    columns: list[str],
+    log_columns: tuple[str, ...] = (),
+    levels: tuple[float, ...] = LOSS_LEVELS,
+    initial: bool = True,
+) -> pd.DataFrame:
+    """Per run, seed and layer: ``columns`` at each loss of ``levels`` that the run passed,
+    interpolated between the two snapshots around it, linearly in log log(1/loss) (the
+    logarithm of ``log_columns`` is interpolated: positive quantities on log axes); with
+    ``initial``, the initial snapshot first. Column ``loss``: the level (the initial loss for
+    the initial snapshot)."""
+    items = []
+    for (run, seed, layer), g in part.groupby(["run", "seed", "layer"], sort=False):
+        g = g.sort_values("step")
+        u = np.log(np.log(1.0 / g["loss"].to_numpy(float)))
+        keep = np.r_[np.diff(u) > 0, True]  # strictly increasing abscissae (the loss never rises)
+        rows = {"loss": [float(g["loss"].iloc[0])] if initial else []}
+        wanted = [lv for lv in levels if u[keep][0] <= np.log(np.log(1.0 / lv)) <= u[keep][-1]]
+        rows["loss"] += wanted
+        at = np.log(np.log(1.0 / np.array(wanted, float)))
+        for col in columns:
+            y = g[col].to_numpy(float)
+            y = np.log(y) if col in log_columns else y
+            vals = np.interp(at, u[keep], y[keep])
+            vals = np.exp(vals) if col in log_columns else vals
+            rows[col] = ([float(g[col].iloc[0])] if initial else []) + vals.tolist()
+        frame = pd.DataFrame(rows)
+        frame.insert(0, "layer", layer)
+        frame.insert(0, "seed", seed)
+        frame.insert(0, "run", run)
+        items.append(frame)
+    if not items:
+        return pd.DataFrame(columns=["run", "seed", "layer", "loss", *columns])
+    return pd.concat(items, ignore_index=True)
+
+
 def rank_one_data(
     traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", "mnist")
 ) -> dict[str, pd.DataFrame]:
-    """What the rank-one figure plots: ``rank_one``, 1 - ||W||_2^2/||W||_F^2 of the linear layers
-    with a bound Delta_j > 0 and the bound Delta_j / ||W||_F^2 (Eq. (13)); ``alignment``, the
-    alignment of adjacent linear layers (Eq. (15))."""
+    """What the rank-one figure plots, at the losses of :func:`at_loss_levels`: ``rank_one``,
+    1 - ||W||_2^2/||W||_F^2 of the linear layers with a bound Delta_j > 0 and the bound
+    Delta_j / ||W||_F^2 (Eq. (13)); ``alignment``, the alignment of adjacent linear layers
+    (Eq. (15))."""
     part = traj[traj["run"].isin(runs) & (traj["act"] == "linear") & traj["gap_bound"].gt(0)].copy()
     part["one_minus_ratio"] = 1.0 - part["ratio"]
-    part["bound"] = part["gap_bound"] / part["frob_sq"]
+    rank_one = at_loss_levels(part, ["frob_sq", "one_minus_ratio"], ("frob_sq", "one_minus_ratio"))
+    bounds = part.groupby(["run", "seed", "layer"])["gap_bound"].first()
+    gap_bound = [bounds[key] for key in zip(rank_one["run"], rank_one["seed"], rank_one["layer"])]
+    rank_one["bound"] = np.array(gap_bound, float) / rank_one["frob_sq"].to_numpy(float)
     al = traj[traj["run"].isin(runs) & (traj["act"] == "linear") & traj["alignment"].notna()]
-    return {
-        "rank_one": part[["run", "seed", "layer", "step", "frob_sq", "one_minus_ratio", "bound"]],
-        "alignment": al[["run", "seed", "layer", "step", "frob_sq", "alignment"]],
-    }
+    # 1 - alignment falls over orders of magnitude between snapshots: interpolate its logarithm
+    al = al.assign(misalignment=(1.0 - al["alignment"]).clip(lower=1e-16))
+    cols = ["frob_sq", "misalignment"]
+    alignment = at_loss_levels(al, cols, tuple(cols))
+    alignment["alignment"] = 1.0 - alignment.pop("misalignment")
+    return {"rank_one": rank_one, "alignment": alignment}
 
 
 def rank_one_table(final: pd.DataFrame) -> pd.DataFrame:
@@ -297,23 +371,31 @@ def rank_one_table(final: pd.DataFrame) -> pd.DataFrame:
         "gap_bound",
         "gap_over_bound_max",
         "alignment",
+        "reached_floor",
     ]
     return final[final["run"].isin(["synthetic", "mnist"])][columns].round(5)
 
 
 def theorem2_metrics(final: pd.DataFrame) -> dict[str, float]:
     """Rank one, alignment and gap over its bound, over the hidden linear layers (those with a
-    bound Delta_j > 0) of the synthetic and the MNIST runs."""
+    bound Delta_j > 0) of the synthetic and the MNIST runs; a data set's metrics are NaN unless
+    every one of its runs reached the loss floor."""
     hidden = final[(final["act"] == "linear") & (final["gap_bound"] > 0)]
     synthetic = hidden[hidden["run"] == "synthetic"]
     mnist = hidden[hidden["run"] == "mnist"]
+    syn_ok = _converged(final[final["run"] == "synthetic"]) and not synthetic.empty
+    mnist_ok = _converged(final[final["run"] == "mnist"]) and not mnist.empty
     return {
-        "thm2_fc_ratio_min_synthetic": float(synthetic["ratio"].min()),
-        "thm2_fc_alignment_min_synthetic": float(synthetic["alignment"].min()),
-        "thm2_gap_over_bound_max_synthetic": float(synthetic["gap_over_bound_max"].max()),
-        "thm2_fc_ratio_min_mnist": float(mnist["ratio"].min()),
-        "thm2_fc_alignment_min_mnist": float(mnist["alignment"].min()),
-        "thm2_gap_over_bound_max_mnist": float(mnist["gap_over_bound_max"].max()),
+        "thm2_fc_ratio_min_synthetic": float(synthetic["ratio"].min()) if syn_ok else NAN,
+        "thm2_fc_alignment_min_synthetic": (float(synthetic["alignment"].min()) if syn_ok else NAN),
+        "thm2_gap_over_bound_max_synthetic": (
+            float(synthetic["gap_over_bound_max"].max()) if syn_ok else NAN
+        ),
+        "thm2_fc_ratio_min_mnist": float(mnist["ratio"].min()) if mnist_ok else NAN,
+        "thm2_fc_alignment_min_mnist": float(mnist["alignment"].min()) if mnist_ok else NAN,
+        "thm2_gap_over_bound_max_mnist": (
+            float(mnist["gap_over_bound_max"].max()) if mnist_ok else NAN
+        ),
     }
 
 
@@ -356,13 +438,14 @@ def _conv_layers(final: pd.DataFrame) -> pd.DataFrame:
 
 
 def reduced_alignment_data(traj: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """What the reduced-alignment figure plots: the ratios of the ResNetFree run's linear
-    layers (``resfree``) and of the conv run's layers with the predicted limit (``conv``)."""
+    """What the reduced-alignment figure plots, at the losses of :func:`at_loss_levels`: the
+    ratios of the ResNetFree run's linear layers (``resfree``) and of the conv run's layers
+    with the predicted limit (``conv``)."""
     res = traj[(traj["run"] == "resfree") & (traj["act"] == "linear")]
     conv = traj[traj["run"] == "conv"]
     return {
-        "resfree": res[["seed", "layer", "step", "ratio", "n_resfree_after"]],
-        "conv": conv[["seed", "layer", "step", "ratio", "predicted_ratio"]],
+        "resfree": at_loss_levels(res, ["ratio", "n_resfree_after"]).drop(columns="run"),
+        "conv": at_loss_levels(conv, ["ratio", "predicted_ratio"]).drop(columns="run"),
     }
 
 
@@ -378,6 +461,7 @@ def reduced_alignment_table(final: pd.DataFrame) -> pd.DataFrame:
         "n_resfree_after",
         "theorem2_lower_bound",
         "predicted_ratio",
+        "reached_floor",
     ]
     return pd.concat([_resfree_layers(final), _conv_layers(final)])[columns].round(5)
 
@@ -385,15 +469,21 @@ def reduced_alignment_table(final: pd.DataFrame) -> pd.DataFrame:
 def reduced_alignment_metrics(final: pd.DataFrame) -> dict[str, float]:
     """ResNetFree: the ratio over its 1/8^{N_j} bound for the layers before the block, and the
     ratio of the block's [V R]; conv: the final ratio's distance from the prediction (the
-    limits of the conv run's ratios are :func:`conv_limit_metrics`)."""
+    limits of the conv run's ratios are :func:`conv_limit_metrics`). NaN unless every run of
+    the kind reached the loss floor."""
     res, conv = _resfree_layers(final), _conv_layers(final)
+    res_ok = _converged(final[final["run"] == "resfree"]) and not res.empty
+    conv_ok = _converged(final[final["run"] == "conv"]) and not conv.empty
     behind = res[res["n_resfree_after"] >= 1]  # layers the 1/8^{N_j} bound is about
+    block = res[res["layer"].str.endswith(".VR")]
     return {
-        "thm2_resfree_ratio_times_bound_min": float(
-            (behind["ratio"] / behind["theorem2_lower_bound"]).min()
+        "thm2_resfree_ratio_times_bound_min": (
+            float((behind["ratio"] / behind["theorem2_lower_bound"]).min()) if res_ok else NAN
         ),
-        "thm2_resfree_block_ratio_min": float(res[res["layer"].str.endswith(".VR")]["ratio"].min()),
-        "conv_ratio_prediction_error": float((conv["ratio"] - conv["predicted_ratio"]).abs().max()),
+        "thm2_resfree_block_ratio_min": float(block["ratio"].min()) if res_ok else NAN,
+        "conv_ratio_prediction_error": (
+            float((conv["ratio"] - conv["predicted_ratio"]).abs().max()) if conv_ok else NAN
+        ),
     }
 
 
@@ -464,14 +554,16 @@ def rank_one_rate_metrics(rates: pd.DataFrame) -> dict[str, float]:
 
 
 def rate_data(traj: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
-    """What the left panel of the rates figure plots: 1 - ratio against ||W||_F^2 over the late
-    snapshots of the hidden linear layers of the synthetic and synthetic_deep runs."""
+    """What the left panel of the rates figure plots: 1 - ratio against ||W||_F^2 of the
+    hidden linear layers of the synthetic and synthetic_deep runs, at the late losses
+    (<= LATE_LOSS) of :func:`at_loss_levels` (the slopes are fitted to the snapshots)."""
     keep = rates[rates["run"].isin(["synthetic", "synthetic_deep"]) & (rates["act"] == "linear")]
     keys = set(zip(keep["run"], keep["seed"], keep["layer"]))
-    part = traj[[k in keys for k in zip(traj["run"], traj["seed"], traj["layer"])]]
-    part = part[part["loss"] <= LATE_LOSS].copy()
+    part = traj[[k in keys for k in zip(traj["run"], traj["seed"], traj["layer"])]].copy()
     part["one_minus_ratio"] = 1.0 - part["ratio"]
-    return part[["run", "seed", "layer", "step", "frob_sq", "one_minus_ratio"]]
+    late = tuple(lv for lv in LOSS_LEVELS if lv <= LATE_LOSS)
+    cols = ["frob_sq", "one_minus_ratio"]
+    return at_loss_levels(part, cols, tuple(cols), levels=late, initial=False)
 
 
 def step_size_table(final: pd.DataFrame) -> pd.DataFrame:
@@ -558,12 +650,14 @@ def conv_limits(traj: pd.DataFrame) -> pd.DataFrame:
 
 def conv_limit_metrics(limits: pd.DataFrame) -> dict[str, float]:
     """The largest extrapolated limit of the conv kernels' ratio (reduced alignment: below 1)
-    and the smallest of the hidden dense layers after them (rank one: 1)."""
+    and the smallest of the hidden dense layers after them (rank one: 1); NaN unless every
+    conv run reached the loss floor."""
     kernels = limits[limits["kind"] == "conv kernel"]
     dense = limits[limits["kind"] == "dense"]
+    ok = _converged(limits)
     return {
-        "conv_ratio_limit": float(kernels["ratio_limit"].max()),
-        "conv_run_dense_ratio_limit_min": float(dense["ratio_limit"].min()),
+        "conv_ratio_limit": float(kernels["ratio_limit"].max()) if ok else NAN,
+        "conv_run_dense_ratio_limit_min": float(dense["ratio_limit"].min()) if ok else NAN,
     }
 
 

@@ -97,6 +97,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
     part = data["rank_one"]
     relu = traj[traj["run"].isin(runs) & (traj["act"] == "relu")].copy()
     relu["one_minus_ratio"] = 1.0 - relu["ratio"]
+    relu = analysis.at_loss_levels(relu, ["frob_sq", "one_minus_ratio"], ("frob_sq",))
     # one colour per (data set, layer); seeds share it and only the first seed is labelled
     keys = sorted({(r, la) for r, la in zip(part["run"], part["layer"])})
     colors = {key: PALETTE[k % 8] for k, key in enumerate(keys)}
@@ -156,17 +157,21 @@ def _rep_label(layer: str) -> str:
 
 def theorem2_reduced_alignment(traj: pd.DataFrame):
     """Left: ResNetFree run, ratio of each linear representation with the 1/8^{N_j} bound.
-    Right: the linear conv layer's ratio with its predicted limit (reduced alignment)."""
+    Right: the linear conv layer's ratio with its predicted limit (reduced alignment). Both
+    against log(1/loss), at the losses of `analysis.at_loss_levels`."""
     fig, axes = figure(1, 2, height=3.4)
     axes = np.ravel(axes)
-    res = traj[(traj["run"] == "resfree") & (traj["act"] == "linear")]
+    data = analysis.reduced_alignment_data(traj)
+    res, conv = data["resfree"], data["conv"]
+    for frame in (res, conv):
+        frame["log_inv_loss"] = np.log(1.0 / frame["loss"].to_numpy(float))
     layers = sorted(set(res["layer"]))
     first = res["seed"].min() if len(res) else 0
     for (seed, layer), g in res.groupby(["seed", "layer"]):
-        if g["frob_sq"].iloc[0] > 0 and not (g["ratio"] == 1.0).all():
+        if g["ratio"].iloc[0] > 0 and not (g["ratio"] == 1.0).all():
             n = int(g["n_resfree_after"].iloc[0])
             axes[0].plot(
-                g["step"].clip(lower=1),
+                g["log_inv_loss"],
                 g["ratio"],
                 "-o",
                 ms=2.5,
@@ -174,20 +179,22 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
                 label=_rep_label(layer) + f" ($N_j$ = {n})" if seed == first else None,
             )
     axes[0].axhline(1 / 8, color="k", ls="--", lw=0.8, label="bound 1/8 ($N_j$ = 1)")
+    xlabel = r"$\log(1/L)$ (training loss $L$)"
     axes[0].set(
         xscale="log",
         ylim=(0, 1.02),
-        xlabel="GD step",
+        xlabel=xlabel,
         ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
         title="Linear ResNetFree block",
     )
     axes[0].legend(fontsize=6.5)
-    conv = traj[(traj["run"] == "conv")]
+    acts = traj[traj["run"] == "conv"].groupby("layer")["act"].first()
+    last_layer = max(acts.index, key=lambda name: int(name.split(".")[0]), default=None)
     for (seed, layer), g in conv.groupby(["seed", "layer"]):
-        if layer.endswith(".K") and g["act"].iloc[0] == "linear":
-            first_conv = seed == conv["seed"].min()
+        first_conv = seed == conv["seed"].min()
+        if layer.endswith(".K") and acts[layer] == "linear":
             axes[1].plot(
-                g["step"].clip(lower=1),
+                g["log_inv_loss"],
                 g["ratio"],
                 "-o",
                 ms=2.5,
@@ -195,25 +202,25 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
                 label=f"conv {layer}" if first_conv else None,
             )
             axes[1].plot(
-                g["step"].clip(lower=1),
+                g["log_inv_loss"],
                 g["predicted_ratio"],
                 "--",
                 color=PALETTE[3],
                 lw=0.9,
                 label="limit predicted from the next layer" if first_conv else None,
             )
-        elif g["act"].iloc[0] == "linear" and layer != conv["layer"].iloc[-1]:
+        elif acts[layer] == "linear" and layer != last_layer:
             axes[1].plot(
-                g["step"].clip(lower=1),
+                g["log_inv_loss"],
                 g["ratio"],
                 ":",
                 color="grey",
-                label=f"dense {layer}" if seed == conv["seed"].min() else None,
+                label=f"dense {layer}" if first_conv else None,
             )
     axes[1].set(
         xscale="log",
         ylim=(0, 1.02),
-        xlabel="GD step",
+        xlabel=xlabel,
         ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
         title="Reduced alignment: linear conv layer",
     )

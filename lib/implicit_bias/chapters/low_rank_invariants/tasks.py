@@ -294,8 +294,9 @@ def invariance_sweep(task: dict[str, Any]) -> dict[str, Any]:
 @single_thread
 def low_rank_run(task: dict[str, Any]) -> dict[str, Any]:
     """Train a Theorem 2 network with the logistic loss until the loss reaches ``loss_floor``
-    (or ``steps``), and record, per layer, ||W||_F^2, ||W||_2^2 / ||W||_F^2, the gap
-    ||W||_F^2 - ||W||_2^2 and the alignment of adjacent layers (Theorem 2, Eqs. (13)-(15)).
+    (status ``"ok"``; stopped by the step limit ``steps`` first: ``"unconverged"``), and
+    record, per layer, ||W||_F^2, ||W||_2^2 / ||W||_F^2, the gap ||W||_F^2 - ||W||_2^2 and the
+    alignment of adjacent layers (Theorem 2, Eqs. (13)-(15)).
 
     Rows name the layer's representation: ``"{i}"`` for dense layer i, ``"{i}.VR"`` / ``"{i}.WR"``
     for the two representations of ResNetFree block i ([V R], [W; R]; Lemma 11), ``"{i}.K"``
@@ -383,7 +384,14 @@ def low_rank_run(task: dict[str, Any]) -> dict[str, Any]:
                 b = vt[0].reshape(m.shape[0], -1)  # channels x positions
                 row["predicted_ratio"] = rank_one_ratio(b)
             rows.append(row)
-    return {"rows": rows, "final_loss": run["losses"][-1], "final_step": run["steps"][-1]}
+    final_loss = run["losses"][-1]
+    return {
+        "rows": rows,
+        "final_loss": final_loss,
+        "final_step": run["steps"][-1],
+        # the end point is the loss floor; a run stopped by the step limit is unconverged
+        "status": "ok" if final_loss < task["loss_floor"] else "unconverged",
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,8 +426,9 @@ def invariance_tasks(cfg: dict[str, Any], device: str = "cpu") -> list[dict[str,
 
 def theorem2_tasks(cfg: dict[str, Any], device: str = "cpu") -> list[dict[str, Any]]:
     """The Theorem 2 runs of the chapter, per seed in ``cfg["lr_seeds"]``: ``synthetic`` and
-    ``mnist`` (ReLU layer + linear dense layers), ``resfree`` (a linear ResNetFree block before
-    the output) and ``conv`` (ReLU conv, linear conv, linear dense layers); then
+    ``mnist`` (ReLU layer + linear dense layers; ``mnist_*`` keys), ``resfree`` (a linear
+    ResNetFree block before the output) and ``conv`` (ReLU conv, linear conv, linear dense
+    layers; ``conv_n`` points, ``conv_steps`` step limit); then
     ``synthetic_deep`` (``lr_deep_n_linear`` hidden linear layers at ``lr_deep_init``) and the
     synthetic run again at each step size of ``lr_small_etas`` (run ``"synthetic eta=<eta>"``,
     step limit scaled by ``lr_eta / eta``). ``cfg`` is the chapter's profile."""
@@ -447,7 +456,7 @@ def theorem2_tasks(cfg: dict[str, Any], device: str = "cpu") -> list[dict[str, A
             dict(base, run="synthetic"),
             dict(base, run="mnist", data="mnist", steps=cfg["mnist_steps"], **mnist),
             dict(base, run="resfree", kind="resfree", n_linear=1),
-            dict(base, run="conv", kind="conv"),
+            dict(base, run="conv", kind="conv", n=cfg["conv_n"], steps=cfg["conv_steps"]),
         ]
     for base in [t for t in tasks if t["run"] == "synthetic"]:
         tasks.append(
