@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from implicit_bias.chapters.gln_norm import analysis, reference
+from implicit_bias.chapters.gln_norm import analysis, reference, tasks
 from implicit_bias.core.paths import project_root
 from implicit_bias.models import gln, gln_svm, gln_theory
 
@@ -593,3 +593,88 @@ def test_relu_comparison_with_the_authors_flags_a_cell_off_by_two_points():
     table = reference.authors_momentum(ref).set_index("method")
     assert table.loc["GD-ReLU", "cells with error worse at momentum 0"] == 2
     assert table.loc["GD-ReLU", "cells with both (error)"] == 12
+
+
+# ---- SVM-L2 as the authors' code solves it ---------------------------------------------------
+
+
+def _authors_program_rows(frame: pd.DataFrame, shift: float) -> pd.DataFrame:
+    """Synthetic rows of the authors' SVM-L2 program: the GD-GLN's rows, `shift` worse, paired
+    like an SVM (gd_val_error, svm_minus_gd, inconsistency as for our SVM-L2)."""
+    l2 = frame[frame["method"] == "SVM-L2"].copy()
+    gd = l2["gd_val_error"]
+    return l2.assign(
+        method=tasks.AUTHORS_L2, val_error=gd + shift, svm_minus_gd=shift, status="optimal"
+    )
+
+
+def test_authors_l2_metrics_put_the_authors_program_in_place_of_svm_l2():
+    runs = _runs()
+    frame, shallow = runs["frame"], runs["shallow"]
+    auth = _authors_program_rows(frame, 0.15)  # ours: +0.05 over GD-GLN; authors' program +0.15
+    m = analysis.authors_l2_metrics(frame, auth, shallow)
+    assert m["gap_l2auth_minus_gd"] == pytest.approx(0.15)
+    assert m["gap_l2auth_minus_gln_smallest_H"] == pytest.approx(0.175)
+    ours = analysis.gln_metrics(frame)
+    assert ours["gap_l2_minus_gd"] == pytest.approx(0.05)  # our SVM-L2 untouched
+    swapped_best = analysis.best_metrics(analysis.with_l2(frame, auth), shallow)
+    assert m["best_l2auth_minus_best_gln_z"] == swapped_best["best_l2_minus_best_gln_z"]
+    # broken input: variant rows under another name are not taken for the authors' program
+    broken = analysis.authors_l2_metrics(frame, auth.assign(method="SVM-L2-eq23"), shallow)
+    assert np.isnan(broken["gap_l2auth_minus_gd"])
+    table = analysis.l2_programs_beside({**ours, **m}, ours)
+    assert table.loc["SVM-L2 minus GD-GLN error (Fig. 2a)", "authors' program"] == 0.15
+    assert table.loc["SVM-L2 minus GD-GLN error (Fig. 2a)", "our SVM-L2"] == 0.05
+    assert set(m) == {row[2] for row in analysis.L2_STATISTICS} | {
+        "best_shallow_minus_best_l2auth_z",
+        "best_l2auth_minus_best_gln_z",
+    }
+
+
+def test_authors_program_is_compared_with_the_authors_svm_l2():
+    """Both minimizers of the authors' program are matched with the authors' SVM-L2 cell; the
+    per-cell table puts them beside ours, each with its difference from the authors'."""
+    ref = reference.load_reference()
+    cell = ref[
+        (ref["method"] == "SVM-L2")
+        & (ref["H"] == 10)
+        & (ref["C"] == 2)
+        & (ref["N"] == 500)
+        & ref["median_init"]
+    ]
+    assert len(cell) == 1
+    theirs = float(cell["val_error_mean"].iloc[0])
+    rows = []
+    for method, offset in (
+        ("SVM-L2", -0.14),
+        (tasks.AUTHORS_L2, -0.04),
+        (tasks.AUTHORS_L2_SOLVER, -0.01),
+    ):
+        rows.append(
+            {
+                "method": method,
+                "depth": "deep",
+                "H": 10,
+                "C": 2,
+                "N": 500,
+                "median_init": True,
+                "momentum": 0.0,
+                "val_error_mean": theirs + offset,
+                "val_error_se": 0.0,
+                "n_seeds": 3,
+            }
+        )
+    cmp = reference.compare_with_reference(pd.DataFrame(rows), ref).set_index("method")
+    assert cmp.loc[tasks.AUTHORS_L2, "difference"] == pytest.approx(-0.04)
+    assert bool(cmp.loc[tasks.AUTHORS_L2_SOLVER, "within_tolerance"])
+    assert not bool(cmp.loc[tasks.AUTHORS_L2, "within_tolerance"])
+    by_cell = reference.l2_programs_by_cell(cmp.reset_index())
+    assert len(by_cell) == 1
+    row = by_cell.iloc[0]
+    assert row["authors' SVM-L2"] == pytest.approx(theirs)
+    assert row[f"{tasks.AUTHORS_L2} minus authors'"] == pytest.approx(-0.04)
+    assert row["SVM-L2 minus authors'"] == pytest.approx(-0.14)
+    agreement = analysis.agreement_metrics(analysis.agreement_table(cmp.reset_index()))
+    assert agreement["frac_cells_within_1p5_svm_l2_authors"] == 0.0
+    assert agreement["frac_cells_within_1p5_svm_l2"] == 0.0
+    assert reference.l2_programs_by_cell(cmp.reset_index().iloc[:0]).empty

@@ -20,7 +20,7 @@ def _one_torch_thread():
 
 
 def test_task_functions_are_declared_and_read_the_device():
-    for fn in (tasks.gd_task, tasks.svm_task, tasks.relu_task):
+    for fn in (tasks.gd_task, tasks.svm_task, tasks.relu_task, tasks.svm_l2_authors_task):
         spec = spec_of(fn)
         assert spec is not None and spec.name == fn.__name__
         # the tasks pin their own threads on a CPU (`_task_device`), so the declaration
@@ -44,12 +44,21 @@ def test_expand_blocks_and_task_lists():
         "shallow_blocks": [{"k": [0, 3], "N": [5], "median_init": [True], "momentum": [0.0]}],
         "shallow_svm_max_k": 2,
         "relu_blocks": [{"H": [10], "N": [5], "momentum": [0.0]}],
+        "authors_l2_ridge": 1e-7,
+        "authors_l2_solver_blocks": [{"H": [10], "C": [2, 4], "N": [5], "median_init": [True]}],
     }
     assert len(tasks.gd_tasks(cfg)) == 4  # the duplicate of block 2 is dropped
     assert len(tasks.svm_tasks(cfg)) == 4  # 2 (H) x 2 methods, momentum-free
     assert [t["C"] for t in tasks.shallow_gd_tasks(cfg)] == [1, 8]
     assert [t["C"] for t in tasks.shallow_svm_tasks(cfg)] == [1]
     assert len(tasks.relu_tasks(cfg)) == 1
+    auth = tasks.svm_l2_authors_tasks(cfg)
+    assert [t["H"] for t in auth] == [10, 20] and {t["ridge"] for t in auth} == {1e-7}
+    osqp = tasks.svm_l2_authors_solver_tasks(cfg)
+    assert [(t["C"], t["solver"], t["max_iters"]) for t in osqp] == [
+        (2, "OSQP", 10000),
+        (4, "OSQP", 10000),
+    ]
 
 
 def test_mnist_tasks_end_to_end_tiny():
@@ -97,3 +106,33 @@ def test_mnist_tasks_end_to_end_tiny():
     assert set(relu_r) >= {"GD-ReLU", "SVM-RC", "SVM-LC", "SVM-HL"}
     table, m = analysis.kkt_experiment(40, 200, "CLARABEL", H=3)
     assert m["svm_gln_kkt_max"] < 1e-6 and m["svm_gln_fast_vs_ecos_objective_rel"] < 1e-6
+
+
+def test_authors_l2_task_tiny():
+    """The authors' SVM-L2 program on a tiny MNIST problem: the fast solver's minimum-norm
+    minimizer and cvxpy's (Clarabel) reach the same objective, the fast one with no larger zeta."""
+    from implicit_bias.core.data import DataError
+
+    t = {
+        "method": tasks.AUTHORS_L2,
+        "H": 3,
+        "C": 2,
+        "N": 40,
+        "median_init": True,
+        "seeds": [0, 1],
+        "n_val": 200,
+        "device": "cpu",
+    }
+    try:
+        fast = tasks.svm_l2_authors_task({**t, "solver": "fast", "ridge": 1e-7})
+    except DataError:
+        pytest.skip("MNIST not available (make data)")
+    ref = tasks.svm_l2_authors_task({**t, "solver": "CLARABEL"})
+    assert fast["status"] == "ok" and ref["status"] == "ok"
+    assert fast["train_error"] == [0.0, 0.0]
+    for a, b, na, nb in zip(
+        fast["objective"], ref["objective"], fast["zeta_norm"], ref["zeta_norm"]
+    ):
+        assert a == pytest.approx(b, rel=1e-5)
+        assert na <= nb * (1 + 1e-6)
+    assert fast["seconds"] > 0 and len(fast["pred_val"]) == 2

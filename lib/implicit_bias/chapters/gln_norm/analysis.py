@@ -57,7 +57,7 @@ from .frames import (  # noqa: F401
     triangle_table,
     zero_unit_table,
 )
-from .tasks import gln_problem
+from .tasks import AUTHORS_L2, gln_problem
 
 # -------------------------------------------------------------------------------------------
 # Theory sections of the chapter, each returning (table, metrics)
@@ -289,6 +289,7 @@ def agreement_metrics(agreement: pd.DataFrame) -> dict[str, float]:
         "frac_cells_within_1p5_gd_gln": frac("GD-GLN"),
         "frac_cells_within_1p5_svm_gln": frac("SVM-GLN"),
         "frac_cells_within_1p5_svm_l2": frac("SVM-L2"),
+        "frac_cells_within_1p5_svm_l2_authors": frac(AUTHORS_L2),
         "frac_cells_within_1p5_gd_shallow": frac("GD-shallow-GLN"),
         "frac_cells_within_1p5_svm_shallow": frac("SVM-shallow"),
         "frac_cells_within_1p5_gd_relu": frac("GD-ReLU"),
@@ -664,6 +665,99 @@ def momentum_metrics(relu: pd.DataFrame) -> dict[str, float]:
         "incons_m0_minus_m09": _mean(inc["diff"]),
         "incons_m0_minus_m09_z": z_score(inc),
     }
+
+
+# -------------------------------------------------------------------------------------------
+# SVM-L2 as the authors' code solves it (models.gln_authors) in place of the paper's SVM-L2
+# -------------------------------------------------------------------------------------------
+
+
+def with_l2(frame: pd.DataFrame, variants: pd.DataFrame, method: str = AUTHORS_L2) -> pd.DataFrame:
+    """`frame` with its SVM-L2 rows replaced by `variants`' rows of `method`, named SVM-L2."""
+    rows = variants[variants["method"] == method].assign(method="SVM-L2")
+    return pd.concat([frame[frame["method"] != "SVM-L2"], rows], ignore_index=True)
+
+
+def authors_l2_metrics(
+    frame: pd.DataFrame, variants: pd.DataFrame, shallow: pd.DataFrame
+) -> dict[str, float]:
+    """The metrics of the SVM-L2 claims of Figs. 2 and 4, computed exactly as for our SVM-L2
+    (`gln_metrics`, `best_metrics`) with the authors' program in its place."""
+    swapped = with_l2(frame, variants)
+    m, b = gln_metrics(swapped), best_metrics(swapped, shallow)
+    nan = float("nan")
+    return {
+        "gap_l2auth_minus_gd": m["gap_l2_minus_gd"],
+        "corr_l2auth_gd": m["corr_l2_gd"],
+        "incons_l2auth_minus_gln_beyond_much_z": m["incons_l2_minus_gln_beyond_much_z"],
+        "gap_l2auth_minus_gln_smallest_H": m.get("gap_l2_minus_gln_smallest_H", nan),
+        "gap_l2auth_minus_gln_shrink_z": m.get("gap_l2_minus_gln_shrink_z", nan),
+        "incons_l2auth_minus_gln_nomi_z": m.get("incons_l2_minus_gln_nomi_z", nan),
+        "gap_l2auth_minus_gln_c4_h100_z_min_over_n": m.get(
+            "gap_l2_minus_gln_c4_h100_z_min_over_n", nan
+        ),
+        "best_shallow_minus_best_l2auth_z": b["best_shallow_minus_best_l2_z"],
+        "best_l2auth_minus_best_gln_z": b["best_l2_minus_best_gln_z"],
+    }
+
+
+# (statistic, our SVM-L2's metric, the authors' program's metric): the SVM-L2 claims' numbers
+L2_STATISTICS = [
+    ("SVM-L2 minus GD-GLN error (Fig. 2a)", "gap_l2_minus_gd", "gap_l2auth_minus_gd"),
+    ("correlation with GD-GLN error (Fig. 2a)", "corr_l2_gd", "corr_l2auth_gd"),
+    (
+        "inconsistency minus SVM-GLN's, beyond 2 points, z (Fig. 2b)",
+        "incons_l2_minus_gln_beyond_much_z",
+        "incons_l2auth_minus_gln_beyond_much_z",
+    ),
+    (
+        "best shallow minus best SVM-L2, z (Fig. 2c)",
+        "best_shallow_minus_best_l2_z",
+        "best_shallow_minus_best_l2auth_z",
+    ),
+    (
+        "best SVM-L2 minus best SVM-GLN, z (Fig. 2c)",
+        "best_l2_minus_best_gln_z",
+        "best_l2auth_minus_best_gln_z",
+    ),
+    (
+        "SVM-L2 minus SVM-GLN at the smallest H (Fig. 2d)",
+        "gap_l2_minus_gln_smallest_H",
+        "gap_l2auth_minus_gln_smallest_H",
+    ),
+    (
+        "shrinking of that gap with H, z (Fig. 2d)",
+        "gap_l2_minus_gln_shrink_z",
+        "gap_l2auth_minus_gln_shrink_z",
+    ),
+    (
+        "inconsistency minus SVM-GLN's without MI, z (Fig. 4b)",
+        "incons_l2_minus_gln_nomi_z",
+        "incons_l2auth_minus_gln_nomi_z",
+    ),
+    (
+        "SVM-L2 minus SVM-GLN, C = 4, H = 100, z (Fig. 4c)",
+        "gap_l2_minus_gln_c4_h100_z_min_over_n",
+        "gap_l2auth_minus_gln_c4_h100_z_min_over_n",
+    ),
+]
+
+
+def l2_programs_beside(metrics: dict, authors_data: dict) -> pd.DataFrame:
+    """The SVM-L2 claims' statistics for our SVM-L2 and for the authors' program (both from
+    `metrics`), and the same statistic of the authors' published data (`authors_data`, from
+    `gln_metrics` of their per-seed results, where it can be computed from them)."""
+    nan = float("nan")
+    rows = [
+        {
+            "statistic": name,
+            "our SVM-L2": metrics.get(ours, nan),
+            "authors' program": metrics.get(variant, nan),
+            "authors' data": authors_data.get(ours, nan),
+        }
+        for name, ours, variant in L2_STATISTICS
+    ]
+    return pd.DataFrame(rows).set_index("statistic").round(4)
 
 
 def metrics_beside_authors(ours: dict, theirs: dict) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import pandas as pd
 from implicit_bias.core.paths import project_root
 
 from .analysis import summarize
+from .tasks import AUTHORS_L2, AUTHORS_L2_SOLVER
 
 COMPARISON_FILE = "comparison_with_authors.csv"
 
@@ -94,9 +95,11 @@ def compare_with_reference(
     summary: pd.DataFrame, ref: pd.DataFrame, tolerance: float = 0.015
 ) -> pd.DataFrame:
     """Our mean validation error beside the authors' for every cell we ran (same method, H, C,
-    N, MI and, for GD, momentum); our SVM-L2-eq23 is compared with the authors' SVM-L2 too."""
+    N, MI and, for GD, momentum); our SVM-L2-eq23 and the authors' SVM-L2 program (both
+    minimizers) are compared with the authors' SVM-L2 too."""
     ours = summary.copy()
-    ours["ref_method"] = ours["method"].replace({"SVM-L2-eq23": "SVM-L2"})
+    same = {"SVM-L2-eq23": "SVM-L2", AUTHORS_L2: "SVM-L2", AUTHORS_L2_SOLVER: "SVM-L2"}
+    ours["ref_method"] = ours["method"].replace(same)
     ours["momentum_key"] = np.where(ours["method"].str.startswith("GD"), ours["momentum"], -1.0)
     ours = ours.drop_duplicates(["method", "depth", "H", "C", "N", "median_init", "momentum_key"])
     ref = ref.copy()
@@ -138,10 +141,32 @@ def compare_with_reference(
 
 
 def this_run_comparison(
-    frame: pd.DataFrame, shallow: pd.DataFrame, ref: pd.DataFrame
+    frame: pd.DataFrame,
+    shallow: pd.DataFrame,
+    ref: pd.DataFrame,
+    variants: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """`compare_with_reference` for every deep and shallow cell of this run."""
-    return compare_with_reference(summarize(pd.concat([frame, shallow])), ref)
+    """`compare_with_reference` for every deep and shallow cell of this run (and the SVM-L2
+    variants' rows, `variants`)."""
+    return compare_with_reference(summarize(pd.concat([frame, shallow, variants])), ref)
+
+
+L2_PROGRAMS = ["SVM-L2", AUTHORS_L2, AUTHORS_L2_SOLVER]
+
+
+def l2_programs_by_cell(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Per deep-GLN cell the authors have: their SVM-L2's mean validation error beside ours
+    (the paper's program) and the authors' program's (minimum-norm minimizer; and the
+    minimizer their solver finds, where it was run), each with its difference from theirs."""
+    keys = ["H", "C", "N", "median_init"]
+    c = comparison[comparison["method"].isin(L2_PROGRAMS)]
+    if not len(c):
+        return pd.DataFrame(columns=keys + ["authors' SVM-L2"])
+    wide = c.pivot_table(index=keys, columns="method", values="val_error_mean")
+    wide = wide[[m for m in L2_PROGRAMS if m in wide.columns]]
+    diff = wide.sub(c.groupby(keys)["paper_mean"].first(), axis=0)
+    wide.insert(0, "authors' SVM-L2", c.groupby(keys)["paper_mean"].first())
+    return wide.join(diff.add_suffix(" minus authors'")).reset_index()
 
 
 def load_relu_reference(root=None) -> pd.DataFrame:

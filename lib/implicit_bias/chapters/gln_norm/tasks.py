@@ -4,7 +4,8 @@ the task lists the notebook sweeps, built from the profile.
 
 * `gd_task`: deep or shallow GLNs trained with the paper's SGD schedule, all seeds batched;
 * `svm_task`: one convex program (SVM-GLN, SVM-L2, SVM-L2-eq23 or the shallow SVM) per seed;
-* `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC) and hidden-layer (SVM-HL) SVMs.
+* `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC) and hidden-layer (SVM-HL) SVMs;
+* `svm_l2_authors_task`: SVM-L2 as the authors' code solves it (`implicit_bias.models.gln_authors`).
 
 The numerics are in `implicit_bias.models.gln` (contexts, models, training),
 `implicit_bias.models.gln_svm` (the convex programs, cvxpy) and `implicit_bias.models.gln_solvers`
@@ -38,6 +39,11 @@ from implicit_bias.models.gln import (
     preprocess_images,
     sample_hyperplanes,
     train_batched,
+)
+from implicit_bias.models.gln_authors import (
+    authors_objective,
+    svm_l2_authors,
+    svm_l2_authors_cvxpy,
 )
 from implicit_bias.models.gln_svm import (
     SVMResult,
@@ -254,6 +260,55 @@ def relu_task(task: dict) -> dict:
     return out
 
 
+AUTHORS_L2 = "SVM-L2 (authors' program)"  # its minimum-norm minimizer, fast solver
+AUTHORS_L2_SOLVER = "SVM-L2 (authors' program, OSQP)"  # the minimizer the authors' solver finds
+
+
+@task(threads=None, uses_device=True)
+def svm_l2_authors_task(task: dict) -> dict:
+    """SVM-L2 as the authors' code solves it, for every seed of the task: with `solver` "fast"
+    the minimum-norm minimizer of their objective (`gln_authors.svm_l2_authors`, ridge
+    `task["ridge"]`), with a cvxpy solver the minimizer that solver finds on the full input
+    dimension (`gln_authors.svm_l2_authors_cvxpy`, at most `max_iters` iterations). Returns the
+    per-seed fields of `svm_task` plus ||zeta|| and the objective Q(zeta) of their program."""
+    start = time.perf_counter()
+    device = _task_device(task)
+    keys = ("val_error", "train_error", "objective", "zeta_norm", "solver_status")
+    out: dict = {k: [] for k in (*keys, "solve_seconds", "active_units", "pred_val")}
+    out["duality_gap"] = []
+    for seed in task["seeds"]:
+        p = gln_problem(task["N"], seed, task["n_val"], task["H"], task["C"], task["median_init"])
+        if task["solver"] == "fast":
+            sol = svm_l2_authors(
+                p["X"], p["y"], p["ctx"], task["C"], ridge=task["ridge"], device=str(device)
+            )
+            res = _from_fast(sol)
+        else:
+            res = svm_l2_authors_cvxpy(
+                p["X"], p["y"], p["ctx"], task["C"], task["solver"], task.get("max_iters")
+            )
+        out["solver_status"].append(res.status)
+        out["solve_seconds"].append(res.seconds)
+        out["duality_gap"].append(res.info.get("duality_gap"))
+        if res.primal is None:
+            for k in ("val_error", "train_error", "objective", "zeta_norm", "active_units"):
+                out[k].append(None)
+            out["pred_val"].append(None)
+            continue
+        f_val = predict_gln(res.primal, p["X_val"], p["ctx_val"])
+        out["val_error"].append(error_rate(f_val, p["y_val"]))
+        out["train_error"].append(error_rate(predict_gln(res.primal, p["X"], p["ctx"]), p["y"]))
+        out["objective"].append(authors_objective(res.primal))
+        out["zeta_norm"].append(float(np.linalg.norm(res.primal)))
+        norms = np.linalg.norm(res.primal.reshape(res.primal.shape[0], -1), axis=1)
+        out["active_units"].append(int((norms > 1e-6 * norms.max()).sum()))
+        out["pred_val"].append(pack_signs(f_val))
+    worst = [s for s in out["solver_status"] if s not in ("optimal", "optimal_inaccurate")]
+    out["status"] = worst[0] if worst else "ok"
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 def _frelu(X, y, gates, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias.models import gln_solvers
@@ -366,4 +421,40 @@ def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     return [
         {**c, **_common(cfg, device), "solver": cfg["solver"]}
         for c in expand_blocks(cfg["relu_blocks"])
+    ]
+
+
+def svm_l2_authors_tasks(cfg: dict) -> list[dict]:
+    """The authors' SVM-L2 program, minimum-norm minimizer (fast solver), for every (H, C, N,
+    MI) of the GLN blocks: the configurations of `svm_tasks`."""
+    configs = expand_blocks(
+        [{k: v for k, v in b.items() if k != "momentum"} for b in cfg["gln_blocks"]]
+    )
+    return [
+        {
+            "method": AUTHORS_L2,
+            **c,
+            "seeds": list(cfg["seeds"]),
+            "n_val": cfg["n_val"],
+            "solver": cfg["solver"],
+            "ridge": cfg["authors_l2_ridge"],
+        }
+        for c in configs
+    ]
+
+
+def svm_l2_authors_solver_tasks(cfg: dict) -> list[dict]:
+    """The authors' SVM-L2 program solved as they solved it (OSQP on the full input dimension,
+    at most 10,000 iterations: cvxpy's default) for the configurations of
+    `authors_l2_solver_blocks`."""
+    return [
+        {
+            "method": AUTHORS_L2_SOLVER,
+            **c,
+            "seeds": list(cfg["seeds"]),
+            "n_val": cfg["n_val"],
+            "solver": "OSQP",
+            "max_iters": 10000,
+        }
+        for c in expand_blocks(cfg["authors_l2_solver_blocks"])
     ]
