@@ -678,3 +678,38 @@ def test_authors_program_is_compared_with_the_authors_svm_l2():
     assert agreement["frac_cells_within_1p5_svm_l2_authors"] == 0.0
     assert agreement["frac_cells_within_1p5_svm_l2"] == 0.0
     assert reference.l2_programs_by_cell(cmp.reset_index().iloc[:0]).empty
+
+
+def test_authors_rc_metrics_use_the_variant_in_svm_rcs_place():
+    """The SVM-RC claims' metrics with the authors' construction: the variant's rows replace
+    SVM-RC's (a variant 10 points worse and 5 points less consistent moves the statistics by
+    that much); the per-cell table counts infeasible solves and flags agreement."""
+    runs = _runs()
+    relu, frame = runs["relu"], runs["frame"]
+    rc = relu[relu["method"] == "SVM-RC"]
+    variant = rc.assign(
+        method=tasks.SVM_RC_AUTHORS,
+        val_error=rc["val_error"] + 0.1,
+        inconsistency=rc["inconsistency"] + 0.05,
+    )
+    ours = analysis.relu_metrics(relu, frame, 0.0)
+    theirs = analysis.authors_rc_metrics(relu, variant, frame, 0.0)
+    assert set(theirs) == {v for _, _, v in analysis.RC_STATISTICS}
+    assert theirs["incons_rcauth"] == pytest.approx(ours["incons_rc"] + 0.05)
+    same = analysis.authors_rc_metrics(
+        relu,
+        variant.assign(val_error=rc["val_error"], inconsistency=rc["inconsistency"]),
+        frame,
+        0.0,
+    )
+    assert same["incons_rcauth"] == pytest.approx(ours["incons_rc"])
+    assert same["error_lc_minus_rcauth_z"] == ours["error_lc_minus_rc_z"]
+    beside = reference.rc_constructions_beside(ours, theirs)
+    assert list(beside.columns) == ["our SVM-RC", "authors' construction"]
+    broken = variant.assign(status=np.where(np.arange(len(variant)) == 0, "infeasible", "ok"))
+    ref = reference.load_relu_reference()
+    assert "cells" in reference.rc_agreement(reference.rc_constructions_by_cell(relu, broken, None))
+    cells = reference.rc_constructions_by_cell(relu, broken, ref)
+    agree = reference.rc_agreement(cells)
+    assert agree.loc[tasks.SVM_RC_AUTHORS, "infeasible solves"] == 1
+    assert agree.loc["SVM-RC", "infeasible solves"] == (relu["status"] == "infeasible").sum()

@@ -136,3 +136,44 @@ def test_authors_l2_task_tiny():
         assert a == pytest.approx(b, rel=1e-5)
         assert na <= nb * (1 + 1e-6)
     assert fast["seconds"] > 0 and len(fast["pred_val"]) == 2
+
+
+def test_svm_rc_authors_task_tiny():
+    """SVM-RC with the authors' gates: the same ReLU networks as `relu_task` (same GD-ReLU
+    errors), every training sample with an open gate (the always-on one), solves optimal, and
+    its frame rows carry the variant's name."""
+    from implicit_bias.core.data import DataError
+
+    assert spec_of(tasks.svm_rc_authors_task).uses_device
+    t = {
+        "H": 4,
+        "N": 40,
+        "momentum": 0.0,
+        "solver": "fast",
+        "seeds": [0, 1],
+        "n_val": 200,
+        "n_steps": 20,
+        "lr_drop_step": 10,
+        "dtype": "float64",
+        "device": "cpu",
+    }
+    try:
+        r = tasks.svm_rc_authors_task({"method": tasks.SVM_RC_AUTHORS, **t})
+    except DataError:
+        pytest.skip("MNIST not available (make data)")
+    assert r["GD-ReLU"]["val_error"] == tasks.relu_task(t)["GD-ReLU"]["val_error"]
+    slot = r[tasks.SVM_RC_AUTHORS]
+    assert r["status"] == "ok" and slot["solver_status"] == ["optimal", "optimal"]
+    assert min(slot["min_open_gates"]) >= 1
+    rows = analysis.relu_variant_frame([{"method": tasks.SVM_RC_AUTHORS, **t}], [r])
+    assert list(rows["method"].unique()) == [tasks.SVM_RC_AUTHORS] and len(rows) == 2
+    assert (
+        tasks.svm_rc_authors_tasks(
+            {
+                "relu_blocks": [{"H": [4], "N": [40], "momentum": [0.0]}],
+                **{k: t[k] for k in ("seeds", "n_val", "n_steps", "lr_drop_step", "dtype")},
+                "solver": "fast",
+            }
+        )[0]["method"]
+        == tasks.SVM_RC_AUTHORS
+    )

@@ -50,6 +50,7 @@ from .frames import (  # noqa: F401
     relu_frame,
     relu_pair_table,
     relu_summary,
+    relu_variant_frame,
     run_counts,
     seed_pairing_inconsistency,
     summarize,
@@ -57,7 +58,7 @@ from .frames import (  # noqa: F401
     triangle_table,
     zero_unit_table,
 )
-from .tasks import AUTHORS_L2, gln_problem
+from .tasks import AUTHORS_L2, SVM_RC_AUTHORS, gln_problem
 
 # -------------------------------------------------------------------------------------------
 # Theory sections of the chapter, each returning (table, metrics)
@@ -763,3 +764,32 @@ def l2_programs_beside(metrics: dict, authors_data: dict) -> pd.DataFrame:
 def metrics_beside_authors(ours: dict, theirs: dict) -> pd.DataFrame:
     """`gln_metrics` of our runs beside the same statistic of the authors' per-seed data."""
     return pd.DataFrame({"ours": ours, "authors' data, same statistic": theirs}).round(4)
+
+
+# (statistic, our SVM-RC's metric, the authors' construction's metric): the SVM-RC claims
+RC_STATISTICS = [
+    ("correlation with GD-ReLU error (Fig. 3a)", "corr_rc_gd_relu", "corr_rcauth_gd_relu"),
+    ("inconsistency with GD-ReLU (Fig. 3b)", "incons_rc", "incons_rcauth"),
+    ("inconsistency minus 2p(1-p), z", "incons_rc_minus_uncorrelated_z", "incons_rcauth_z"),
+    ("SVM-LC minus SVM-RC error, z (Fig. 3a)", "error_lc_minus_rc_z", "error_lc_minus_rcauth_z"),
+    ("SVM-LC minus SVM-RC incons., z", "incons_lc_minus_rc_z", "incons_lc_minus_rcauth_z"),
+    (
+        "best SVM-RC minus best SVM-GLN, z",
+        "best_rc_minus_best_svm_gln_z",
+        "best_rcauth_minus_gln_z",
+    ),
+    (
+        "share of H with SVM-LC better, z < -1",
+        "frac_h_lc_better_than_rc_beyond_se",
+        "frac_h_lc_rcauth",
+    ),
+]
+
+
+def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict[str, float]:
+    """The SVM-RC claims' metrics (`relu_metrics`) with the SVM-RC rows of `relu` replaced by
+    the authors' construction's (`variants`, method SVM_RC_AUTHORS), under RC_STATISTICS' names."""
+    rows = variants[variants["method"] == SVM_RC_AUTHORS].assign(method="SVM-RC")
+    swapped = pd.concat([relu[relu["method"] != "SVM-RC"], rows], ignore_index=True)
+    m = relu_metrics(swapped, gln, momentum)
+    return {variant: m.get(ours, float("nan")) for _, ours, variant in RC_STATISTICS}

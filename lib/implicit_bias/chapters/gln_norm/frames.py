@@ -176,6 +176,31 @@ def relu_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def relu_variant_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
+    """`relu_frame`'s rows for a ReLU SVM variant's sweep (one SVM per task, named by the task's
+    `method`; the GD-ReLU of the same seeds is retrained there), without the GD-ReLU rows."""
+    rows = []
+    for t, r in zip(tasks, results):
+        m = t["method"]
+        for i, seed in enumerate(t["seeds"]):
+            base = {"method": m, "H": t["H"], "N": t["N"], "momentum": t["momentum"], "seed": seed}
+            if r.get("status") == "error":
+                rows.append({**base, "val_error": None, "status": "error"})
+                continue
+            gd = r["GD-ReLU"]["val_error"][i]
+            rows.append(
+                {
+                    **base,
+                    "val_error": r[m]["val_error"][i],
+                    "inconsistency": r[m]["inconsistency"][i],
+                    "incons_uncorrelated": uncorrelated_inconsistency(gd),
+                    "gd_val_error": gd,
+                    "status": r[m]["solver_status"][i],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def run_counts(frame: pd.DataFrame) -> pd.Series:
     """Runs per method and status (a failed solve or task shows here)."""
     return frame.groupby(["method", "status"]).size().rename("runs")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from implicit_bias.core.paths import project_root
 
-from .analysis import summarize
+from .analysis import RC_STATISTICS, summarize
 from .tasks import AUTHORS_L2, AUTHORS_L2_SOLVER
 
 COMPARISON_FILE = "comparison_with_authors.csv"
@@ -263,3 +263,51 @@ def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
     if not (table.exists() and report.exists()):
         return None
     return pd.read_csv(table), json.loads(report.read_text())
+
+
+def rc_constructions_by_cell(
+    relu: pd.DataFrame, variants: pd.DataFrame, ref: pd.DataFrame | None, tolerance: float = 0.015
+) -> pd.DataFrame:
+    """Per (H, N, momentum): the mean SVM-RC validation error with our gates, with the authors'
+    construction (`variants`) and the authors' published one (`ref`, relu.csv; NaN where
+    absent), each with its number of infeasible solves; `within` flags |ours - authors'| <=
+    `tolerance`."""
+    keys = ["H", "N", "momentum"]
+    both = pd.concat([relu[relu["method"] == "SVM-RC"], variants], ignore_index=True)
+    g = both.assign(infeasible=both["status"] == "infeasible").groupby(["method"] + keys)
+    wide = g.agg(err=("val_error", "mean"), infeasible=("infeasible", "sum")).unstack("method")
+    wide.columns = [f"{m}: {'mean error' if c == 'err' else 'infeasible'}" for c, m in wide.columns]
+    if ref is not None:
+        r = ref[ref["method"] == "SVM-RC"].set_index(keys)
+        wide["authors: mean error"] = r["val_error_mean"]
+        wide["authors: infeasible"] = r["n_infeasible"]
+        for m in both["method"].unique():
+            wide[f"{m}: within"] = (
+                wide[f"{m}: mean error"] - r["val_error_mean"]
+            ).abs() <= tolerance
+    return wide.reset_index()
+
+
+def rc_agreement(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per SVM-RC construction: the share of the cells that both it and the authors have (a
+    mean error) within tolerance, those cells, and its infeasible solves over all cells."""
+    rows = {}
+    for col in [c for c in cells.columns if c.endswith(": mean error")]:
+        m = col[: -len(": mean error")]
+        have = m != "authors" and "authors: mean error" in cells
+        both = cells.dropna(subset=[col, "authors: mean error"]) if have else None
+        rows[m] = {
+            "share within 1.5 points": None if both is None else both[f"{m}: within"].mean(),
+            "cells": None if both is None else len(both),
+            "infeasible solves": cells[f"{m}: infeasible"].sum(),
+        }
+    return pd.DataFrame(rows).T
+
+
+def rc_constructions_beside(ours: dict, variant: dict) -> pd.DataFrame:
+    """Each SVM-RC claim's statistic with our SVM-RC and with the authors' construction."""
+    rows = [
+        {"statistic": n, "our SVM-RC": ours.get(a), "authors' construction": variant.get(b)}
+        for n, a, b in RC_STATISTICS
+    ]
+    return pd.DataFrame(rows).set_index("statistic").round(4)

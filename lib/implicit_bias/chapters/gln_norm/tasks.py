@@ -5,7 +5,9 @@ the task lists the notebook sweeps, built from the profile.
 * `gd_task`: deep or shallow GLNs trained with the paper's SGD schedule, all seeds batched;
 * `svm_task`: one convex program (SVM-GLN, SVM-L2, SVM-L2-eq23 or the shallow SVM) per seed;
 * `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC) and hidden-layer (SVM-HL) SVMs;
-* `svm_l2_authors_task`: SVM-L2 as the authors' code solves it (`implicit_bias.models.gln_authors`).
+* `svm_l2_authors_task`: SVM-L2 as the authors' code solves it (`implicit_bias.models.gln_authors`);
+* `svm_rc_authors_task`: SVM-RC with the authors' gates
+  (`implicit_bias.models.gln_random_contexts`).
 
 The numerics are in `implicit_bias.models.gln` (contexts, models, training),
 `implicit_bias.models.gln_svm` (the convex programs, cvxpy) and `implicit_bias.models.gln_solvers`
@@ -45,6 +47,7 @@ from implicit_bias.models.gln_authors import (
     svm_l2_authors,
     svm_l2_authors_cvxpy,
 )
+from implicit_bias.models.gln_random_contexts import gate_matrix, sample_orthogonal_gates
 from implicit_bias.models.gln_svm import (
     SVMResult,
     _from_fast,
@@ -309,6 +312,49 @@ def svm_l2_authors_task(task: dict) -> dict:
     return out
 
 
+SVM_RC_AUTHORS = "SVM-RC (authors' construction)"
+
+
+@task(threads=None, uses_device=True)
+def svm_rc_authors_task(task: dict) -> dict:
+    """SVM-RC with the gates the authors' code builds (`gln_random_contexts`: H orthogonal
+    hyperplanes on the 785 inputs, cutoffs the median over every MNIST training image, plus one
+    always-on gate), for every seed (the seed draws the training subset and the hyperplanes).
+    Retrains `relu_task`'s ReLU networks (same seeds and schedule) for the inconsistency;
+    returns GD-ReLU's validation errors and the SVM's errors, inconsistencies and statuses."""
+    start = time.perf_counter()
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds, H, solver = list(task["seeds"]), task["H"], task["solver"]
+    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
+    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
+    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
+    X_val = _torch(datas[0]["X_val"], dtype, device)
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
+    params = train_batched(
+        "relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None, schedule, seeds
+    )
+    f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
+    out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
+    slot = {k: [] for k in ("val_error", "inconsistency", "solver_status", "solve_seconds")}
+    slot["min_open_gates"] = []
+    all_images = _mnist_train()[0]
+    for r, (seed, d) in enumerate(zip(seeds, datas)):
+        gates = sample_orthogonal_gates(all_images, H, seed)
+        g_tr, g_val = gate_matrix(d["X"], gates), gate_matrix(d["X_val"], gates)
+        slot["min_open_gates"].append(int(g_tr.sum(1).min()))
+        res = _frelu(d["X"], d["y"], g_tr, solver, str(device))
+        f = None if res.primal is None else predict_frelu(res.primal, d["X_val"], g_val)
+        _record(slot, res, f, f_gd[r], d["y_val"])
+    out[SVM_RC_AUTHORS] = slot
+    worst = [s for s in slot["solver_status"] if s != "optimal"]
+    out["status"] = worst[0] if worst else "ok"
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 def _frelu(X, y, gates, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias.models import gln_solvers
@@ -422,6 +468,11 @@ def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
         {**c, **_common(cfg, device), "solver": cfg["solver"]}
         for c in expand_blocks(cfg["relu_blocks"])
     ]
+
+
+def svm_rc_authors_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """SVM-RC with the authors' gates for every configuration of `relu_tasks`."""
+    return [{"method": SVM_RC_AUTHORS, **t} for t in relu_tasks(cfg, device)]
 
 
 def svm_l2_authors_tasks(cfg: dict) -> list[dict]:
