@@ -8,8 +8,8 @@ temporary results folder, so nothing is read from the cache. One row per chapter
 
 `wall_s` is the chapter's wall time, `task_s` the summed compute time of its tasks (what a
 machine with more cores could spread), `peak_rss_mb` the largest resident memory of any of its
-processes (the notebook kernel included). A `total` row sums the chapters measured in this
-invocation.
+processes (the notebook kernel included). A `total` row per profile and device sums the
+chapters the file holds (measured at different commits when their `commit` differs).
 
     python benchmarks/bench_book.py [--profile smoke|paper] [--device cpu] [CHAPTER ...]
 """
@@ -114,17 +114,31 @@ def measure_here(chapter: str, profile: str, device: str) -> dict:
 
 def write(rows: list[dict], path: Path) -> list[dict]:
     """Merge `rows` into the CSV at `path`: a row replaces the one of the same chapter, profile
-    and device; the rows come back sorted."""
+    and device; each profile and device gets a `total` row summing the chapters it has (wall and
+    task time, tasks; the largest peak memory); the rows come back sorted."""
     kept = []
     if path.exists():
         with path.open() as f:
             kept = list(csv.DictReader(f))
     keys = {(r["chapter"], r["profile"], r["device"]) for r in rows}
-    kept = [r for r in kept if (r["chapter"], r["profile"], r["device"]) not in keys]
-    merged = sorted(
-        kept + rows,
-        key=lambda r: (r["profile"], r["device"], r["chapter"] == "total", r["chapter"]),
-    )
+    merged = [r for r in kept if (r["chapter"], r["profile"], r["device"]) not in keys] + rows
+    merged = [r for r in merged if r["chapter"] != "total"]
+    for profile, device in sorted({(r["profile"], r["device"]) for r in merged}):
+        part = [r for r in merged if (r["profile"], r["device"]) == (profile, device)]
+        merged.append(
+            {
+                "chapter": "total",
+                "profile": profile,
+                "device": device,
+                "wall_s": round(sum(float(r["wall_s"]) for r in part), 1),
+                "task_s": round(sum(float(r["task_s"]) for r in part), 1),
+                "tasks": sum(int(r["tasks"]) for r in part),
+                "peak_rss_mb": round(max(float(r.get("peak_rss_mb") or 0) for r in part)),
+                "kernels": ", ".join(sorted({str(r.get("kernels", "")) for r in part})),
+                "commit": ", ".join(sorted({str(r.get("commit", "")) for r in part})),
+            }
+        )
+    merged.sort(key=lambda r: (r["profile"], r["device"], r["chapter"] == "total", r["chapter"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -163,21 +177,6 @@ def main() -> None:
             flush=True,
         )
         rows.append(row)
-    if len(rows) > 1:
-        rows.append(
-            {
-                "chapter": "total",
-                "profile": args.profile,
-                "device": rows[0]["device"],
-                "kernels": rows[0]["kernels"],
-                "wall_s": round(sum(r["wall_s"] for r in rows), 1),
-                "task_s": round(sum(r["task_s"] for r in rows), 1),
-                "tasks": sum(r["tasks"] for r in rows),
-                "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
-                **context,
-            }
-        )
-        print(f"total: {rows[-1]['wall_s']} s wall, {rows[-1]['task_s']} task-s")
     write(rows, args.out)
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
 

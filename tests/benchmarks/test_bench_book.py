@@ -28,6 +28,6 @@ def test_rows_replace_the_same_chapter_profile_and_device_and_keep_the_others(tm
     assert [(r["chapter"], r["wall_s"]) for r in rows] == [
         ("a", "2.0"),
         ("b", "1.0"),
-        ("total", "1.0"),
+        ("total", "3.0"),
     ]
     assert list(rows[0]) == bench.COLUMNS
