@@ -673,33 +673,27 @@ def momentum_metrics(relu: pd.DataFrame) -> dict[str, float]:
 # -------------------------------------------------------------------------------------------
 
 
+def with_variant(frame: pd.DataFrame, variants: pd.DataFrame, variant: str, method: str):
+    """`frame` with its rows of `method` replaced by `variants`' rows of `variant`, renamed
+    `method`: a claim's metric computed exactly as for ours, with the variant in its place."""
+    rows = variants[variants["method"] == variant].assign(method=method)
+    return pd.concat([frame[frame["method"] != method], rows], ignore_index=True)
+
+
 def with_l2(frame: pd.DataFrame, variants: pd.DataFrame, method: str = AUTHORS_L2) -> pd.DataFrame:
     """`frame` with its SVM-L2 rows replaced by `variants`' rows of `method`, named SVM-L2."""
-    rows = variants[variants["method"] == method].assign(method="SVM-L2")
-    return pd.concat([frame[frame["method"] != "SVM-L2"], rows], ignore_index=True)
+    return with_variant(frame, variants, method, "SVM-L2")
 
 
 def authors_l2_metrics(
     frame: pd.DataFrame, variants: pd.DataFrame, shallow: pd.DataFrame
 ) -> dict[str, float]:
     """The metrics of the SVM-L2 claims of Figs. 2 and 4, computed exactly as for our SVM-L2
-    (`gln_metrics`, `best_metrics`) with the authors' program in its place."""
+    (`gln_metrics`, `best_metrics`) with the authors' program in its place, under the names of
+    L2_STATISTICS."""
     swapped = with_l2(frame, variants)
-    m, b = gln_metrics(swapped), best_metrics(swapped, shallow)
-    nan = float("nan")
-    return {
-        "gap_l2auth_minus_gd": m["gap_l2_minus_gd"],
-        "corr_l2auth_gd": m["corr_l2_gd"],
-        "incons_l2auth_minus_gln_beyond_much_z": m["incons_l2_minus_gln_beyond_much_z"],
-        "gap_l2auth_minus_gln_smallest_H": m.get("gap_l2_minus_gln_smallest_H", nan),
-        "gap_l2auth_minus_gln_shrink_z": m.get("gap_l2_minus_gln_shrink_z", nan),
-        "incons_l2auth_minus_gln_nomi_z": m.get("incons_l2_minus_gln_nomi_z", nan),
-        "gap_l2auth_minus_gln_c4_h100_z_min_over_n": m.get(
-            "gap_l2_minus_gln_c4_h100_z_min_over_n", nan
-        ),
-        "best_shallow_minus_best_l2auth_z": b["best_shallow_minus_best_l2_z"],
-        "best_l2auth_minus_best_gln_z": b["best_l2_minus_best_gln_z"],
-    }
+    m = {**gln_metrics(swapped), **best_metrics(swapped, shallow)}
+    return {variant: m.get(ours, float("nan")) for _, ours, variant in L2_STATISTICS}
 
 
 # (statistic, our SVM-L2's metric, the authors' program's metric): the SVM-L2 claims' numbers
@@ -789,7 +783,5 @@ RC_STATISTICS = [
 def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict[str, float]:
     """The SVM-RC claims' metrics (`relu_metrics`) with the SVM-RC rows of `relu` replaced by
     the authors' construction's (`variants`, method SVM_RC_AUTHORS), under RC_STATISTICS' names."""
-    rows = variants[variants["method"] == SVM_RC_AUTHORS].assign(method="SVM-RC")
-    swapped = pd.concat([relu[relu["method"] != "SVM-RC"], rows], ignore_index=True)
-    m = relu_metrics(swapped, gln, momentum)
+    m = relu_metrics(with_variant(relu, variants, SVM_RC_AUTHORS, "SVM-RC"), gln, momentum)
     return {variant: m.get(ours, float("nan")) for _, ours, variant in RC_STATISTICS}
