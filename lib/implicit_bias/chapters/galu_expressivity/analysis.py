@@ -211,30 +211,23 @@ def fig4_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     """One row per (seed, sigma_y, fit): the generalization gap (test minus train MSE) and the
     squared norms of the fit; `fit` is `closed_form` (the paper's Fig. 4) or `adam` (both
     layers trained to convergence; rows of unconverged runs are dropped)."""
+
+    def row(t: dict, r: dict, i: int, fit: str, prefix: str) -> dict:
+        return {
+            "seed": t["seed"],
+            "sigma_y": r["noise"][i],
+            "fit": fit,
+            "gap": r[f"{prefix}_test_mse"][i] - r[f"{prefix}_train_mse"][i],
+            "l2_sq": r[f"{prefix}_l2_sq"][i],
+            "l1_sq": r[f"{prefix}_l1_sq"][i],
+        }
+
     rows = []
     for t, r in zip(tasks, results):
-        for i, sigma in enumerate(r["noise"]):
-            rows.append(
-                {
-                    "seed": t["seed"],
-                    "sigma_y": sigma,
-                    "fit": "closed_form",
-                    "gap": r["galu_test_mse"][i] - r["galu_train_mse"][i],
-                    "l2_sq": r["galu_l2_sq"][i],
-                    "l1_sq": r["galu_l1_sq"][i],
-                }
-            )
+        for i in range(len(r["noise"])):
+            rows.append(row(t, r, i, "closed_form", "galu"))
             if "adam_converged" in r and r["adam_converged"][i]:
-                rows.append(
-                    {
-                        "seed": t["seed"],
-                        "sigma_y": sigma,
-                        "fit": "adam",
-                        "gap": r["adam_test_mse"][i] - r["adam_train_mse"][i],
-                        "l2_sq": r["adam_l2_sq"][i],
-                        "l1_sq": r["adam_l1_sq"][i],
-                    }
-                )
+                rows.append(row(t, r, i, "adam", "adam"))
     return pd.DataFrame(rows)
 
 
