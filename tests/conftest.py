@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 
+# Before any test module imports numpy or torch: the tests compute with the kernels the book
+# pins (`implicit_bias.core.kernels`), so a test's numbers are the same on every AVX2 CPU. Without
+# it numpy kept its own AVX-512 loops here, and on a Zen 5 CPU the tensor chapter's Newton solve of
+# Cor. 6 stopped at a KKT residual of 5e-10 instead of 1e-15 (its line search cannot resolve the
+# last decrease), failing a test that an AVX2 machine passes.
+import implicit_bias  # noqa: F401
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DEMO = TESTS / "fixtures" / "demo_project"

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
 import pytest
 
-from implicit_bias.core.kernels import OPT_OUT, PINNED, STATE, cpu_flags, pin_kernels
+from implicit_bias.core.kernels import (
+    OPT_OUT,
+    PINNED,
+    STATE,
+    cpu_flags,
+    kernels_state,
+    pin_kernels,
+)
 from implicit_bias.core.verify import kernel_env
 
 AVX2 = {"avx2", "fma", "sse4_2"}
@@ -94,3 +102,18 @@ def test_shell_exports_carry_the_pin_to_processes_started_elsewhere(monkeypatch)
     assert lines == [f"export {k}='{v}'" for k, v in {**PINNED, STATE: "AVX2 (pinned)"}.items()]
     monkeypatch.setenv(OPT_OUT, "1")
     assert kernels.shell_exports() == ""
+
+
+def test_the_test_process_itself_computes_with_the_pinned_kernels():
+    """conftest imports the package before any test module imports numpy, so unit tests see the
+    kernels the book computes with (a test passed on an AVX2 CPU and failed on an AVX-512 one
+    when numpy kept its own loops)."""
+    if os.environ.get(OPT_OUT, "") not in ("", "0"):
+        pytest.skip(f"{OPT_OUT} is set")
+    if platform.machine().lower() not in ("x86_64", "amd64") or not {"avx2", "fma"} <= cpu_flags():
+        pytest.skip("no AVX2 and FMA: nothing is pinned")
+    assert kernels_state() == "AVX2 (pinned)"
+    import numpy as np
+
+    features = np._core._multiarray_umath.__cpu_features__  # what numpy's loops dispatch on
+    assert not any(features[name] for name in PINNED["NPY_DISABLE_CPU_FEATURES"].split())
