@@ -358,9 +358,10 @@ def test_context_kernel_is_the_pseudo_inverse_of_m():
 
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("bias", [False, True])
-def test_svm_shallow_matches_per_context_cvxpy(solver, bias):
+@pytest.mark.parametrize("D", [5, 12])  # contexts of ~10 samples: feature-space or kernel form
+def test_svm_shallow_matches_per_context_cvxpy(solver, bias, D):
     rng = np.random.default_rng(18)
-    N, D, C = 70, 5, 8
+    N, C = 70, 8
     X = np.c_[rng.normal(size=(N, D - 1)), np.ones(N)]
     y = np.sign(X @ rng.normal(size=D) + 0.1)
     ctx = rng.integers(0, C - 1, size=N)  # context C-1 stays empty
@@ -420,24 +421,59 @@ def test_primal_svm_ipm_matches_cvxpy_with_padding(solver):
 
 def test_svm_shallow_falls_back_to_the_primal_form_when_the_kernel_form_stalls(monkeypatch):
     rng = np.random.default_rng(24)
-    N, D, C = 90, 5, 3
+    N, D, C = 90, 40, 3  # ~30 samples per context, fewer than D: the kernel form
     X = np.c_[rng.normal(size=(N, D - 1)), np.ones(N)]
     y = np.sign(X @ rng.normal(size=D) + 0.1)
     ctx = rng.integers(0, C, size=N)
     reference = gs.svm_shallow(X, y, ctx, C)
     assert_certified(reference)
-    kernel_svm = gs._kernel_svm
+    kernel_svm, calls = gs._kernel_svm, []
 
     def stalled_at_context_1(*args):
         out = kernel_svm(*args)
-        out["status"][1] = "max_iter"  # as a barely separable context does in round-off
+        out["status"][-1] = "max_iter"  # as a barely separable context does in round-off
+        calls.append(len(out["status"]))
         return out
 
     monkeypatch.setattr(gs, "_kernel_svm", stalled_at_context_1)
     sol = gs.svm_shallow(X, y, ctx, C)
+    assert calls and sum(calls) == C  # every context went through the kernel form
     assert_certified(sol)
     assert rel(sol.objective, reference.objective) <= 1e-8
     np.testing.assert_allclose(sol.weights.numpy(), reference.weights.numpy(), atol=1e-6)
+
+
+def test_shallow_groups_cover_every_context_once_with_at_most_double_padding():
+    sizes = torch.tensor([1, 2, 3, 4, 5, 9, 17, 700, 800, 2000, 3])
+    for bias in (False, True):
+        groups = gs._shallow_groups(sizes, 785, bias)
+        seen = torch.cat([g for g, _ in groups]).sort().values
+        assert torch.equal(seen, torch.arange(len(sizes)))  # each context exactly once
+        for g, primal in groups:
+            assert primal == (not bias and bool((sizes[g] > 785).all()))
+            if not primal:
+                assert int(sizes[g].max()) <= 2 * int(sizes[g].min())  # padding at most 2x
+        primal_ids = [i for g, p in groups if p for i in g.tolist()]
+        assert primal_ids == ([8, 9] if not bias else [])  # 800 and 2,000 samples > 785 features
+
+
+def test_svm_shallow_on_unbalanced_contexts_matches_one_padded_batch():
+    """Grouping by size and the feature-space form for large contexts give the solution of the
+    former single padded kernel-form batch: contexts of 3 to 60 samples, one larger than D."""
+    rng = np.random.default_rng(31)
+    D, sizes = 20, [60, 3, 5, 9, 16, 30]
+    X = np.c_[rng.normal(size=(sum(sizes), D - 1)), np.ones(sum(sizes))]
+    y = np.sign(X @ rng.normal(size=D) + 0.1)
+    ctx = np.repeat(np.arange(len(sizes)), sizes)
+    sol = gs.svm_shallow(X, y, ctx, len(sizes))
+    assert_certified(sol)
+    value = 0.0
+    for c in range(len(sizes)):
+        prob = cvx_svm(X[ctx == c], y[ctx == c], SOLVERS[0])
+        value += prob.value
+        w = prob.variables()[0].value
+        np.testing.assert_allclose(sol.weights[c].numpy(), w, atol=1e-5)
+    assert rel(sol.objective, value) <= REL
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -462,3 +462,17 @@ def _finish_kernel(
         message,
         extra or {},
     )
+
+
+def _shallow_groups(sizes: torch.Tensor, dim: int, bias: bool) -> list[tuple[torch.Tensor, bool]]:
+    """Contexts (positions in `sizes`, their sample counts) batched together by `svm_shallow`:
+    without `bias`, those with more samples than `dim` features in one feature-space batch
+    (True); the others by size class (counts in (2^(j-1), 2^j]), one kernel-form batch each."""
+    groups = []
+    primal = (sizes > dim) if not bias else torch.zeros_like(sizes, dtype=torch.bool)
+    if bool(primal.any()):
+        groups.append((torch.nonzero(primal).flatten(), True))
+    size_class = torch.ceil(torch.log2(sizes.to(torch.float64))).to(torch.long)
+    for j in torch.unique(size_class[~primal]).tolist():
+        groups.append((torch.nonzero((size_class == j) & ~primal).flatten(), False))
+    return groups
