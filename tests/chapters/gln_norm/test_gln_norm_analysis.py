@@ -713,3 +713,51 @@ def test_authors_rc_metrics_use_the_variant_in_svm_rcs_place():
     agree = reference.rc_agreement(cells)
     assert agree.loc[tasks.SVM_RC_AUTHORS, "infeasible solves"] == 1
     assert agree.loc["SVM-RC", "infeasible solves"] == (relu["status"] == "infeasible").sum()
+
+
+def _finite_time_inputs(shrink: bool):
+    """Two seeds, one cell, three checkpoints: GD's validation signs move toward the SVM-GLN's
+    (`shrink`) or away from them; the SVM of seed 1 failed in a second cell."""
+    n, rng = 40, np.random.default_rng(3)
+    svm_signs = {s: np.where(rng.random(n) < 0.5, 1.0, -1.0) for s in (0, 1)}
+    longer_t = {"H": 10, "C": 2, "N": 50, "seeds": [0, 1], "n_val": n}
+    flips = [8, 4, 2] if shrink else [2, 4, 8]
+    result = {"steps": [100, 200, 400], "val_error": [], "train_error": [], "train_loss": []}
+    result["pred_val"] = []
+    for k, f in enumerate(flips):
+        signs = []
+        for s in (0, 1):
+            g = svm_signs[s].copy()
+            g[: f + s] *= -1  # seed 1 one disagreement more
+            signs.append(gln.pack_signs(g))
+        result["pred_val"].append(signs)
+        result["val_error"].append([0.2 - 0.01 * k, 0.21 - 0.01 * k])
+        result["train_error"].append([0.0, 0.0])
+        result["train_loss"].append([0.1 / (k + 1)] * 2)
+    svm_t = {"method": "SVM-GLN", "H": 10, "C": 2, "N": 50, "median_init": True, "seeds": [0, 1]}
+    svm_r = {"pred_val": [gln.pack_signs(svm_signs[s]) for s in (0, 1)], "val_error": [0.15, 0.16]}
+    other_t = {**svm_t, "method": "SVM-L2"}  # another method: ignored
+    return [longer_t], [result], [other_t, svm_t], [svm_r, svm_r]
+
+
+def test_finite_time_frame_compares_each_checkpoint_with_the_same_seeds_svm_gln():
+    ft = analysis.finite_time_frame(*_finite_time_inputs(shrink=True))
+    assert len(ft) == 6 and set(ft["steps"]) == {100, 200, 400}
+    row = ft[(ft["seed"] == 1) & (ft["steps"] == 100)].iloc[0]
+    assert row["inconsistency"] == pytest.approx(9 / 40) and row["svm_val_error"] == 0.16
+    summary = analysis.finite_time_summary(ft)
+    assert list(summary["inconsistency_mean"]) == pytest.approx([8.5 / 40, 4.5 / 40, 2.5 / 40])
+    assert list(summary["inconsistency_se"]) == pytest.approx(
+        [0.5 / 40 / np.sqrt(2) * np.sqrt(2)] * 3
+    )
+    m = analysis.finite_time_metrics(ft)
+    assert m["finite_time_incons_change_z"] < -1 and m["finite_time_error_change_z"] < -1
+    # broken input: GD moving away from the SVM-GLN makes the inconsistency claim fail
+    away = analysis.finite_time_metrics(analysis.finite_time_frame(*_finite_time_inputs(False)))
+    assert away["finite_time_incons_change_z"] > 1
+
+
+def test_finite_time_frame_without_the_svm_gln_is_missing_not_zero():
+    lt, lr, st, sr = _finite_time_inputs(shrink=True)
+    ft = analysis.finite_time_frame(lt, lr, st[:1], sr[:1])  # only the SVM-L2
+    assert ft["inconsistency"].isna().all() and ft["svm_val_error"].isna().all()

@@ -170,3 +170,19 @@ def test_best_model_figures():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == list(analysis.RELU_BEST_LABELS.values())
     assert np.all(np.isfinite(fig.axes[0].get_xlim()))
+
+
+def test_finite_time_figure_has_one_line_per_cell_and_the_checkpoints_as_ticks():
+    rows = [
+        {"H": H, "C": 2, "N": N, "seed": s, "steps": t, "val_error": 0.2, "svm_val_error": 0.19,
+         "inconsistency": 0.1 - 0.01 * k + 0.001 * s, "train_error": 0.0, "train_loss": 0.1}
+        for H in (10, 20) for N in (500,) for s in (0, 1) for k, t in enumerate((3200, 6400))
+    ]  # fmt: skip
+    fig = figures.finite_time(analysis.finite_time_summary(pd.DataFrame(rows)))
+    a, b = fig.axes
+    assert [t.get_text() for t in a.get_legend().get_texts()] == [
+        "H = 10, N = 500",
+        "H = 20, N = 500",
+    ]
+    assert [t.get_text() for t in a.get_xticklabels()] == ["3,200", "6,400"]
+    assert len(b.lines) >= 4  # two GD lines, two SVM-GLN levels (and the paper's step count)

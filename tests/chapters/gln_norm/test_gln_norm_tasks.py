@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -177,3 +178,41 @@ def test_svm_rc_authors_task_tiny():
         )[0]["method"]
         == tasks.SVM_RC_AUTHORS
     )
+
+
+def test_gd_longer_task_starts_as_gd_task_and_keeps_training():
+    """The first checkpoint is `gd_task`'s run exactly (same data, contexts, init, schedule and
+    shuffles); later ones continue it: the training loss keeps falling at the final rate."""
+    from implicit_bias.core.data import DataError
+
+    common = {"seeds": [0, 1], "n_val": 200, "lr_drop_step": 10, "dtype": "float64"}
+    cell = {"H": 3, "C": 2, "N": 40, "median_init": True, "momentum": 0.0, "device": "cpu"}
+    longer = {**common, **cell, "checkpoints": [20, 60, 200]}
+    try:
+        out = tasks.gd_longer_task(longer)
+    except DataError:
+        pytest.skip("MNIST not available (make data)")
+    ref = tasks.gd_task({**common, **cell, "depth": "deep", "n_steps": 20})
+    assert out["steps"] == [20, 60, 200]
+    assert out["val_error"][0] == ref["val_error"] and out["pred_val"][0] == ref["pred_val"]
+    assert out["train_error"][0] == ref["train_error"]
+    loss = np.array(out["train_loss"])  # (checkpoints, seeds)
+    assert np.all(np.diff(loss, axis=0) < 0)
+    assert out["pred_val"][2] != out["pred_val"][0]  # training went on
+    with pytest.raises(ValueError, match="momentum = 0"):
+        tasks.gd_longer_task({**longer, "momentum": 0.9})
+
+
+def test_gd_longer_tasks_from_the_profile():
+    cfg = {
+        "seeds": [0, 1, 2],
+        "n_val": 100,
+        "n_steps": 800,
+        "lr_drop_step": 400,
+        "dtype": "float32",
+        "finite_time": {"H": [10, 20], "C": [2], "N": [300], "checkpoints": [800, 1600]},
+    }
+    t = tasks.gd_longer_tasks(cfg)
+    assert [(x["H"], x["C"], x["N"]) for x in t] == [(10, 2, 300), (20, 2, 300)]
+    assert all(x["median_init"] and x["momentum"] == 0.0 and "n_steps" not in x for x in t)
+    assert t[0]["checkpoints"] == [800, 1600]

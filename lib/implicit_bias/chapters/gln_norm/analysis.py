@@ -42,6 +42,8 @@ from .frames import (  # noqa: F401
     deep_runs,
     deep_svm_runs,
     error_vs_h,
+    finite_time_frame,
+    finite_time_summary,
     gln_frame,
     mi_summary,
     pair_table,
@@ -785,3 +787,13 @@ def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict[str, float]
     the authors' construction's (`variants`, method SVM_RC_AUTHORS), under RC_STATISTICS' names."""
     m = relu_metrics(with_variant(relu, variants, SVM_RC_AUTHORS, "SVM-RC"), gln, momentum)
     return {variant: m.get(ours, float("nan")) for _, ours, variant in RC_STATISTICS}
+
+
+def finite_time_metrics(ft: pd.DataFrame) -> dict:
+    """Finite against infinite time (Discussion): the change from the paper's step count to the
+    longest run of the GD-GLN's inconsistency with the SVM-GLN and of its validation error, in
+    seed-to-seed standard errors (`contrast_z`)."""
+    return {
+        "finite_time_incons_change_z": contrast_z(ft, "steps", "inconsistency"),
+        "finite_time_error_change_z": contrast_z(ft, "steps", "val_error"),
+    }

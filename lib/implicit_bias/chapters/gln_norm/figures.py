@@ -353,3 +353,38 @@ def fig3c(best: pd.DataFrame) -> Figure:
     GLNs with square markers)."""
     gln = tuple(label for label in best["label"].unique() if label.startswith("deep GLN"))
     return _best_models(best, None, "Fig. 3c", squares=gln)
+
+
+# ----------------------------------------------------------------------------------------------
+# Finite against infinite time (Discussion)
+# ----------------------------------------------------------------------------------------------
+
+
+def finite_time(summary: pd.DataFrame) -> Figure:
+    """The GD-GLN trained past the paper's step count (dotted line) at the final learning rate:
+    (a) its inconsistency with the SVM-GLN of the same seed, (b) its validation error (solid)
+    beside the SVM-GLN's (dashed); means ± 1 s.e. over seeds (`analysis.finite_time_summary`)."""
+    fig, axes = figure(1, 2, width=7.2)
+    a, b = axes[0]
+    for i, ((H, N), s) in enumerate(summary.groupby(["H", "N"])):
+        s, color, cell = s.sort_values("steps"), _palette(i), f"H = {H}, N = {N}"
+        a.errorbar(
+            s["steps"], s["inconsistency_mean"], yerr=s["inconsistency_se"], marker="o", ms=4,
+            color=color, label=cell,
+        )  # fmt: skip
+        b.errorbar(
+            s["steps"], s["val_error_mean"], yerr=s["val_error_se"], marker="o", ms=4,
+            color=color, label=f"GD-GLN, {cell}",
+        )  # fmt: skip
+        b.axhline(s["svm_val_error_mean"].iloc[0], ls="--", lw=1, color=color)
+    for ax in (a, b):
+        ax.axvline(summary["steps"].min(), color="0.6", lw=0.8, ls=":")
+        ax.set_xscale("log", base=2)
+        steps = sorted(summary["steps"].unique())
+        ax.set_xticks(steps, [f"{int(t):,}" for t in steps])
+        ax.minorticks_off()
+        ax.set_xlabel("SGD steps (dotted: the paper's)")
+        ax.legend(fontsize=6)
+    a.set(ylabel="inconsistency with the SVM-GLN", title="(a) GD-GLN against SVM-GLN")
+    b.set(ylabel="validation error", title="(b) GD-GLN (solid), SVM-GLN (dashed)")
+    return fig

@@ -388,3 +388,49 @@ def deep_svm_runs(frame: pd.DataFrame) -> pd.DataFrame:
     s = frame[(frame["depth"] == "deep") & frame["method"].str.startswith("SVM")]
     s = s.dropna(subset=["active_units"])
     return s.drop_duplicates(["method", "H", "C", "N", "median_init", "seed"])
+
+
+def finite_time_frame(
+    longer_tasks: list[dict],
+    longer_results: list[dict],
+    svm_tasks_: list[dict],
+    svm_results: list[dict],
+) -> pd.DataFrame:
+    """One row per (H, C, N, seed, steps) of the longer GD-GLN runs: validation and training
+    errors, training loss, and the inconsistency with the SVM-GLN of the same configuration and
+    seed (median init), whose error is `svm_val_error` (NaN where that SVM failed)."""
+    svm = {}
+    for t, r in zip(svm_tasks_, svm_results):
+        if t["method"] == "SVM-GLN" and t["median_init"] and r.get("status") != "error":
+            for i, seed in enumerate(t["seeds"]):
+                svm[(t["H"], t["C"], t["N"], seed)] = (r["pred_val"][i], r["val_error"][i])
+    rows = []
+    for t, r in zip(longer_tasks, longer_results):
+        for j, steps in enumerate(r["steps"]):
+            for i, seed in enumerate(t["seeds"]):
+                signs, svm_error = svm.get((t["H"], t["C"], t["N"], seed), (None, None))
+                gd = unpack_signs(r["pred_val"][j][i], t["n_val"])
+                rows.append(
+                    {
+                        **{k: t[k] for k in ("H", "C", "N")},
+                        "seed": seed,
+                        "steps": steps,
+                        "val_error": r["val_error"][j][i],
+                        "train_error": r["train_error"][j][i],
+                        "train_loss": r["train_loss"][j][i],
+                        "inconsistency": np.nan
+                        if signs is None
+                        else inconsistency(gd, unpack_signs(signs, t["n_val"])),
+                        "svm_val_error": np.nan if svm_error is None else svm_error,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def finite_time_summary(ft: pd.DataFrame) -> pd.DataFrame:
+    """`finite_time_frame` per (H, C, N, steps): means and standard errors over the seeds of
+    the inconsistency with the SVM-GLN and of both validation errors (what the figure plots)."""
+    values = ["inconsistency", "val_error", "svm_val_error"]
+    g = ft.groupby(["H", "C", "N", "steps"])[values]
+    se = g.std(ddof=1) / np.sqrt(g.count())
+    return g.mean().add_suffix("_mean").join(se.add_suffix("_se")).reset_index()

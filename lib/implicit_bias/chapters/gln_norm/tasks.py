@@ -156,6 +156,46 @@ def gd_task(task: dict) -> dict:
 
 
 @task(threads=None, uses_device=True)
+def gd_longer_task(task: dict) -> dict:
+    """Finite against infinite time (Discussion): the deep GLN of `gd_task` (same data, contexts,
+    initialization and first `checkpoints[0]` steps with the paper's schedule) trained on at
+    the final learning rate, momentum 0, with fresh mini-batch shuffles per segment; at every
+    step count of `task["checkpoints"]`, per seed, the train and validation errors, the mean
+    training loss and the packed validation signs (compared with the SVM-GLN's by the chapter).
+    """
+    if task["momentum"] != 0.0:
+        raise ValueError("gd_longer_task continues SGD without momentum only (momentum = 0)")
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds = list(task["seeds"])
+    probs = [gln_problem(task["N"], s, task["n_val"], task["H"], task["C"], True) for s in seeds]
+    X = _torch(np.stack([p["X"] for p in probs]), dtype, device)
+    y = _torch(np.stack([p["y"] for p in probs]), dtype, device)
+    ctx = torch.as_tensor(np.stack([p["ctx"] for p in probs]), device=device)
+    ctx_val = torch.as_tensor(np.stack([p["ctx_val"] for p in probs]), device=device)
+    X_val = _torch(probs[0]["X_val"], dtype, device)
+    params = init_deep_gln(seeds, task["H"], task["C"], X.shape[-1], dtype, device)
+    out: dict = {"steps": [], "val_error": [], "train_error": [], "train_loss": [], "pred_val": []}
+    done = 0
+    for k, stop in enumerate(task["checkpoints"]):
+        if k == 0:  # the paper's schedule, as gd_task
+            schedule = Schedule(n_steps=stop, lr_drop_step=task["lr_drop_step"], momentum=0.0)
+        else:  # on at the final rate (0.04 x 0.25), reshuffled by segment
+            schedule = Schedule(n_steps=stop - done, lr_drop_step=0, momentum=0.0)
+        params = train_batched("deep", params, X, y, ctx, schedule, [s + 1000 * k for s in seeds])
+        done = stop
+        f_train = predict_batched("deep", params, X, ctx).double().cpu().numpy()
+        f_val = predict_batched("deep", params, X_val, ctx_val).double().cpu().numpy()
+        margins = f_train * np.stack([p["y"] for p in probs])
+        out["steps"].append(stop)
+        out["val_error"].append([error_rate(f, probs[0]["y_val"]) for f in f_val])
+        out["train_error"].append([error_rate(f, p["y"]) for f, p in zip(f_train, probs)])
+        out["train_loss"].append(np.logaddexp(0.0, -margins).mean(1).tolist())
+        out["pred_val"].append([pack_signs(f) for f in f_val])
+    return out
+
+
+@task(threads=None, uses_device=True)
 def svm_task(task: dict) -> dict:
     """Solve one convex program (`method` in SVM_METHODS) for every seed of the task; return
     per-seed validation/train errors, objective, solver status, time, group sparsity (units with
@@ -414,6 +454,18 @@ def gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """Deep GLN training tasks of a profile (one per (H, C, N, MI, momentum), seeds batched)."""
     return [
         {"depth": "deep", **c, **_common(cfg, device)} for c in expand_blocks(cfg["gln_blocks"])
+    ]
+
+
+def gd_longer_tasks(cfg: dict) -> list[dict]:
+    """`gd_longer_task` for every (H, C, N) of the profile's `finite_time` block (median init,
+    momentum 0), trained to each of its `checkpoints`; the first is the paper's step count."""
+    block = cfg["finite_time"]
+    cells = expand_blocks([{k: block[k] for k in ("H", "C", "N")}])
+    common = {k: v for k, v in _common(cfg, None).items() if k != "n_steps"}
+    return [
+        {**c, **common, "median_init": True, "momentum": 0.0, "checkpoints": block["checkpoints"]}
+        for c in cells
     ]
 
 
