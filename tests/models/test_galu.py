@@ -256,3 +256,66 @@ def test_pca_project_and_linear_fit():
     fit = galu.linear_fit(np.arange(5.0), 3 * np.arange(5.0) + 1)
     assert fit["slope"] == pytest.approx(3) and fit["r2"] == pytest.approx(1)
     assert math.isfinite(galu.linear_fit([0, 1, 2], [1, 0, 1])["r2"])
+
+
+def test_least_squares_many_equals_one_fit_per_target():
+    # One SVD for several targets: each fit is least_squares' own (bit for bit), on full-rank
+    # and rank-deficient features, for vector and matrix targets.
+    full = _gauss(40, 6, seed=20)
+    deficient = torch.cat([full, full[:, :2] + full[:, 2:4]], 1)  # rank 6 of 8 columns
+    targets = [_gauss(40, seed=21), _gauss(40, seed=22), _gauss(40, 3, seed=23)]
+    for Phi in (full, deficient):
+        fits = galu.least_squares_many(Phi, targets)
+        assert len(fits) == len(targets)
+        for (w, mse, r), Y in zip(fits, targets):
+            w1, mse1, r1 = galu.least_squares(Phi, Y)
+            assert torch.equal(w, w1) and torch.equal(mse, mse1) and r == r1 == 6
+            # and the minimum-norm solution, computed independently
+            torch.testing.assert_close(w, torch.linalg.pinv(Phi) @ Y)
+    # each target gets its own fit
+    w_a, w_b = (f[0] for f in galu.least_squares_many(full, targets[:2]))
+    assert not torch.allclose(w_a, w_b)
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_cluster_model_levels_equal_cluster_model_at_each_level(task):
+    levels = [0.0, 0.3, 1.0]
+    Xtr, Ytr, Xte, Yte = galu.cluster_model_levels(80, 50, 4, 3, 0.1, task, levels, 5)
+    assert Ytr.shape == (3, 80) and Yte.shape == (3, 50)
+    for i, noise in enumerate(levels):
+        Xtr1, ytr1, Xte1, yte1 = galu.cluster_model(80, 50, 4, 3, 0.1, task, noise, 5)
+        assert torch.equal(Xtr, Xtr1) and torch.equal(Xte, Xte1)
+        assert torch.equal(Ytr[i], ytr1) and torch.equal(Yte[i], yte1)
+    assert not torch.equal(Ytr[0], Ytr[2])  # the levels differ in their labels
+    with pytest.raises(ValueError):
+        galu.cluster_model_levels(10, 10, 2, 2, 0.1, "ranking", [0.0], 0)
+
+
+def test_train_one_hidden_converged_runs_leaving_the_batch_keep_their_results():
+    # Runs that converge leave the batch; each run's result is the one it gets in a batch of
+    # two copies of itself (where nothing leaves early), and its steps differ from the others'.
+    X, Y = galu.random_regression(60, 3, 1, seed=24)
+    targets = torch.stack([Y, 0.2 * Y + 0.5 * X[:, :1], -Y])
+    args = (0.01, 100, 1e-3, 1, 3000)
+    U = _gauss(3, 3, 5, seed=25)
+    for arch in ("relu", "galu"):
+        Ub = U if arch == "galu" else None
+        res = galu.train_one_hidden_converged(
+            X.expand(3, -1, -1), targets, 5, arch, [0, 1, 2], *args, U=Ub
+        )
+        assert len(set(res["steps"])) > 1  # runs left the batch at different steps
+        for i in range(3):
+            pair = galu.train_one_hidden_converged(
+                X.expand(2, -1, -1),
+                targets[[i, i]],
+                5,
+                arch,
+                [i, i],
+                *args,
+                U=None if Ub is None else Ub[[i, i]],
+            )
+            assert res["steps"][i] == pair["steps"][0]
+            assert res["converged"][i] == pair["converged"][0]
+            assert res["train_mse"][i] == pytest.approx(pair["train_mse"][0], rel=1e-10)
+            torch.testing.assert_close(res["W"][i], pair["W"][0], rtol=1e-10, atol=1e-14)
+            torch.testing.assert_close(res["V"][i], pair["V"][0], rtol=1e-10, atol=1e-14)

@@ -77,14 +77,28 @@ def least_squares(Phi: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, tor
     is ``(1/m) ||X_bar w - y||^2`` (per column if ``Y`` is a matrix). An SVD rather than
     ``lstsq`` so that rank-deficient problems get the pseudo-inverse on CUDA too.
     """
+    return least_squares_many(Phi, [Y])[0]
+
+
+def least_squares_many(
+    Phi: torch.Tensor, Ys: Sequence[torch.Tensor]
+) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
+    """``least_squares(Phi, Y)`` for each ``Y`` of ``Ys``, with one SVD of ``Phi``.
+
+    The fits of several targets on the same features (the noise levels of Fig. 3 and 4) share
+    the factorization; each result is the one ``least_squares`` returns for that target alone.
+    """
     m, p = Phi.shape
     Uf, s, Vh = torch.linalg.svd(Phi, full_matrices=False)
     r = _svd_rank(s, (m, p))
     Ur, sr, Vr = Uf[:, :r], s[:r], Vh[:r].T
-    coef = Ur.T @ Y
-    w = Vr @ (coef / (sr if Y.ndim == 1 else sr[:, None]))
-    resid = Y - Phi @ w
-    return w, (resid**2).mean(dim=0), r
+    fits = []
+    for Y in Ys:
+        coef = Ur.T @ Y
+        w = Vr @ (coef / (sr if Y.ndim == 1 else sr[:, None]))
+        resid = Y - Phi @ w
+        fits.append((w, (resid**2).mean(dim=0), r))
+    return fits
 
 
 def feature_rank(Phi: torch.Tensor) -> int:
@@ -256,7 +270,7 @@ def improve_gates(
         cb = torch.cat([Phi.T @ B, b[:, None]], 1)  # [c, b] padded to all kd rows
         cb[jj] = 0  # so that (H cb)[oo] = H_oo [c, b_o] and (H cb)[jj] = H_jo [c, b_o]
         Hcb = H @ cb
-        Mcb = Hcb[oo] - H[oo][:, jj] @ torch.linalg.solve(H[jj][:, jj], Hcb[jj])
+        Mcb = Hcb[oo] - H[:, jj][oo] @ torch.linalg.solve(H[jj][:, jj], Hcb[jj])
         c_o, b_o = cb[oo, :d], cb[oo, d]
         Mc, t = Mcb[:, :d], Mcb[:, d]
         r = B.T @ y - c_o.T @ t
@@ -335,20 +349,22 @@ def acs(
     PtP = Phi.T @ Phi  # (kd, kd)
     PtY = (Phi.T @ Y).reshape(k, d, -1)  # (k, d, d')
 
-    def mse(W, V):
-        return float(((galu_hidden(X, U, W, gate) @ V - Y) ** 2).mean())
+    S = gate_values(X @ U, gate)  # the gates are fixed: galu_hidden(X, U, W) = S * (X @ W)
 
-    losses = [mse(W, V)]
+    def mse(H, V):
+        return float(((H @ V - Y) ** 2).mean())
+
+    losses = [mse(S * (X @ W), V)]
     scale = float((Y**2).mean())  # the loss of the zero network: the tolerance's unit
     converged = False
     for _ in range(n_iter):
         Gv = (V @ V.T).repeat_interleave(d, 0).repeat_interleave(d, 1)
         rhs = torch.einsum("jao,jo->ja", PtY, V).reshape(-1)
         W = _psd_solve(Gv * PtP, rhs).reshape(k, d).T
-        losses.append(mse(W, V))
-        H = galu_hidden(X, U, W, gate)
+        H = S * (X @ W)  # one hidden layer per W: the loss before and after the V step
+        losses.append(mse(H, V))
         V = least_squares(H, Y)[0]
-        losses.append(mse(W, V))
+        losses.append(mse(H, V))
         if len(losses) >= 5 and losses[-3] - losses[-1] < tol * scale:
             converged = True
             break
@@ -403,11 +419,19 @@ def train_one_hidden(
     V = (torch.stack(Vs) * vscale[:, :, None]).to(X.device).requires_grad_()
     U = torch.stack(Us).to(X.device)
     mask = mask[:, None, :].to(X.device)
+    # The gates of the fixed u_j do not change during training: computed once per input set.
+    gates = {}
+    if arch == "galu":
+        gates["train"] = gate_values(X @ U, gate)
+        if X_test is not None:
+            gates["test"] = gate_values(X_test @ U, gate)
 
-    def forward(Xb: torch.Tensor) -> torch.Tensor:
+    masked = min(widths) < k  # at full width the mask is all ones: skip the product
+
+    def forward(Xb: torch.Tensor, inputs: str = "train") -> torch.Tensor:
         pre = Xb @ W
-        h = torch.relu(pre) if arch == "relu" else gate_values(Xb @ U, gate) * pre
-        return (h * mask) @ V
+        h = torch.relu(pre) if arch == "relu" else gates[inputs] * pre
+        return (h * mask if masked else h) @ V
 
     opt = torch.optim.Adam([W, V], lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
@@ -420,7 +444,7 @@ def train_one_hidden(
     with torch.no_grad():
         out = {"train_mse": ((forward(X) - Y) ** 2).mean(dim=(1, 2)).tolist()}
         if X_test is not None:
-            pred = forward(X_test)
+            pred = forward(X_test, "test")
             out["test_pred"] = pred  # type: ignore[assignment]  # out mixes lists and tensors
             if Y_test is not None:
                 out["test_mse"] = ((pred - Y_test) ** 2).mean(dim=(1, 2)).tolist()
@@ -478,11 +502,12 @@ def train_one_hidden_converged(
         Ug = torch.stack(Us).to(X.device) if U is None else U.to(X.device, X.dtype)
         gates = gate_values(X @ Ug, gate)
     mask = mask[:, None, :].to(X.device)
+    masked = min(widths) < k  # at full width the mask is all ones: skip the product
 
     def run_losses() -> torch.Tensor:
         pre = X @ W
         h = torch.relu(pre) if gates is None else gates * pre
-        return (((h * mask) @ V - Y) ** 2).mean(dim=(1, 2))
+        return (((h * mask if masked else h) @ V - Y) ** 2).mean(dim=(1, 2))
 
     scale = (Y**2).mean(dim=(1, 2)).tolist()
     b1, b2, eps = 0.9, 0.999, 1e-8
@@ -492,7 +517,13 @@ def train_one_hidden_converged(
     done = [False] * B
     steps = [max_steps] * B
     final = [math.nan] * B
-    ref = None
+    ref: dict[int, float] | None = None
+    # Row r of the batch trains run active[r]. A converged run leaves the batch (its weights
+    # are kept in W_out, V_out): each run's products are computed on their own, so the others'
+    # arithmetic does not change; the batch keeps two rows, as a batch of one takes another
+    # kernel path.
+    active = list(range(B))
+    W_out, V_out = W.detach().clone(), V.detach().clone()
     for t in range(1, max_steps + 1):
         losses = run_losses()
         grads = torch.autograd.grad(losses.sum(), (W, V))
@@ -506,27 +537,42 @@ def train_one_hidden_converged(
             continue
         with torch.no_grad():
             cur = run_losses().tolist()
-        for i in range(B):
+        for r, i in enumerate(active):
             if done[i] or ref is None:
                 continue
-            if ref[i] - cur[i] < tol * scale[i]:
+            if ref[i] - cur[r] < tol * scale[i]:
                 fails[i] += 1
                 if fails[i] > halvings:
-                    done[i], steps[i], final[i] = True, t, cur[i]
-                    rate[i] = 0.0
+                    done[i], steps[i], final[i] = True, t, cur[r]
+                    rate[r] = 0.0
                 else:
-                    rate[i] = lr * 2.0 ** -fails[i]
-        ref = cur
+                    rate[r] = lr * 2.0 ** -fails[i]
+        ref = {i: cur[r] for r, i in enumerate(active)}
         if all(done):
             break
+        keep = [r for r, i in enumerate(active) if not done[i]]
+        if len(keep) == 1 < len(active):
+            keep = sorted(keep + [next(r for r in range(len(active)) if r not in keep)])
+        if len(keep) < len(active):
+            for r, i in enumerate(active):
+                W_out[i], V_out[i] = W[r].detach(), V[r].detach()
+            rows = torch.tensor(keep, device=X.device)
+            X, Y, mask, rate = X[rows], Y[rows], mask[rows], rate[rows]
+            gates = None if gates is None else gates[rows]
+            W = W.detach()[rows].requires_grad_()
+            V = V.detach()[rows].requires_grad_()
+            moments = [(m1[rows], m2[rows]) for m1, m2 in moments]
+            active = [active[r] for r in keep]
     with torch.no_grad():
-        last = run_losses().tolist()
+        last = dict(zip(active, run_losses().tolist()))
+    for r, i in enumerate(active):
+        W_out[i], V_out[i] = W[r].detach(), V[r].detach()
     return {
         "train_mse": [final[i] if done[i] else last[i] for i in range(B)],
         "steps": steps,
         "converged": list(done),
-        "W": W.detach(),
-        "V": V.detach(),
+        "W": W_out,
+        "V": V_out,
     }
 
 
@@ -679,6 +725,31 @@ def cluster_model(
     eps``, ``eps ~ Ber(p)`` (``noise = p``), returned as +-1. Train and test sets share the
     centres and labels and are drawn independently. Returns ``Xtr, ytr, Xte, yte`` (float64).
     """
+    Xtr, ytr, Xte, yte = cluster_model_levels(
+        m, m_test, d, n_clusters, sigma_x, task, [noise], seed, device
+    )
+    return Xtr, ytr[0], Xte, yte[0]
+
+
+def cluster_model_levels(
+    m: int,
+    m_test: int,
+    d: int,
+    n_clusters: int,
+    sigma_x: float,
+    task: str,
+    noises: Sequence[float],
+    seed: int,
+    device: str = "cpu",
+) -> tuple[torch.Tensor, ...]:
+    """``cluster_model`` at several noise levels from one draw (Sec. 4.2, Fig. 3).
+
+    The random numbers ``cluster_model`` draws do not depend on the noise level (the level
+    scales a standard normal or thresholds a uniform), so its sets at every level of one seed
+    share the centres, labels and inputs. Returns ``Xtr`` (m, d), ``Ytr`` (L, m), ``Xte``
+    (m_test, d), ``Yte`` (L, m_test): row l of the labels is what ``cluster_model`` returns at
+    ``noises[l]``.
+    """
     g = torch.Generator().manual_seed(seed)
     dt = torch.float64
     C = torch.randn(n_clusters, d, generator=g, dtype=dt)
@@ -693,11 +764,12 @@ def cluster_model(
         i = torch.randint(n_clusters, (n,), generator=g)
         x = C[i] + sigma_x * torch.randn(n, d, generator=g, dtype=dt)
         if task == "regression":
-            y = b[i] + noise * torch.randn(n, generator=g, dtype=dt)
+            eps = torch.randn(n, generator=g, dtype=dt)
+            ys = [b[i] + noise * eps for noise in noises]
         else:
-            flip = (torch.rand(n, generator=g, dtype=dt) < noise).to(dt)
-            y = 2 * ((b[i] + flip) % 2) - 1
-        return x.to(device), y.to(device)
+            u = torch.rand(n, generator=g, dtype=dt)
+            ys = [2 * ((b[i] + (u < noise).to(dt)) % 2) - 1 for noise in noises]
+        return x.to(device), torch.stack(ys).to(device)
 
     Xtr, ytr = sample(m)
     Xte, yte = sample(m_test)

@@ -20,11 +20,12 @@ from implicit_bias.models.galu import (
     DEEP_MODELS,
     acs,
     cluster_model,
+    cluster_model_levels,
     galu_features,
-    galu_predict,
     gate_values,
     improve_gates,
     least_squares,
+    least_squares_many,
     lemma1_monte_carlo,
     pca_project,
     random_regression,
@@ -121,20 +122,9 @@ def fig3_task(task: dict) -> dict:
     """
     dev = _device(task)
     reg = task["task"] == "regression"
-    sets = [
-        cluster_model(
-            task["m"],
-            task["m_test"],
-            task["d"],
-            task["n_clusters"],
-            task["sigma_x"],
-            task["task"],
-            noise,
-            task["seed"],
-            dev,
-        )
-        for noise in task["noise"]
-    ]
+    keys = ("m", "m_test", "d", "n_clusters", "sigma_x", "task", "noise", "seed")
+    # one draw of inputs for all noise levels (the draws do not depend on the level)
+    Xtr, Ytr, Xte, Yte = cluster_model_levels(*(task[k] for k in keys), dev)
 
     def err(pred: torch.Tensor, y: torch.Tensor) -> float:
         if reg:
@@ -145,47 +135,48 @@ def fig3_task(task: dict) -> dict:
     U = torch.randn(task["d"], task["k"], generator=g, dtype=torch.float64).to(dev)
     out = {"noise": list(task["noise"])}
     rows = []
-    for Xtr, ytr, Xte, yte in sets:
-        w, _, _ = least_squares(galu_features(Xtr, U, "step"), ytr)
+    # the same features at every noise level: one SVD for all the closed-form fits
+    Phi_tr, Phi_te = galu_features(Xtr, U, "step"), galu_features(Xte, U, "step")
+    for (w, _, _), ytr, yte in zip(least_squares_many(Phi_tr, list(Ytr)), Ytr, Yte):
+        pred_tr, pred_te = Phi_tr @ w, Phi_te @ w
         rows.append(
             (
-                err(galu_predict(Xtr, U, w), ytr),
-                err(galu_predict(Xte, U, w), yte),
+                err(pred_tr, ytr),
+                err(pred_te, yte),
                 float(w.abs().sum() ** 2),
                 float((w**2).sum()),
-                float(((galu_predict(Xtr, U, w) - ytr) ** 2).mean()),
-                float(((galu_predict(Xte, U, w) - yte) ** 2).mean()),
+                float(((pred_tr - ytr) ** 2).mean()),
+                float(((pred_te - yte) ** 2).mean()),
             )
         )
-    keys = [
+    keys = (
         "galu_train",
         "galu_test",
         "galu_l1_sq",
         "galu_l2_sq",
         "galu_train_mse",
         "galu_test_mse",
-    ]
+    )
     out.update({key: [r[i] for r in rows] for i, key in enumerate(keys)})
     if task.get("relu_steps", 0) > 0:
-        Xtr = torch.stack([s[0] for s in sets])
-        ytr = torch.stack([s[1] for s in sets])[..., None]
-        Xte = torch.stack([s[2] for s in sets])
-        yte = torch.stack([s[3] for s in sets])[..., None]
+        L = len(Ytr)
+        Xtr, Xte = torch.stack([Xtr] * L), torch.stack([Xte] * L)
+        ytr, yte = Ytr[..., None], Yte[..., None]
         for arch in ("relu", "galu"):
             res = train_one_hidden(
                 Xtr,
                 ytr,
                 task["k"],
                 arch,
-                [task["seed"] + 2] * len(sets),
+                [task["seed"] + 2] * L,
                 task["relu_steps"],
                 task["relu_lr"],
                 X_test=Xte,
                 Y_test=yte,
             )
             name = "relu" if arch == "relu" else "galu_adam"
-            out[f"{name}_train"] = [err(res["train_pred"][i], ytr[i]) for i in range(len(sets))]
-            out[f"{name}_test"] = [err(res["test_pred"][i], yte[i]) for i in range(len(sets))]
+            out[f"{name}_train"] = [err(res["train_pred"][i], ytr[i]) for i in range(L)]
+            out[f"{name}_test"] = [err(res["test_pred"][i], yte[i]) for i in range(L)]
     return out
 
 
@@ -221,9 +212,10 @@ def fig4_task(task: dict) -> dict:
 
     out: dict = {"noise": list(task["noise"])}
     rows = []
-    for a, b in zip(ytr, yte):
-        w, _, _ = least_squares(galu_features(Xtr, U, "step"), a)
-        pred_tr, pred_te = galu_predict(Xtr, U, w), galu_predict(Xte, U, w)
+    # the same features at every noise level: one SVD for all the closed-form fits
+    Phi_tr, Phi_te = galu_features(Xtr, U, "step"), galu_features(Xte, U, "step")
+    for (w, _, _), a, b in zip(least_squares_many(Phi_tr, ytr), ytr, yte):
+        pred_tr, pred_te = Phi_tr @ w, Phi_te @ w
         rows.append((mse(pred_tr, a), mse(pred_te, b), float(w.abs().sum() ** 2), float(w @ w)))
     for i, key in enumerate(("galu_train_mse", "galu_test_mse", "galu_l1_sq", "galu_l2_sq")):
         out[key] = [r[i] for r in rows]
