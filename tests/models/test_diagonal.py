@@ -229,6 +229,48 @@ def test_gradient_descent_batches_independent_runs(problem):
     assert int(batch.steps[1]) == int(one.steps[0])
 
 
+def _plain_gradient_descent(X, y, params, steps, tol, max_steps, check_every):
+    """`gradient_descent` written out with a fresh tensor per operation (Eq. (8)'s gradients,
+    `_velocity`'s signs), freezing converged runs the same way: what the in-place loop must
+    reproduce bit for bit."""
+    cur = [t.clone() for t in params.tensors()]
+    eta = steps.reshape(-1, 1)
+    active = torch.arange(cur[0].shape[0])
+    out = [t.clone() for t in cur]
+    taken = torch.zeros(cur[0].shape[0], dtype=torch.int64)
+    done = 0
+    while active.numel() > 0 and done < max_steps:
+        chunk = min(check_every, max_steps - done)
+        for _ in range(chunk):
+            up, vp, um, vm = cur
+            g = (((up * vp - um * vm) @ X.T - y) @ X / X.shape[0]) * eta
+            cur = [up - g * vp, vp - g * up, um + g * vm, vm + g * um]
+        done += chunk
+        taken[active] += chunk
+        res = torch.linalg.vector_norm((cur[0] * cur[1] - cur[2] * cur[3]) @ X.T - y, dim=1)
+        finished = res / torch.linalg.vector_norm(y) <= tol
+        for o, c in zip(out, cur):
+            o[active] = c
+        active, cur, eta = active[~finished], [c[~finished] for c in cur], eta[~finished]
+    return dg.DiagonalParams(*out).predictor(), taken
+
+
+def test_gradient_descent_equals_the_plain_loop_bit_for_bit(problem):
+    X, y = problem
+    Xt, yt = torch.tensor(X), torch.tensor(y)
+    alpha = torch.tensor([1e-3, 1e-2, 1.0, 10.0], dtype=torch.float64)
+    shape = torch.tensor([1.0, 30.0, 3.0, 1.0], dtype=torch.float64)
+    params = dg.scale_shape_init(alpha, shape, 15)
+    steps = dg.stable_steps(Xt, params, 3.0, 0.4)
+    res = dg.gradient_descent(Xt, yt, params, steps, tol=1e-9, max_steps=6_000, check_every=50)
+    beta, taken = _plain_gradient_descent(Xt, yt, params, steps, 1e-9, 6_000, 50)
+    assert len(set(res.steps.tolist())) > 1  # runs froze at different steps
+    assert torch.equal(res.beta, beta) and torch.equal(res.steps, taken)
+    # the comparison can fail: a step size one ulp larger moves the limits
+    other, _ = _plain_gradient_descent(Xt, yt, params, steps * (1 + 2**-52), 1e-9, 6_000, 50)
+    assert not torch.equal(res.beta, other)
+
+
 def test_shape_mirror_symmetry_is_exact(problem):
     X, y = problem
     Xt, yt = torch.tensor(X), torch.tensor(y)

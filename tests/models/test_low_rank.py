@@ -238,6 +238,84 @@ def test_run_gd_masks_and_monotone_normalized():
     assert all(b <= a for a, b in zip(norm["losses"], norm["losses"][1:]))
 
 
+def _reference_normalized_gd(spec, params, x, y, eta, steps):
+    """Normalized GD with backtracking written out the plain way (a forward pass for every
+    candidate and again for every step): the losses run_gd must reproduce bit for bit."""
+    p = {k: v.clone() for k, v in params.items()}
+    losses, mult = [], 1.0
+    for _ in range(steps + 1):
+        q = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+        loss = lr.logistic_loss(lr.forward(spec, q, x)[0], y)
+        losses.append(float(loss.detach()))
+        grads = torch.autograd.grad(loss, list(q.values()))
+        with torch.no_grad():
+            while True:
+                cand = {k: p[k] - mult * eta / float(loss) * g for k, g in zip(p, grads)}
+                if float(lr.logistic_loss(lr.forward(spec, cand, x)[0], y)) <= losses[-1]:
+                    break
+                mult *= 0.5
+            mult = min(1.0, 1.25 * mult)
+        p = cand
+    return losses
+
+
+def test_run_gd_normalized_matches_the_plain_loop_bit_for_bit():
+    # run_gd reuses the accepted candidate's forward pass as the next step's: same numbers
+    x, y = positive_data(20, (6,), seed=0)
+    spec = invariance_architectures(6)["fully connected"][0]
+    params = lr.init_params(spec, (6,), seed=1)
+    run = lr.run_gd(spec, params, x, y, eta=2.0, steps=25, record=list(range(26)), normalized=True)
+    ref = _reference_normalized_gd(spec, params, x, y, eta=2.0, steps=25)
+    assert run["losses"] == ref
+    # ... and the comparison can fail: another step size gives other losses
+    assert _reference_normalized_gd(spec, params, x, y, eta=1.9, steps=25) != ref
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_run_gd_gram_form_matches_the_direct_form(normalized):
+    # fewer examples (8) than inputs (30): W_1 = W_1(0) + A X, the same iterates up to rounding
+    spec = [
+        {"type": "dense", "out": 6, "act": "relu"},
+        {"type": "dense", "out": 4, "act": "linear", "init": 0.3},
+        {"type": "dense", "out": 1, "act": "linear", "init": 0.3},
+    ]
+    x, y = data((30,), n=8, seed=3)
+    params = lr.init_params(spec, (30,), seed=4)
+    kw = dict(eta=0.05 if normalized else 0.2, steps=60, record=[5, 20], normalized=normalized)
+    direct = lr.run_gd(spec, params, x, y, **kw)
+    gram = lr.run_gd(spec, params, x, y, gram_first_layer=True, **kw)
+    assert gram["steps"] == direct["steps"] == [0, 5, 20, 60]
+    np.testing.assert_allclose(gram["losses"], direct["losses"], rtol=1e-12)
+    for a, b in zip(gram["snapshots"], direct["snapshots"]):
+        assert list(a) == list(b)  # same keys, same order
+        for k in b:
+            torch.testing.assert_close(a[k], b[k], rtol=1e-12, atol=1e-14)
+    for k, m in direct["always_active"].items():
+        assert torch.equal(gram["always_active"][k], m)
+    # the first layer did move (so the comparison can fail), and a non-dense one is refused
+    assert (direct["snapshots"][-1]["0.W"] - params["0.W"]).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="dense first layer"):
+        lr.run_gd(
+            CONV_LINEAR,
+            lr.init_params(CONV_LINEAR, (2, 8)),
+            *data((2, 8)),
+            eta=0.1,
+            steps=1,
+            gram_first_layer=True,
+        )
+
+
+def test_forward_with_the_first_pre_activation_given():
+    x, _ = data((5,))
+    params = lr.init_params(FC, (5,), seed=2)
+    out, pre = lr.forward(FC, params, x)
+    rest = {k: v for k, v in params.items() if k != "0.W"}
+    out2, pre2 = lr.forward(FC, rest, x, first_pre=x @ params["0.W"].T)
+    assert torch.equal(out, out2) and all(torch.equal(pre[k], pre2[k]) for k in pre)
+    with pytest.raises(ValueError, match="dense first layer"):
+        lr.forward(CONV_LINEAR, {}, torch.zeros(2, 2, 8), first_pre=torch.zeros(2, 3))
+
+
 # ------------------------------------------------------------------------------ Theorem 2
 def test_low_rank_quantities_by_hand():
     assert lr.rank_one_ratio(np.diag([3.0, 4.0])) == pytest.approx(16 / 25)

@@ -388,15 +388,29 @@ def gradient_descent(
     taken = torch.zeros(n_runs, dtype=torch.int64, device=device)
     out = [t.clone() for t in p]
     done = 0
-    cur = [t for t in p]
+    cur = [t for t in p]  # updated in place: the clones above are this function's own
     cur_eta = eta
+    n = X.shape[0]
+    xt = X.T
     while active.numel() > 0 and done < max_steps:
         chunk = min(check_every, max_steps - done)
+        # The step of `_gradients` and `_velocity` written into preallocated buffers: the same
+        # operations in the same order (so the same numbers), without a fresh tensor per
+        # operation and step.
+        up, vp, um, vm = cur
+        beta, tmp, g = (torch.empty_like(up) for _ in range(3))
+        resid = torch.empty(up.shape[0], n, dtype=up.dtype, device=up.device)
         for _ in range(chunk):
-            beta = cur[0] * cur[1] - cur[2] * cur[3]
-            g = _gradients(X, y, beta) * cur_eta
-            up, vp, um, vm = cur
-            cur = [up - g * vp, vp - g * up, um + g * vm, vm + g * um]
+            torch.mul(up, vp, out=beta)
+            beta.sub_(torch.mul(um, vm, out=tmp))  # beta = u+ v+ - u- v-
+            torch.mm(beta, xt, out=resid).sub_(y)  # X beta - y
+            torch.mm(resid, X, out=g).div_(n).mul_(cur_eta)  # eta X^T (X beta - y) / n
+            torch.mul(g, vp, out=tmp)
+            vp.sub_(torch.mul(g, up, out=beta))  # v+ - g u+ (u+ before its update)
+            up.sub_(tmp)  # u+ - g v+
+            torch.mul(g, vm, out=tmp)
+            vm.add_(torch.mul(g, um, out=beta))  # v- + g u-
+            um.add_(tmp)  # u- + g v-
         done += chunk
         taken[active] += chunk
         beta = cur[0] * cur[1] - cur[2] * cur[3]

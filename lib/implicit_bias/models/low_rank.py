@@ -135,18 +135,24 @@ def skip_matrix(layer: dict[str, Any], params: Params, i: int, a: int) -> torch.
 
 
 def forward(
-    spec: Spec, params: Params, x: torch.Tensor
+    spec: Spec, params: Params, x: torch.Tensor, first_pre: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Network output (shape (n,)) and the pre-activations of every neuron group.
 
     Pre-activation keys: ``"{i}.out"`` (the output neurons of layer i) and ``"{i}.hidden"``
-    (the hidden neurons of residual block i).
+    (the hidden neurons of residual block i). ``first_pre``, if given, is the pre-activation of
+    layer 0 (a dense layer), computed by the caller (:func:`run_gd`'s Gram form); ``params``
+    then needs no ``"0.W"``.
     """
     pre: dict[str, torch.Tensor] = {}
     h = x
     for i, layer in enumerate(spec):
         act = layer.get("act", "linear")
-        if layer["type"] == "dense":
+        if i == 0 and first_pre is not None:
+            if layer["type"] != "dense":
+                raise ValueError("first_pre replaces a dense first layer only")
+            z = first_pre
+        elif layer["type"] == "dense":
             z = h.reshape(h.shape[0], -1) @ params[f"{i}.W"].T
         elif layer["type"] == "conv":
             z = F.conv1d(h, params[f"{i}.K"])
@@ -369,6 +375,7 @@ def run_gd(
     record: list[int] | None = None,
     normalized: bool = False,
     loss_floor: float = 1e-250,
+    gram_first_layer: bool = False,
 ) -> dict[str, Any]:
     """Full-batch gradient descent on the logistic loss (the Euler discretisation of the
     gradient flow of Section 2).
@@ -384,16 +391,57 @@ def run_gd(
     included, and at the last step), ``losses`` and ``steps`` at those snapshots, and
     ``always_active``: for every pre-activation key, a boolean mask of the neurons with positive
     pre-activation on every example at every step.
+
+    ``gram_first_layer=True`` (a dense first layer, worthwhile when there are fewer examples
+    than inputs) computes the same iterates in another basis: every gradient of the first
+    layer's W_1 is dL/dz_1^T X (z_1 = X W_1^T), so W_1(t) = W_1(0) + A(t) X with A (units x n)
+    updated by -lr dL/dz_1^T, and z_1 = X W_1(0)^T + (X X^T) A^T. A step then costs n^2 instead
+    of n d per unit of the first layer (and no product with X in the backward pass); W_1 is
+    formed only for the snapshots. The iterates agree with the direct form up to rounding.
     """
     record_set = set([0, steps] + list(record or []))
-    p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    gram_form = bool(gram_first_layer)
+    first: Any = None
+    coef: Any = None
+    cand_coef: Any = None
+    z1: Any = None
+    if gram_form:
+        if spec[0]["type"] != "dense":
+            raise ValueError("gram_first_layer needs a dense first layer")
+        x2 = x.reshape(x.shape[0], -1)
+        w0 = params["0.W"].detach().clone()
+        gram, z0 = x2 @ x2.T, x2 @ w0.T
+        coef = torch.zeros(w0.shape[0], x2.shape[0], dtype=w0.dtype, device=w0.device)
+
+        def first(c: torch.Tensor) -> torch.Tensor:  # z_1 as a leaf: its gradient moves A
+            return (z0 + gram @ c.T).requires_grad_(True)
+
+    p = {
+        k: v.detach().clone().requires_grad_(True)
+        for k, v in params.items()
+        if not (gram_form and k == "0.W")
+    }
+
+    def snapshot() -> dict[str, torch.Tensor]:
+        if not gram_form:
+            return {k: v.detach().cpu().clone() for k, v in p.items()}
+        w1 = (w0 + coef @ x2).detach()
+        return {k: (w1 if k == "0.W" else p[k].detach()).cpu().clone() for k in params}
+
     always: dict[str, torch.Tensor] = {}
     snapshots, losses, rec_steps = [], [], []
     mult = 1.0
     step = 0
+    # In normalized mode the accepted candidate's forward pass (with its autograd graph) is the
+    # next step's forward pass: the same numbers, computed once.
+    ahead: tuple[Any, ...] | None = None
     while True:
-        out, pre = forward(spec, p, x)
-        loss = logistic_loss(out, y)
+        if ahead is None:
+            z1 = first(coef) if gram_form else None
+            out, pre = forward(spec, p, x, first_pre=z1)
+            loss = logistic_loss(out, y)
+        else:
+            out, pre, loss, z1 = ahead
         loss_value = float(loss.detach())
         for key, z in pre.items():
             act = (z.detach() > 0).all(dim=0)
@@ -402,25 +450,34 @@ def run_gd(
             always[key] = act if key not in always else always[key] & act
         done = step == steps or loss_value < loss_floor
         if step in record_set or done:
-            snapshots.append({k: v.detach().cpu().clone() for k, v in p.items()})
+            snapshots.append(snapshot())
             losses.append(loss_value)
             rec_steps.append(step)
         if done:
             break
-        grads = torch.autograd.grad(loss, list(p.values()))
-        with torch.no_grad():
-            while True:
-                lr = mult * eta / max(loss_value, 1e-300) if normalized else eta
+        grads = torch.autograd.grad(loss, ([z1] if gram_form else []) + list(p.values()))
+        if gram_form:
+            grad_z1, grads = grads[0], grads[1:]
+        ahead = None
+        while True:
+            lr = mult * eta / max(loss_value, 1e-300) if normalized else eta
+            with torch.no_grad():
                 cand = {k: v - lr * g for (k, v), g in zip(p.items(), grads)}
-                if (
-                    not normalized
-                    or float(logistic_loss(forward(spec, cand, x)[0], y)) <= loss_value
-                    or mult < 1e-12
-                ):
-                    break
-                mult *= 0.5  # backtrack: the step overshot
-            mult = min(1.0, 1.25 * mult)
+                if gram_form:
+                    cand_coef = coef - lr * grad_z1.T
+            if not normalized:
+                break
+            cand = {k: v.requires_grad_(True) for k, v in cand.items()}
+            cand_z1 = first(cand_coef) if gram_form else None
+            cand_out, cand_pre = forward(spec, cand, x, first_pre=cand_z1)
+            cand_loss = logistic_loss(cand_out, y)
+            if float(cand_loss.detach()) <= loss_value or mult < 1e-12:
+                ahead = (cand_out, cand_pre, cand_loss, cand_z1)
+                break
+            mult *= 0.5  # backtrack: the step overshot
+        mult = min(1.0, 1.25 * mult)
         p = {k: v.requires_grad_(True) for k, v in cand.items()}
+        coef = cand_coef
         step += 1
     return {
         "snapshots": snapshots,

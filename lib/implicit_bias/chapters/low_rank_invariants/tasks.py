@@ -35,6 +35,7 @@ from implicit_bias.models.low_rank import (
     tree_forward,
     tree_network,
 )
+from implicit_bias.models.low_rank_lockstep import run_gd_lockstep
 
 
 # The task functions pin one torch thread with `single_thread` rather than through their `@task`
@@ -259,18 +260,25 @@ def invariance_sweep(task: dict[str, Any]) -> dict[str, Any]:
     x, y = positive_data(task["n"], shape, task["seed"])
     x, y = x.to(device), y.to(device)
     params = init_params(spec, shape, seed=task["seed"] + 1, device=device)
-    runs = {}
-    for steps in task["steps"]:
-        every = max(1, steps // task["n_records"])
-        runs[steps] = run_gd(
-            spec,
-            params,
-            x,
-            y,
-            eta=task["T"] / steps,
-            steps=steps,
-            record=list(range(0, steps + 1, every)),
+    # The step sizes run in lockstep, as one batched tensor program.
+    step_counts = [int(s) for s in task["steps"]]
+    runs = dict(
+        zip(
+            step_counts,
+            run_gd_lockstep(
+                spec,
+                params,
+                x,
+                y,
+                etas=[task["T"] / steps for steps in step_counts],
+                steps=step_counts,
+                records=[
+                    list(range(0, steps + 1, max(1, steps // task["n_records"])))
+                    for steps in step_counts
+                ],
+            ),
         )
+    )
     masks = {}
     for run in runs.values():
         for key, m in run["always_active"].items():
@@ -324,6 +332,8 @@ def low_rank_run(task: dict[str, Any]) -> dict[str, Any]:
         record=[int(r) for r in record],
         normalized=True,
         loss_floor=task["loss_floor"],
+        # fewer examples than inputs (MNIST): the first layer's GD in its Gram form
+        gram_first_layer=spec[0]["type"] == "dense" and x.shape[0] < int(np.prod(shape)),
     )
 
     def reps(p: Params) -> dict[str, torch.Tensor]:
