@@ -29,3 +29,11 @@ def not_json(task):
 
 def cube(task):
     return {"y": task["x"] ** 3}
+
+
+def warns(task):
+    """Raises a Python warning, as a solver reporting an inaccurate solution does."""
+    import warnings
+
+    warnings.warn(f"solution {task['x']} may be inaccurate", UserWarning, stacklevel=1)
+    return {"y": task["x"]}

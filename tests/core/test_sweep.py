@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from implicit_bias.core.fingerprint import fingerprint
-from implicit_bias.core.sweep import ResultCache, SweepOutcome, sweep, task_hash
-from sweep_tasks import cube, flaky, not_json, square
+from implicit_bias.core.sweep import WARNINGS_ENV, ResultCache, SweepOutcome, sweep, task_hash
+from sweep_tasks import cube, flaky, not_json, square, warns
 
 TESTS = Path(__file__).resolve().parents[1]  # where sweep_tasks.py lives
 
@@ -176,6 +176,17 @@ def test_joblib_matches_serial(tmp_path):
     serial = sweep(square, tasks, tmp_path / "a", progress=False)
     parallel = sweep(square, tasks, tmp_path / "b", backend="joblib", n_jobs=2, progress=False)
     assert [r["y"] for r in serial] == [r["y"] for r in parallel]
+
+
+def test_warnings_of_worker_processes_go_to_the_chapters_log(tmp_path, monkeypatch):
+    """Under the runner a chapter's warnings go to its log, not the page; a sweep's worker
+    processes send theirs there too (their stderr reached the page)."""
+    log = tmp_path / "warnings.log"
+    monkeypatch.setenv(WARNINGS_ENV, str(log))
+    tasks = [{"x": x} for x in range(4)]
+    sweep(warns, tasks, tmp_path / "cache", backend="joblib", n_jobs=2, progress=False)
+    text = log.read_text()
+    assert all(f"solution {x} may be inaccurate" in text for x in range(4))
 
 
 def test_dask_local_cluster_matches_local(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from .device import describe_device, resolve_device
 from .paths import chapter_results, project_root, run_log_path
 from .plotting import save_figure
 from .schema import ProfileError, load_profiles_file
-from .sweep import DASK_ENV, SweepOutcome, sweep
+from .sweep import DASK_ENV, WARNINGS_ENV, SweepOutcome, route_warnings, sweep
 
 PROFILES = claims_module.PROFILES
 
@@ -385,16 +385,11 @@ PROGRESS_ENV = "IMPLICIT_BIAS_PROGRESS"  # set by the runner: where sweeps repor
 
 def _log_warnings(path: Path) -> None:
     """Send Python warnings (a solver's "solution may be inaccurate", a deprecation) to `path`
-    instead of the page: the runner prints them in the terminal of whoever runs the chapter."""
-    import warnings
-
+    instead of the page, here and in the sweeps' worker processes (`WARNINGS_ENV`): the runner
+    prints them in the terminal of whoever runs the chapter."""
     path.unlink(missing_ok=True)
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        with open(path, "a") as handle:
-            handle.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-    warnings.showwarning = show
+    os.environ[WARNINGS_ENV] = str(path)
+    route_warnings(path)
 
 
 def _progress_writer(desc: str):

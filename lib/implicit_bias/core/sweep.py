@@ -254,6 +254,30 @@ class SweepOutcome:
         }
 
 
+WARNINGS_ENV = "IMPLICIT_BIAS_WARNINGS_LOG"  # set by a chapter under the runner: its warnings log
+
+
+def route_warnings(path: Path) -> None:
+    """Send this process's Python warnings to the file `path` (appended) instead of stderr."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        with open(path, "a") as handle:
+            handle.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+
+
+def _compute_in_worker(fn, task, folder, code, refresh, warnings_log):
+    """`compute_cached` in a sweep worker process, whose warnings go to the chapter's warnings
+    log (`warnings_log`, the parent's `WARNINGS_ENV`; passed along because workers outlive the
+    environment they started with) like the chapter's own: a worker's stderr reaches the
+    executing page (a cvxpy "may be inaccurate" printed a machine path into a paper page)."""
+    if warnings_log:
+        route_warnings(Path(warnings_log))
+    return compute_cached(fn, task, folder, code, refresh)
+
+
 def sweep(
     fn: Callable[[dict], dict],
     tasks: Sequence[dict],
@@ -340,9 +364,12 @@ def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh)
             "ignore", message="A worker stopped while some jobs were given", category=UserWarning
         )
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        log = os.environ.get(WARNINGS_ENV)
         yield from zip(
             todo,
-            parallel(delayed(compute_cached)(fn, tasks[i], folder, code, refresh) for i in todo),
+            parallel(
+                delayed(_compute_in_worker)(fn, tasks[i], folder, code, refresh, log) for i in todo
+            ),
         )
     else:
         yield from _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh)
