@@ -17,6 +17,7 @@ chapters the file holds (measured at different commits when their `commit` diffe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -73,10 +74,11 @@ def commit() -> str:
     return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
 
-def measure(chapter: str, profile: str, device: str) -> dict:
+def measure(chapter: str, profile: str, device: str, keep: Path | None = None) -> dict:
     """Run one chapter from an empty cache in a fresh child of this script (`--one`), so that
     its peak memory is the chapter's own; its wall time, task time and peak memory."""
     cmd = [sys.executable, __file__, "--one", chapter, "--profile", profile, "--device", device]
+    cmd += [] if keep is None else ["--keep", str(keep)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
@@ -84,11 +86,18 @@ def measure(chapter: str, profile: str, device: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure_here(chapter: str, profile: str, device: str) -> dict:
+def measure_here(chapter: str, profile: str, device: str, keep: Path | None = None) -> dict:
     """What `measure` reports, measured in this process: the chapter runs in a child (the
     runner, which starts the notebook kernel); `RUSAGE_CHILDREN` then holds the largest resident
-    memory of every process below this one."""
-    with tempfile.TemporaryDirectory(prefix=f"bench-{chapter}-") as tmp:
+    memory of every process below this one. With `keep`, the results folder is `keep` (which
+    must not exist yet) and stays, so that what was computed can be used."""
+    if keep is not None and keep.exists():
+        raise SystemExit(f"--keep {keep}: exists; give a new folder (the cache must start empty)")
+    with (
+        tempfile.TemporaryDirectory(prefix=f"bench-{chapter}-")
+        if keep is None
+        else contextlib.nullcontext(str(keep))
+    ) as tmp:
         env = dict(os.environ, IMPLICIT_BIAS_RESULTS=tmp)
         cmd = [sys.executable, "-m", "implicit_bias", "run", chapter]
         cmd += ["--profile", profile, "--device", device]
@@ -100,6 +109,7 @@ def measure_here(chapter: str, profile: str, device: str) -> dict:
             sys.stdout.write(proc.stdout + proc.stderr)
             raise SystemExit(1)
         record = json.loads(run.read_text())
+        by_function = task_seconds_by_function(Path(tmp) / profile / chapter)
     return {
         "chapter": chapter,
         "profile": profile,
@@ -109,7 +119,27 @@ def measure_here(chapter: str, profile: str, device: str) -> dict:
         "task_s": round(float(record.get("cached_task_seconds", 0.0)), 1),
         "tasks": record["tasks"]["computed"],
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        "by_function": by_function,
     }
+
+
+def task_seconds_by_function(folder: Path) -> dict[str, list]:
+    """Where a chapter's task time went: {task function: [tasks, summed seconds]}, read from the
+    cache entries the run wrote (each result's own `seconds`, where the task records one)."""
+    out: dict[str, list] = {}
+    for entry in sorted(folder.glob("*/*.json")):
+        try:
+            record = json.loads(entry.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or "fn" not in record:
+            continue
+        name = record["fn"].rsplit(":", 1)[-1]
+        seconds = (record.get("result") or {}).get("seconds") or 0.0
+        slot = out.setdefault(name, [0, 0.0])
+        slot[0] += 1
+        slot[1] = round(slot[1] + float(seconds), 1)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
 
 def write(rows: list[dict], path: Path) -> list[dict]:
@@ -153,11 +183,16 @@ def main() -> None:
     parser.add_argument("--profile", default="smoke", choices=["smoke", "paper"])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--keep", type=Path, help="a new folder for the results (one chapter), kept afterwards"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure_here(args.one, args.profile, args.device)))
+        print(json.dumps(measure_here(args.one, args.profile, args.device, args.keep)))
         return
+    if args.keep is not None and len(args.chapters) != 1:
+        parser.error("--keep takes one chapter")
     unknown = sorted(set(args.chapters) - set(all_chapters()))
     if unknown:
         parser.error(f"unknown chapter(s) {', '.join(unknown)}; valid: {', '.join(all_chapters())}")
@@ -170,12 +205,14 @@ def main() -> None:
     rows = []
     for chapter in args.chapters or all_chapters():
         print(f"{chapter} ({args.profile}, empty cache) ...", flush=True)
-        row = {**measure(chapter, args.profile, args.device), **context}
+        row = {**measure(chapter, args.profile, args.device, args.keep), **context}
         print(
             f"  {row['wall_s']} s wall, {row['task_s']} task-s, {row['tasks']} tasks, "
             f"peak {row['peak_rss_mb']} MB",
             flush=True,
         )
+        for name, (count, seconds) in row.pop("by_function", {}).items():
+            print(f"    {name}: {count} tasks, {seconds} s", flush=True)
         rows.append(row)
     write(rows, args.out)
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")

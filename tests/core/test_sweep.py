@@ -171,6 +171,21 @@ def test_interrupted_sweep_resumes_with_only_missing_tasks(tmp_path):
     assert len(list(cache.glob("*.json"))) == 12
 
 
+def test_cost_starts_the_longest_tasks_first_and_keeps_the_result_order(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    tasks = [{"x": x, "log": str(log)} for x in (3, 1, 4, 5, 2)]
+    out = sweep(square, tasks, tmp_path / "cache", progress=False, cost=lambda t: t["x"])
+    assert [r["y"] for r in out] == [9, 1, 16, 25, 4]
+    started = sorted(log.iterdir(), key=lambda p: int(p.name.split(".")[2]))
+    assert [int(p.name.split(".")[0]) for p in started] == [5, 4, 3, 2, 1]
+    log2 = tmp_path / "log2"
+    log2.mkdir()
+    sweep(square, [{**t, "log": str(log2)} for t in tasks], tmp_path / "c2", progress=False)
+    started = sorted(log2.iterdir(), key=lambda p: int(p.name.split(".")[2]))
+    assert [int(p.name.split(".")[0]) for p in started] == [3, 1, 4, 5, 2]  # no cost: as given
+
+
 def test_joblib_matches_serial(tmp_path):
     tasks = [{"x": x} for x in range(6)]
     serial = sweep(square, tasks, tmp_path / "a", progress=False)

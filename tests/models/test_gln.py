@@ -315,6 +315,25 @@ def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
     assert (lazy - start["w"]).abs().max() > 0.1  # training moved the weights
 
 
+def test_shallow_sgd_without_momentum_skips_the_catch_up_bit_for_bit():
+    """Without momentum the lazy trainer skips the idle rows' catch-up: the iterates are those
+    of the catch-up path exactly, not just to rounding."""
+    rng = np.random.default_rng(3)
+    R, N, D, C = 2, 45, 6, 16
+    X = torch.as_tensor(rng.normal(size=(R, N, D)))
+    y = torch.as_tensor(np.sign(rng.normal(size=(R, N))))
+    ctx = torch.as_tensor(rng.integers(0, C, size=(R, N)))
+    start = gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+    sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=0.0)
+    fast = gln._train_shallow_lazy(start, X, y, ctx, sched, [0, 1])["w"]
+    full = gln._train_shallow_lazy(start, X, y, ctx, sched, [0, 1], catch_up_idle=True)["w"]
+    assert torch.equal(fast, full)
+    with_momentum = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=0.5)
+    skipped = gln._train_shallow_lazy(start, X, y, ctx, with_momentum, [0, 1], catch_up_idle=False)
+    caught = gln._train_shallow_lazy(start, X, y, ctx, with_momentum, [0, 1])
+    assert not torch.allclose(skipped["w"], caught["w"])  # the catch-up matters with momentum
+
+
 def test_idle_step_factors_equal_the_sums_they_replace():
     sched = gln.Schedule(n_steps=50, lr=0.2, lr_drop_step=20, lr_factor=0.25, momentum=0.9)
     lrs = [sched.lr * (sched.lr_factor if j >= sched.lr_drop_step else 1.0) for j in range(50)]

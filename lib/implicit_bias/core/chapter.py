@@ -176,8 +176,10 @@ class Chapter:
         desc: str | None = None,
         n_jobs: int | None = None,
         backend: str | None = None,
+        cost=None,
     ) -> list[dict]:
-        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.sweep`).
+        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.sweep`); `cost`
+        estimates a task's compute time, to start the longest first.
 
         Every task receives this run's device as `task["device"]` (part of its cache key: a
         CPU result is never served to a GPU run, nor the reverse). The backend is dask when
@@ -204,6 +206,7 @@ class Chapter:
             # under the runner, progress goes to its terminal bar, not into the page
             progress=PROGRESS_ENV not in os.environ,
             on_progress=_progress_writer(desc or name),
+            cost=cost,
         )
         self.outcomes.append(outcome)
         self._write_run_log()

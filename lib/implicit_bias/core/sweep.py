@@ -291,8 +291,14 @@ def sweep(
     progress: bool = True,
     outcome: SweepOutcome | None = None,
     on_progress: Callable[[SweepOutcome], None] | None = None,
+    cost: Callable[[dict], float] | None = None,
 ) -> list[dict]:
     """Results of `fn` on every task, in order, computing only what the cache lacks.
+
+    `cost(task)`, an estimate of a task's compute time (any unit), sets the order in which the
+    missing tasks are computed: largest first, so that with several workers the long ones do
+    not run last on one core while the others idle (ties keep the tasks' order). The results
+    come back in the tasks' order whatever it is.
 
     `on_progress(outcome)` is called as the sweep starts and after each task (the runner's
     terminal progress bar); `progress` shows a tqdm bar where the sweep runs.
@@ -312,6 +318,8 @@ def sweep(
     cache = ResultCache(Path(cache_dir), code)
     results: list[dict | None] = [None if refresh else cache.get(t, fn) for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None]
+    if cost is not None:
+        todo.sort(key=lambda i: -float(cost(tasks[i])))
     outcome.total = len(tasks)
     outcome.cached = len(tasks) - len(todo)
     bar = tqdm(

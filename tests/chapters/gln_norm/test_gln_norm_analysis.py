@@ -343,7 +343,40 @@ def test_pairing_table_shows_the_authors_inconsistency_beside_ours():
         "incons_authors_mi",
         "incons_same_seed_no_mi",
         "incons_authors_no_mi",
+        "incons_redrawn_cutoffs_mi",
+        "incons_redrawn_minus_authors_mi",
+        "triangle_breaks_redrawn_cutoffs",
     }
+
+
+def test_the_authors_comparison_uses_the_redrawn_network_and_can_break_the_bound():
+    """With median init the authors' comparison pairs the SVM with the GD network evaluated with
+    redrawn cutoffs; without it, with the trained network (the definition). A redrawn network
+    that disagrees with the SVM on every image breaks the triangle bound on every seed."""
+    rng = np.random.default_rng(5)
+    gd_t, gd_r, svm_t, svm_r = [], [], [], []
+    for mi in (True, False):
+        cell = {"H": 10, "C": 2, "N": 50, "median_init": mi}
+        gd_t.append({"depth": "deep", **cell, "momentum": 0.0, "seeds": SEEDS, "n_val": N_VAL})
+        svm = _svm_result(rng, [0.1] * 3)
+        gd = {"val_error": [0.1] * 3, "pred_val": svm["pred_val"]}  # agrees with the SVM
+        if mi:  # the redrawn network predicts the opposite of the SVM everywhere
+            flip = [gln.pack_signs(-gln.unpack_signs(p, N_VAL)) for p in svm["pred_val"]]
+            gd["pred_val_redrawn_cutoffs"] = flip
+        gd_r.append(gd)
+        svm_t.append({"method": "SVM-GLN", **cell, "seeds": SEEDS, "n_val": N_VAL})
+        svm_r.append(svm)
+    pairing = analysis.seed_pairing_inconsistency(gd_t, gd_r, svm_t, svm_r)
+    by_mi = pairing.set_index("median_init")
+    assert by_mi.loc[False, analysis.REDRAWN] == by_mi.loc[False, "same seed (definition)"] == 0
+    assert (
+        by_mi.loc[True, analysis.REDRAWN] == 1.0 and by_mi.loc[True, analysis.REDRAWN_BREAKS] == 3
+    )
+    assert by_mi.loc[False, analysis.REDRAWN_BREAKS] == 0
+    pairing["authors' (published)"] = [0.5, 0.1]
+    m = analysis.pairing_metrics(pairing)
+    assert m["triangle_breaks_redrawn_cutoffs"] == 3 and m["incons_redrawn_cutoffs_mi"] == 1.0
+    assert m["incons_redrawn_minus_authors_mi"] == pytest.approx(0.5)
 
 
 def _triangle_frame(rows):

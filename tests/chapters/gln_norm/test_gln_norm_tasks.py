@@ -139,15 +139,15 @@ def test_authors_l2_task_tiny():
     assert fast["seconds"] > 0 and len(fast["pred_val"]) == 2
 
 
-def test_svm_rc_authors_task_tiny():
-    """SVM-RC with the authors' gates: the same ReLU networks as `relu_task` (same GD-ReLU
-    errors), every training sample with an open gate (the always-on one), solves optimal, and
-    its frame rows carry the variant's name."""
+def test_relu_task_solves_the_authors_svm_rc():
+    """SVM-RC with the authors' gates, solved by `relu_task` for the same networks: every
+    training sample has an open gate (the always-on one), the solves are optimal, the
+    inconsistency is against the task's own GD-ReLU, and the variant's frame rows carry its
+    name."""
     from implicit_bias.core.data import DataError
 
-    assert spec_of(tasks.svm_rc_authors_task).uses_device
     t = {
-        "H": 4,
+        "H": 32,  # 33 features separate 40 points, with or without the constant
         "N": 40,
         "momentum": 0.0,
         "solver": "fast",
@@ -159,25 +159,29 @@ def test_svm_rc_authors_task_tiny():
         "device": "cpu",
     }
     try:
-        r = tasks.svm_rc_authors_task({"method": tasks.SVM_RC_AUTHORS, **t})
+        r = tasks.relu_task(t)
     except DataError:
         pytest.skip("MNIST not available (make data)")
-    assert r["GD-ReLU"]["val_error"] == tasks.relu_task(t)["GD-ReLU"]["val_error"]
     slot = r[tasks.SVM_RC_AUTHORS]
-    assert r["status"] == "ok" and slot["solver_status"] == ["optimal", "optimal"]
+    assert slot["solver_status"] == ["optimal", "optimal"]
     assert min(slot["min_open_gates"]) >= 1
-    rows = analysis.relu_variant_frame([{"method": tasks.SVM_RC_AUTHORS, **t}], [r])
-    assert list(rows["method"].unique()) == [tasks.SVM_RC_AUTHORS] and len(rows) == 2
-    assert (
-        tasks.svm_rc_authors_tasks(
-            {
-                "relu_blocks": [{"H": [4], "N": [40], "momentum": [0.0]}],
-                **{k: t[k] for k in ("seeds", "n_val", "n_steps", "lr_drop_step", "dtype")},
-                "solver": "fast",
-            }
-        )[0]["method"]
-        == tasks.SVM_RC_AUTHORS
+    assert all(0 <= v <= 1 for v in slot["inconsistency"])
+    named = tasks.relu_variant_tasks(
+        {
+            "relu_blocks": [{"H": [32], "N": [40], "momentum": [0.0]}],
+            **{k: t[k] for k in ("seeds", "n_val", "n_steps", "lr_drop_step", "dtype")},
+            "solver": "fast",
+        },
+        tasks.SVM_RC_AUTHORS,
     )
+    assert named[0]["method"] == tasks.SVM_RC_AUTHORS
+    rows = analysis.relu_variant_frame(named, [r])
+    assert list(rows["method"].unique()) == [tasks.SVM_RC_AUTHORS] and len(rows) == 2
+    assert list(rows["gd_val_error"]) == r["GD-ReLU"]["val_error"]
+    assert list(rows["inconsistency"]) == slot["inconsistency"]
+    plain, no_constant = r["SVM-HL"], r[tasks.SVM_HL_NO_CONSTANT]
+    assert plain["solver_status"] == no_constant["solver_status"] == ["optimal", "optimal"]
+    assert plain["val_error"] != no_constant["val_error"]  # the constant feature matters
 
 
 def test_gd_longer_task_starts_as_gd_task_and_keeps_training():

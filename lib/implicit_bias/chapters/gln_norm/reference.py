@@ -266,19 +266,23 @@ def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
 
 
 def rc_constructions_by_cell(
-    relu: pd.DataFrame, variants: pd.DataFrame, ref: pd.DataFrame | None, tolerance: float = 0.015
+    relu: pd.DataFrame,
+    variants: pd.DataFrame,
+    ref: pd.DataFrame | None,
+    tolerance: float = 0.015,
+    method: str = "SVM-RC",
 ) -> pd.DataFrame:
-    """Per (H, N, momentum): the mean SVM-RC validation error with our gates, with the authors'
-    construction (`variants`) and the authors' published one (`ref`, relu.csv; NaN where
-    absent), each with its number of infeasible solves; `within` flags |ours - authors'| <=
-    `tolerance`."""
+    """Per (H, N, momentum): the mean validation error of our `method` (SVM-RC: our gates),
+    of its variant (`variants`: the authors' construction) and the authors' published one
+    (`ref`, relu.csv; NaN where absent), each with its number of infeasible solves; `within`
+    flags |ours - authors'| <= `tolerance`."""
     keys = ["H", "N", "momentum"]
-    both = pd.concat([relu[relu["method"] == "SVM-RC"], variants], ignore_index=True)
+    both = pd.concat([relu[relu["method"] == method], variants], ignore_index=True)
     g = both.assign(infeasible=both["status"] == "infeasible").groupby(["method"] + keys)
     wide = g.agg(err=("val_error", "mean"), infeasible=("infeasible", "sum")).unstack("method")
     wide.columns = [f"{m}: {'mean error' if c == 'err' else 'infeasible'}" for c, m in wide.columns]
     if ref is not None:
-        r = ref[ref["method"] == "SVM-RC"].set_index(keys)
+        r = ref[ref["method"] == method].set_index(keys)
         wide["authors: mean error"] = r["val_error_mean"]
         wide["authors: infeasible"] = r["n_infeasible"]
         for m in both["method"].unique():

@@ -4,10 +4,9 @@ the task lists the notebook sweeps, built from the profile.
 
 * `gd_task`: deep or shallow GLNs trained with the paper's SGD schedule, all seeds batched;
 * `svm_task`: one convex program (SVM-GLN, SVM-L2, SVM-L2-eq23 or the shallow SVM) per seed;
-* `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC) and hidden-layer (SVM-HL) SVMs;
-* `svm_l2_authors_task`: SVM-L2 as the authors' code solves it (`implicit_bias.models.gln_authors`);
-* `svm_rc_authors_task`: SVM-RC with the authors' gates
-  (`implicit_bias.models.gln_random_contexts`).
+* `relu_task`: ReLU networks and their FReLU (SVM-RC, SVM-LC, and SVM-RC with the authors' gates,
+  `implicit_bias.models.gln_random_contexts`) and hidden-layer (SVM-HL) SVMs;
+* `svm_l2_authors_task`: SVM-L2 as the authors' code solves it (`implicit_bias.models.gln_authors`).
 
 The numerics are in `implicit_bias.models.gln` (contexts, models, training),
 `implicit_bias.models.gln_svm` (the convex programs, cvxpy) and `implicit_bias.models.gln_solvers`
@@ -116,11 +115,29 @@ def _task_device(task: dict) -> torch.device:
 # -------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
+def _shallow_init_cached(seeds: tuple, n_contexts: int, dim: int, dtype, device) -> dict:
+    return init_shallow_gln(list(seeds), n_contexts, dim, dtype, device)
+
+
+def _shallow_init(seeds: tuple, n_contexts: int, dim: int, dtype, device) -> dict:
+    """`init_shallow_gln`, kept for the next task of the same seeds and contexts: the 12
+    shallow tasks of one C (N, median init, momentum) share it, and its QR is most of a large-C
+    task's time (about 3 s per seed at 2^15 contexts). Copies, so training cannot alter it."""
+    return {
+        k: v.clone() for k, v in _shallow_init_cached(seeds, n_contexts, dim, dtype, device).items()
+    }
+
+
 @task(threads=None, uses_device=True)
 def gd_task(task: dict) -> dict:
     """Train a deep GLN (`depth="deep"`, H units, C contexts) or a shallow GLN (`"shallow"`,
     C = 2^k contexts, H ignored) for every seed of `task["seeds"]` in one batched program with the
     paper's schedule; return per-seed final train/validation errors and packed validation signs.
+    A deep median-init network is also evaluated as the authors' comparison reloaded it
+    (`*_redrawn_cutoffs`): the same weights and hyperplanes with random N(0, 9^2) cutoffs (the
+    seed's no-median-init cutoffs) in place of the medians it was trained with, which their
+    checkpoint did not save.
     """
     start = time.perf_counter()
     device = _task_device(task)
@@ -138,7 +155,7 @@ def gd_task(task: dict) -> dict:
     if depth == "deep":
         params = init_deep_gln(seeds, H, task["C"], X.shape[-1], dtype, device)
     else:
-        params = init_shallow_gln(seeds, task["C"], X.shape[-1], dtype, device)
+        params = _shallow_init(tuple(seeds), task["C"], X.shape[-1], dtype, device)
         ctx, ctx_val = ctx[..., 0], ctx_val[..., 0]
     schedule = Schedule(
         n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
@@ -147,12 +164,18 @@ def gd_task(task: dict) -> dict:
     f_train = predict_batched(depth, params, X, ctx).double().cpu().numpy()
     f_val = predict_batched(depth, params, X_val, ctx_val).double().cpu().numpy()
     y_val = probs[0]["y_val"]
-    return {
+    out = {
         "val_error": [error_rate(f, y_val) for f in f_val],
         "train_error": [error_rate(f, p["y"]) for f, p in zip(f_train, probs)],
         "pred_val": [pack_signs(f) for f in f_val],
-        "seconds": time.perf_counter() - start,
     }
+    if depth == "deep" and task["median_init"]:  # the network the authors' comparison reloads
+        ctx_red = [gln_problem(task["N"], s, task["n_val"], H, task["C"], False) for s in seeds]
+        ctx_red = torch.as_tensor(np.stack([p["ctx_val"] for p in ctx_red]), device=device)
+        f_red = predict_batched(depth, params, X_val, ctx_red).double().cpu().numpy()
+        out["val_error_redrawn_cutoffs"] = [error_rate(f, y_val) for f in f_red]
+        out["pred_val_redrawn_cutoffs"] = [pack_signs(f) for f in f_red]
+    return {**out, "seconds": time.perf_counter() - start}
 
 
 @task(threads=None, uses_device=True)
@@ -249,12 +272,21 @@ def svm_task(task: dict) -> dict:
     return out
 
 
+SVM_RC_AUTHORS = "SVM-RC (authors' construction)"
+SVM_HL_NO_CONSTANT = "SVM-HL (no constant, as the authors)"
+
+
 @task(threads=None, uses_device=True)
 def relu_task(task: dict) -> dict:
     """Sec. 5.2: train ReLU networks (H units, one per seed, batched), then for every seed solve
     SVM-RC (Eq. 22 with random median-init hyperplane gates), SVM-LC (Eq. 22 with the trained
-    network's gates [<w1_h, x> > 0]) and SVM-HL (linear SVM on the hidden activations plus a
-    constant); return errors and inconsistencies with the GD-ReLU."""
+    network's gates [<w1_h, x> > 0]), SVM-HL (linear SVM on the hidden activations plus a
+    constant), SVM-HL without the constant (SVM_HL_NO_CONSTANT, as the authors' code) and SVM-RC
+    with the gates the authors' code builds (SVM_RC_AUTHORS:
+    `gln_random_contexts`, H orthogonal hyperplanes on the 785 inputs cut at the median over
+    every MNIST training image, plus one always-on gate; the seed draws the hyperplanes);
+    return errors and inconsistencies with the GD-ReLU (and, for the authors' gates, the
+    fewest open gates of a training sample)."""
     start = time.perf_counter()
     device = _task_device(task)
     dtype = getattr(torch, task.get("dtype", "float32"))
@@ -271,11 +303,13 @@ def relu_task(task: dict) -> dict:
     )
     f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
     out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
-    for name in ("SVM-RC", "SVM-LC", "SVM-HL"):
+    for name in ("SVM-RC", "SVM-LC", "SVM-HL", SVM_HL_NO_CONSTANT, SVM_RC_AUTHORS):
         out[name] = {
             k: [] for k in ("val_error", "inconsistency", "solver_status", "solve_seconds")
         }
+    out[SVM_RC_AUTHORS]["min_open_gates"] = []
     w1 = params["w1"].double().cpu().numpy()
+    all_images = _mnist_train()[0]
     for r, (seed, d) in enumerate(zip(seeds, datas)):
         planes = sample_hyperplanes(pixel_features(d["X"]), H, 2, seed, median_init=True)
         programs = {
@@ -299,6 +333,15 @@ def relu_task(task: dict) -> dict:
             f_gd[r],
             d["y_val"],
         )
+        res = _linear(feats[:, :-1], d["y"], solver, str(device))  # as the authors: no constant
+        f = None if res.primal is None else feats_val[:, :-1] @ res.primal
+        _record(out[SVM_HL_NO_CONSTANT], res, f, f_gd[r], d["y_val"])
+        gates = sample_orthogonal_gates(all_images, H, seed)
+        g_tr, g_val = gate_matrix(d["X"], gates), gate_matrix(d["X_val"], gates)
+        out[SVM_RC_AUTHORS]["min_open_gates"].append(int(g_tr.sum(1).min()))
+        res = _frelu(d["X"], d["y"], g_tr, solver, str(device))
+        f = None if res.primal is None else predict_frelu(res.primal, d["X_val"], g_val)
+        _record(out[SVM_RC_AUTHORS], res, f, f_gd[r], d["y_val"])
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -352,49 +395,6 @@ def svm_l2_authors_task(task: dict) -> dict:
     return out
 
 
-SVM_RC_AUTHORS = "SVM-RC (authors' construction)"
-
-
-@task(threads=None, uses_device=True)
-def svm_rc_authors_task(task: dict) -> dict:
-    """SVM-RC with the gates the authors' code builds (`gln_random_contexts`: H orthogonal
-    hyperplanes on the 785 inputs, cutoffs the median over every MNIST training image, plus one
-    always-on gate), for every seed (the seed draws the training subset and the hyperplanes).
-    Retrains `relu_task`'s ReLU networks (same seeds and schedule) for the inconsistency;
-    returns GD-ReLU's validation errors and the SVM's errors, inconsistencies and statuses."""
-    start = time.perf_counter()
-    device = _task_device(task)
-    dtype = getattr(torch, task.get("dtype", "float32"))
-    seeds, H, solver = list(task["seeds"]), task["H"], task["solver"]
-    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
-    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
-    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
-    X_val = _torch(datas[0]["X_val"], dtype, device)
-    schedule = Schedule(
-        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
-    )
-    params = train_batched(
-        "relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None, schedule, seeds
-    )
-    f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
-    out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
-    slot = {k: [] for k in ("val_error", "inconsistency", "solver_status", "solve_seconds")}
-    slot["min_open_gates"] = []
-    all_images = _mnist_train()[0]
-    for r, (seed, d) in enumerate(zip(seeds, datas)):
-        gates = sample_orthogonal_gates(all_images, H, seed)
-        g_tr, g_val = gate_matrix(d["X"], gates), gate_matrix(d["X_val"], gates)
-        slot["min_open_gates"].append(int(g_tr.sum(1).min()))
-        res = _frelu(d["X"], d["y"], g_tr, solver, str(device))
-        f = None if res.primal is None else predict_frelu(res.primal, d["X_val"], g_val)
-        _record(slot, res, f, f_gd[r], d["y_val"])
-    out[SVM_RC_AUTHORS] = slot
-    worst = [s for s in slot["solver_status"] if s != "optimal"]
-    out["status"] = worst[0] if worst else "ok"
-    out["seconds"] = time.perf_counter() - start
-    return out
-
-
 def _frelu(X, y, gates, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias.models import gln_solvers
@@ -423,6 +423,22 @@ def _record(
 # -------------------------------------------------------------------------------------------
 # Task lists of a profile (grids are lists of blocks; each block is a product of lists)
 # -------------------------------------------------------------------------------------------
+
+
+def cost(task: dict) -> float:
+    """A rough estimate of a task's compute seconds (one core of the 2-core CPU machine, paper
+    profile), for `Chapter.sweep` to start the longest tasks first: deep training grows with
+    H C, a shallow one with its QR initialization (C), convex programs with N^2, the authors'
+    OSQP solves (full input dimension) are the longest of all."""
+    N, H, C = task.get("N", 500), task.get("H", 1), task.get("C", 2)
+    if task.get("solver") not in (None, "fast"):
+        return 60.0 * N / 500
+    if "method" in task or task.get("solver") == "fast":
+        return (N / 1000) ** 2 * (2 + H * C / 50)
+    if task.get("depth") == "shallow":
+        return 1.7 + C / 4000
+    steps = max(task.get("checkpoints", [task.get("n_steps", 3200)]))
+    return (1 + H * C / 20) * steps / 3200
 
 
 def expand_blocks(blocks: list[dict]) -> list[dict]:
@@ -522,9 +538,10 @@ def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     ]
 
 
-def svm_rc_authors_tasks(cfg: dict, device: str | None = None) -> list[dict]:
-    """SVM-RC with the authors' gates for every configuration of `relu_tasks`."""
-    return [{"method": SVM_RC_AUTHORS, **t} for t in relu_tasks(cfg, device)]
+def relu_variant_tasks(cfg: dict, method: str, device: str | None = None) -> list[dict]:
+    """`relu_tasks` named by one of the SVM variants `relu_task` solves beside ours
+    (SVM_RC_AUTHORS, SVM_HL_NO_CONSTANT), for `frames.relu_variant_frame` over its results."""
+    return [{"method": method, **t} for t in relu_tasks(cfg, device)]
 
 
 def svm_l2_authors_tasks(cfg: dict) -> list[dict]:
