@@ -298,16 +298,21 @@ def test_batched_training_equals_separate_runs():
     assert not torch.allclose(both["w1"], start["w1"])  # training moved the weights
 
 
-@pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
-    """The shallow trainer updates only the rows a batch uses (idle rows in closed form); it must
-    give the iterates of plain SGD over all rows, with a partial last batch and the lr drop."""
-    rng = np.random.default_rng(17)
+def _shallow_problem(seed: int):
+    """Two replicas of a small shallow-GLN problem (45 samples, 16 contexts) and their init."""
+    rng = np.random.default_rng(seed)
     R, N, D, C = 2, 45, 6, 16
     X = torch.as_tensor(rng.normal(size=(R, N, D)))
     y = torch.as_tensor(np.sign(rng.normal(size=(R, N))))
     ctx = torch.as_tensor(rng.integers(0, C, size=(R, N)))
-    start = gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+    return X, y, ctx, gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
+    """The shallow trainer updates only the rows a batch uses (idle rows in closed form); it must
+    give the iterates of plain SGD over all rows, with a partial last batch and the lr drop."""
+    X, y, ctx, start = _shallow_problem(17)
     sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=momentum)
     lazy = gln.train_batched("shallow", start, X, y, ctx, sched, [0, 1])["w"]
     dense = gln._train_dense("shallow", start, X, y, ctx, sched, [0, 1])["w"]
@@ -318,12 +323,7 @@ def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
 def test_shallow_sgd_without_momentum_skips_the_catch_up_bit_for_bit():
     """Without momentum the lazy trainer skips the idle rows' catch-up: the iterates are those
     of the catch-up path exactly, not just to rounding."""
-    rng = np.random.default_rng(3)
-    R, N, D, C = 2, 45, 6, 16
-    X = torch.as_tensor(rng.normal(size=(R, N, D)))
-    y = torch.as_tensor(np.sign(rng.normal(size=(R, N))))
-    ctx = torch.as_tensor(rng.integers(0, C, size=(R, N)))
-    start = gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+    X, y, ctx, start = _shallow_problem(3)
     sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=0.0)
     fast = gln._train_shallow_lazy(start, X, y, ctx, sched, [0, 1])["w"]
     full = gln._train_shallow_lazy(start, X, y, ctx, sched, [0, 1], catch_up_idle=True)["w"]
