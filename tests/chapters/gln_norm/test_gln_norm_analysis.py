@@ -741,9 +741,9 @@ def test_authors_rc_metrics_use_the_variant_in_svm_rcs_place():
     assert list(beside.columns) == ["our SVM-RC", "authors' construction"]
     broken = variant.assign(status=np.where(np.arange(len(variant)) == 0, "infeasible", "ok"))
     ref = reference.load_relu_reference()
-    assert "cells" in reference.rc_agreement(reference.rc_constructions_by_cell(relu, broken, None))
-    cells = reference.rc_constructions_by_cell(relu, broken, ref)
-    agree = reference.rc_agreement(cells)
+    assert "cells" in reference.variant_agreement(reference.variants_by_cell(relu, broken, None))
+    cells = reference.variants_by_cell(relu, broken, ref)
+    agree = reference.variant_agreement(cells)
     assert agree.loc[tasks.SVM_RC_AUTHORS, "infeasible solves"] == 1
     assert agree.loc["SVM-RC", "infeasible solves"] == (relu["status"] == "infeasible").sum()
 

@@ -265,7 +265,7 @@ def committed_paper_comparison() -> tuple[pd.DataFrame, dict] | None:
     return pd.read_csv(table), json.loads(report.read_text())
 
 
-def rc_constructions_by_cell(
+def variants_by_cell(
     relu: pd.DataFrame,
     variants: pd.DataFrame,
     ref: pd.DataFrame | None,
@@ -292,9 +292,10 @@ def rc_constructions_by_cell(
     return wide.reset_index()
 
 
-def rc_agreement(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per SVM-RC construction: the share of the cells that both it and the authors have (a
-    mean error) within tolerance, those cells, and its infeasible solves over all cells."""
+def variant_agreement(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per model of `variants_by_cell` (ours, the variant): the share of the cells that both it
+    and the authors have (a mean error) within tolerance, those cells, and its infeasible solves
+    over all cells."""
     rows = {}
     for col in [c for c in cells.columns if c.endswith(": mean error")]:
         m = col[: -len(": mean error")]
