@@ -298,6 +298,52 @@ def test_batched_training_equals_separate_runs():
     assert not torch.allclose(both["w1"], start["w1"])  # training moved the weights
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_kernel_form_deep_sgd_equals_feature_form_sgd(momentum):
+    """The deep GLN's kernel-form trainer (w1 = w1(0) + A X) must give the iterates of plain SGD
+    on w1, w2, b2: two replicas, a partial last batch, the learning-rate drop, momentum."""
+    X, y, ctx = _problem(N=45, D=30, H=3, C=4, seed=21)
+    Xs = torch.as_tensor(np.stack([X, X[::-1].copy()]))
+    ys = torch.as_tensor(np.stack([y, -y]))
+    cs = torch.as_tensor(np.stack([ctx, ctx[::-1].copy()]))
+    start = gln.init_deep_gln([0, 1], 3, 4, 30, torch.float64)
+    sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=momentum)
+    kernel = gln._train_deep_kernel(start, Xs, ys, cs, sched, [0, 1])
+    dense = gln._train_dense("deep", start, Xs, ys, cs, sched, [0, 1])
+    assert set(kernel) == set(dense)
+    for k in dense:
+        torch.testing.assert_close(kernel[k], dense[k], rtol=0, atol=1e-12)
+        assert (kernel[k] - start[k]).abs().max() > 0.05  # training moved every parameter
+
+
+def test_deep_training_uses_the_kernel_form_for_small_training_sets(monkeypatch):
+    calls = []
+    monkeypatch.setattr(gln, "_train_deep_kernel", lambda *a: calls.append("kernel") or {})
+    monkeypatch.setattr(gln, "_train_dense", lambda *a: calls.append("dense") or {})
+    sched = gln.Schedule(n_steps=1)
+    for N in (30, 60):  # D = 30: kernel form up to N = 1.5 D = 45
+        X = torch.zeros(1, N, 30)
+        gln.train_batched("deep", {}, X, torch.ones(1, N), torch.zeros(1, N, 2), sched, [0])
+    gln.train_batched("relu", {}, torch.zeros(1, 30, 30), torch.ones(1, 30), None, sched, [0])
+    assert calls == ["kernel", "dense", "dense"]
+
+
+def test_relu_network_without_output_bias():
+    """The authors' ReLU network has no output bias: no b2 to train, none in the output."""
+    X, y, _ = _problem(N=40, D=5, H=1, C=2, seed=22)
+    start = gln.init_relu([0], 6, 5, dtype=torch.float64, output_bias=False)
+    with_bias = gln.init_relu([0], 6, 5, dtype=torch.float64)
+    assert "b2" not in start and torch.equal(start["w1"], with_bias["w1"])
+    sched = gln.Schedule(n_steps=20, batch_size=8, lr=0.3, lr_drop_step=10)
+    trained = gln.train_batched(
+        "relu", start, torch.as_tensor(X)[None], torch.as_tensor(y)[None], None, sched, [0]
+    )
+    assert set(trained) == {"w1", "w2"}
+    out = gln.predict_batched("relu", trained, torch.as_tensor(X), None)[0].numpy()
+    ref = np.maximum(X @ trained["w1"][0].numpy().T, 0) @ trained["w2"][0].numpy()
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
 def _shallow_problem(seed: int):
     """Two replicas of a small shallow-GLN problem (45 samples, 16 contexts) and their init."""
     rng = np.random.default_rng(seed)
