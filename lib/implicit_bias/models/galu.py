@@ -660,7 +660,9 @@ def train_classifier(
     """Train a ``DeepNet`` with Adam on the cross-entropy (mini-batches); final accuracies."""
     torch.manual_seed(seed)  # initialization of weights and gates
     net = DeepNet(Xtr.shape[1], k, int(ytr.max()) + 1, model).to(Xtr.device, Xtr.dtype)
-    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=lr)
+    # fused: one kernel for all parameters' update, 0.22 against 0.47 ms a step at k = 16
+    # (0.96 against 1.13 at k = 256) on one Zen 5 core; the same update up to rounding
+    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=lr, fused=True)
     g = torch.Generator().manual_seed(seed + 10_000)
     n = Xtr.shape[0]
     for _ in range(epochs):
@@ -668,7 +670,9 @@ def train_classifier(
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
             opt.zero_grad(set_to_none=True)
-            torch.nn.functional.cross_entropy(net(Xtr[idx]), ytr[idx]).backward()
+            # index_select: the same rows as Xtr[idx], without advanced indexing's overhead
+            out = net(Xtr.index_select(0, idx))
+            torch.nn.functional.cross_entropy(out, ytr.index_select(0, idx)).backward()
             opt.step()
     with torch.no_grad():
         acc_tr = float((net(Xtr).argmax(1) == ytr).double().mean())
