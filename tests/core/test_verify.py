@@ -167,3 +167,24 @@ def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
     )
     result = _stale(tmp_path / "lib")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_cheapest_entries_take_the_cheapest_task_of_every_code_path():
+    """gln_norm's `gd_task` trains a shallow GLN or a deep one in kernel or feature form, each
+    with its own round-off: the recompute check takes the cheapest committed task of each."""
+    from implicit_bias.chapters.gln_norm.tasks import gd_code_path
+
+    chosen = [
+        e for _, _, e in verify.cheapest_entries(["gln_norm"]) if e["fn"].endswith(":gd_task")
+    ]
+    if not chosen:
+        pytest.skip("no committed gln_norm results")
+    by_path: dict[str, float] = {}
+    for _, _, e in verify.committed_entries(chapters=["gln_norm"]):
+        if e and e["fn"].endswith(":gd_task"):
+            path, seconds = gd_code_path(e["task"]), e["result"]["seconds"]
+            by_path[path] = min(by_path.get(path, math.inf), seconds)
+    assert sorted(gd_code_path(e["task"]) for e in chosen) == sorted(by_path)
+    assert len(by_path) == 3  # shallow, deep in kernel form, deep in feature form
+    for e in chosen:
+        assert e["result"]["seconds"] == by_path[gd_code_path(e["task"])]

@@ -17,14 +17,23 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class TaskSpec:
     """How a task function runs: `threads` torch threads while it runs (None: leave the
-    process's setting), and whether its tasks carry the run's device (`task["device"]`)."""
+    process's setting), and whether its tasks carry the run's device (`task["device"]`);
+    `code_path` names the code a task takes where one function has several (the recompute
+    check takes the cheapest committed task of each)."""
 
     name: str
     threads: int | None = 1
     uses_device: bool = False
+    code_path: Callable[[dict], str] | None = None
 
 
-def task(fn: Callable | None = None, *, threads: int | None = 1, uses_device: bool = False):
+def task(
+    fn: Callable | None = None,
+    *,
+    threads: int | None = 1,
+    uses_device: bool = False,
+    code_path: Callable[[dict], str] | None = None,
+):
     """Declare a task function: `@task` or `@task(threads=None, uses_device=True)`.
 
     One torch thread is the default: the book's runs are small float64 programs for which
@@ -35,7 +44,7 @@ def task(fn: Callable | None = None, *, threads: int | None = 1, uses_device: bo
 
     def declare(function: Callable) -> Callable:
         function.task_spec = TaskSpec(  # type: ignore[attr-defined]
-            function.__name__, threads, uses_device
+            function.__name__, threads, uses_device, code_path
         )
         return function
 

@@ -16,7 +16,7 @@ import fnmatch
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from .fingerprint import fingerprint
 from .kernels import OPT_OUT, PINNED, STATE
 from .paths import project_root, results_root
 from .sweep import entry_problem, load_function, run_task
+from .tasks import spec_of
 
 # What other x86-64 CPUs compute, reproduced on this one: the BLAS kernels that CPUs without
 # AVX (Prescott), with AVX only (Sandybridge) and with AVX2 (Haswell, Zen) select for numpy and
@@ -259,14 +260,22 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
 def cheapest_entries(
     chapters: list[str] | None = None, profile: str = "paper", root: Path | None = None
 ) -> list[tuple[str, Path, dict]]:
-    """The cheapest committed entry (by its recorded compute time) of every task function."""
-    best: dict[str, tuple[float, str, Path, dict]] = {}
+    """The cheapest committed entry (by its recorded compute time) of every task function, and
+    of every code path of a function that declares them (`TaskSpec.code_path`)."""
+    best: dict[tuple[str, str], tuple[float, str, Path, dict]] = {}
+    paths: dict[str, Callable[[dict], str] | None] = {}
     for chapter, path, entry in committed_entries(profile, chapters, root):
         if entry is None or entry_problem(entry) is not None:
             continue
+        fn = entry["fn"]
+        if fn not in paths:
+            spec = spec_of(load_function(fn))
+            paths[fn] = None if spec is None else spec.code_path
+        code_path = paths[fn]
+        key = (fn, "" if code_path is None else code_path(entry["task"]))
         seconds = float(entry["result"].get("seconds", math.inf))
-        if entry["fn"] not in best or seconds < best[entry["fn"]][0]:
-            best[entry["fn"]] = (seconds, chapter, path, entry)
+        if key not in best or seconds < best[key][0]:
+            best[key] = (seconds, chapter, path, entry)
     return [(c, p, e) for _, c, p, e in sorted(best.values(), key=lambda v: v[0])]
 
 
