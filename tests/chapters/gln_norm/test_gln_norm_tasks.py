@@ -184,6 +184,43 @@ def test_relu_task_solves_the_authors_svm_rc():
     assert plain["val_error"] != no_constant["val_error"]  # the constant feature matters
 
 
+def test_relu_no_bias_task_trains_the_authors_network():
+    """The network without output bias starts from `relu_task`'s weights and ends elsewhere; its
+    SVM-HL (no constant) is compared with it; the frames name the variant and keep the numbers."""
+    from implicit_bias.chapters.gln_norm import reference
+    from implicit_bias.core.data import DataError
+
+    cfg = {
+        "relu_blocks": [{"H": [32], "N": [40], "momentum": [0.9]}],
+        "seeds": [0, 1],
+        "n_val": 200,
+        "n_steps": 20,
+        "lr_drop_step": 10,
+        "dtype": "float64",
+        "solver": "fast",
+    }
+    (t,) = tasks.relu_no_bias_tasks(cfg, "cpu")
+    try:
+        r = tasks.relu_no_bias_task(t)
+    except DataError:
+        pytest.skip("MNIST not available (make data)")
+    with_bias = tasks.relu_task({k: v for k, v in t.items() if k != "method"})
+    slot = r[tasks.SVM_HL_NO_CONSTANT]
+    assert slot["solver_status"] == ["optimal", "optimal"]
+    # same SVM on a different network: the bias changed the trained hidden layer
+    assert slot["val_error"] != with_bias[tasks.SVM_HL_NO_CONSTANT]["val_error"]
+    assert r["GD-ReLU"]["val_error"] != with_bias["GD-ReLU"]["val_error"]
+    gd, hl = reference.no_bias_frames([t], [r])
+    assert list(gd["method"].unique()) == [tasks.GD_RELU_NO_BIAS]
+    assert list(gd["val_error"]) == r["GD-ReLU"]["val_error"]
+    assert list(hl["inconsistency"]) == slot["inconsistency"]
+    relu = analysis.relu_frame([t], [with_bias])
+    cells = reference.no_bias_by_cell(relu, gd, hl, None)
+    assert cells.loc[0, f"{tasks.GD_RELU_NO_BIAS}: mean error"] == pytest.approx(
+        np.mean(r["GD-ReLU"]["val_error"])
+    )
+
+
 def test_gd_longer_task_starts_as_gd_task_and_keeps_training():
     """The first checkpoint is `gd_task`'s run exactly (same data, contexts, init, schedule and
     shuffles); later ones continue it: the training loss keeps falling at the final rate."""
@@ -220,3 +257,9 @@ def test_gd_longer_tasks_from_the_profile():
     assert [(x["H"], x["C"], x["N"]) for x in t] == [(10, 2, 300), (20, 2, 300)]
     assert all(x["median_init"] and x["momentum"] == 0.0 and "n_steps" not in x for x in t)
     assert t[0]["checkpoints"] == [800, 1600]
+
+
+def test_gd_code_path_follows_the_trainer():
+    assert tasks.gd_code_path({"depth": "shallow", "N": 500}) == "shallow"
+    assert tasks.gd_code_path({"depth": "deep", "N": 1000}) == "deep, kernel form"
+    assert tasks.gd_code_path({"depth": "deep", "N": 2000}) == "deep, feature form"

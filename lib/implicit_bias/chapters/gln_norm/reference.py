@@ -11,7 +11,8 @@ import pandas as pd
 from implicit_bias.core.paths import project_root
 
 from .analysis import RC_STATISTICS, summarize
-from .tasks import AUTHORS_L2, AUTHORS_L2_SOLVER
+from .frames import relu_variant_frame
+from .tasks import AUTHORS_L2, AUTHORS_L2_SOLVER, GD_RELU_NO_BIAS
 
 COMPARISON_FILE = "comparison_with_authors.csv"
 
@@ -316,3 +317,34 @@ def rc_constructions_beside(ours: dict, variant: dict) -> pd.DataFrame:
         for n, a, b in RC_STATISTICS
     ]
     return pd.DataFrame(rows).set_index("statistic").round(4)
+
+
+def no_bias_frames(tasks: list[dict], results: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of `relu_no_bias_task`'s sweep: its GD-ReLU (method GD_RELU_NO_BIAS, as
+    `relu_frame`'s GD-ReLU rows) and the authors' SVM-HL on it (`relu_variant_frame`'s rows)."""
+    hl = relu_variant_frame(tasks, results)
+    gd = hl[["H", "N", "momentum", "seed"]].assign(
+        method=GD_RELU_NO_BIAS, val_error=hl["gd_val_error"], status="ok"
+    )
+    gd.loc[hl["status"] == "error", ["val_error", "status"]] = [np.nan, "error"]
+    return gd, hl
+
+
+def no_bias_by_cell(
+    relu: pd.DataFrame, gd: pd.DataFrame, hl: pd.DataFrame, ref: pd.DataFrame | None
+) -> pd.DataFrame:
+    """Per (H, N, momentum): the GD-ReLU's mean error with our output bias, without it (`gd`)
+    and the authors' (no bias), each with `within` 1.5 points of the authors'; then SVM-HL's
+    mean inconsistency with its network: ours (constant feature, network with bias), the
+    authors' SVM-HL on the network without bias (`hl`), and the authors' published one."""
+    cells = variants_by_cell(relu, gd, ref, method="GD-ReLU")
+    keys = ["H", "N", "momentum"]
+    ours = relu[relu["method"] == "SVM-HL"].groupby(keys)["inconsistency"].mean()
+    theirs_ours = hl.groupby(keys)["inconsistency"].mean()
+    cells = cells.set_index(keys)
+    cells["SVM-HL: inconsistency"] = ours
+    cells["SVM-HL (no constant) on the network without bias: inconsistency"] = theirs_ours
+    if ref is not None:
+        r = ref[ref["method"] == "SVM-HL"].set_index(keys)
+        cells["authors' SVM-HL: inconsistency"] = r["inconsistency_mean"]
+    return cells.reset_index()

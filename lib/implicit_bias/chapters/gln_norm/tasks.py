@@ -24,6 +24,7 @@ import torch
 
 from implicit_bias.core.tasks import task
 from implicit_bias.models.gln import (
+    KERNEL_FORM_MAX_RATIO,
     Schedule,
     assign_contexts,
     error_rate,
@@ -129,7 +130,15 @@ def _shallow_init(seeds: tuple, n_contexts: int, dim: int, dtype, device) -> dic
     }
 
 
-@task(threads=None, uses_device=True)
+def gd_code_path(task: dict) -> str:
+    """Which trainer a `gd_task` runs (`gln.train_batched`): each has its own round-off."""
+    if task["depth"] == "shallow":
+        return "shallow"
+    kernel = task["N"] <= KERNEL_FORM_MAX_RATIO * 785  # D: 784 pixels and the constant
+    return "deep, kernel form" if kernel else "deep, feature form"
+
+
+@task(threads=None, uses_device=True, code_path=gd_code_path)
 def gd_task(task: dict) -> dict:
     """Train a deep GLN (`depth="deep"`, H units, C contexts) or a shallow GLN (`"shallow"`,
     C = 2^k contexts, H ignored) for every seed of `task["seeds"]` in one batched program with the
@@ -346,6 +355,45 @@ def relu_task(task: dict) -> dict:
     return out
 
 
+GD_RELU_NO_BIAS = "GD-ReLU (no output bias, as the authors)"
+
+
+@task(threads=None, uses_device=True)
+def relu_no_bias_task(task: dict) -> dict:
+    """The ReLU network as the authors built it, without an output bias (ours has one): the
+    same seeds, data, initial weights and schedule as `relu_task`, trained without b2; per seed
+    its validation error (under "GD-ReLU", the network the SVM is compared with) and the
+    authors' SVM-HL on its hidden layer (no constant feature, SVM_HL_NO_CONSTANT), with the
+    inconsistency between the two."""
+    start = time.perf_counter()
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds, H = list(task["seeds"]), task["H"]
+    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
+    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
+    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
+    X_val = _torch(datas[0]["X_val"], dtype, device)
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
+    start_params = init_relu(seeds, H, X.shape[-1], dtype, device, output_bias=False)
+    params = train_batched("relu", start_params, X, y, None, schedule, seeds)
+    f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
+    out: dict = {
+        "GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]},
+        SVM_HL_NO_CONSTANT: {
+            k: [] for k in ("val_error", "inconsistency", "solver_status", "solve_seconds")
+        },
+    }
+    w1 = params["w1"].double().cpu().numpy()
+    for r, d in enumerate(datas):
+        res = _linear(np.maximum(d["X"] @ w1[r].T, 0), d["y"], task["solver"], str(device))
+        f = None if res.primal is None else np.maximum(d["X_val"] @ w1[r].T, 0) @ res.primal
+        _record(out[SVM_HL_NO_CONSTANT], res, f, f_gd[r], d["y_val"])
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 AUTHORS_L2 = "SVM-L2 (authors' program)"  # its minimum-norm minimizer, fast solver
 AUTHORS_L2_SOLVER = "SVM-L2 (authors' program, OSQP)"  # the minimizer the authors' solver finds
 
@@ -429,7 +477,8 @@ def cost(task: dict) -> float:
     """A rough estimate of a task's compute seconds (one core of the 2-core CPU machine, paper
     profile), for `Chapter.sweep` to start the longest tasks first: deep training grows with
     H C, a shallow one with its QR initialization (C), convex programs with N^2, the authors'
-    OSQP solves (full input dimension) are the longest of all."""
+    OSQP solves (full input dimension) are the longest of all; deep training in kernel form
+    (N <= 1.5 D) costs about N / (2 D) of the feature form's."""
     N, H, C = task.get("N", 500), task.get("H", 1), task.get("C", 2)
     if task.get("solver") not in (None, "fast"):
         return 60.0 * N / 500
@@ -438,7 +487,8 @@ def cost(task: dict) -> float:
     if task.get("depth") == "shallow":
         return 1.7 + C / 4000
     steps = max(task.get("checkpoints", [task.get("n_steps", 3200)]))
-    return (1 + H * C / 20) * steps / 3200
+    kernel_form = min(1.0, N / 1570)  # a kernel-form step costs about N / (2 D) of a feature one
+    return (1 + H * C / 20 * kernel_form) * steps / 3200
 
 
 def expand_blocks(blocks: list[dict]) -> list[dict]:
@@ -542,6 +592,12 @@ def relu_variant_tasks(cfg: dict, method: str, device: str | None = None) -> lis
     """`relu_tasks` named by one of the SVM variants `relu_task` solves beside ours
     (SVM_RC_AUTHORS, SVM_HL_NO_CONSTANT), for `frames.relu_variant_frame` over its results."""
     return [{"method": method, **t} for t in relu_tasks(cfg, device)]
+
+
+def relu_no_bias_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """`relu_no_bias_task` for every configuration of `relu_tasks` (method: the SVM it solves,
+    for `frames.relu_variant_frame`)."""
+    return relu_variant_tasks(cfg, SVM_HL_NO_CONSTANT, device)
 
 
 def svm_l2_authors_tasks(cfg: dict) -> list[dict]:
