@@ -11,7 +11,14 @@ machine with more cores could spread), `peak_rss_mb` the largest resident memory
 processes (the notebook kernel included). A `total` row per profile and device sums the
 chapters the file holds (measured at different commits when their `commit` differs).
 
+`--together` times the whole book as `make run` executes it instead: one
+`python -m implicit_bias run --jobs JOBS` of every chapter (two at a time by default, each with
+its sweep processes) against one empty results folder; its row is `whole book (run --jobs N)`,
+which the `total` row does not count. Its `task_s` sums each task's wall time while two
+chapters share the cores, so it exceeds the CPU time the tasks took.
+
     python benchmarks/bench_book.py [--profile smoke|paper] [--device cpu] [CHAPTER ...]
+    python benchmarks/bench_book.py --together [--jobs 2] [--profile paper]
 """
 
 from __future__ import annotations
@@ -74,11 +81,18 @@ def commit() -> str:
     return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
 
-def measure(chapter: str, profile: str, device: str, keep: Path | None = None) -> dict:
-    """Run one chapter from an empty cache in a fresh child of this script (`--one`), so that
-    its peak memory is the chapter's own; its wall time, task time and peak memory."""
+TOGETHER = "whole book (run --jobs {jobs})"
+
+
+def measure(
+    chapter: str, profile: str, device: str, keep: Path | None = None, jobs: int = 1
+) -> dict:
+    """Run one chapter (or, as TOGETHER, every chapter `jobs` at a time) from an empty cache in
+    a fresh child of this script (`--one`), so that its peak memory is its own; its wall time,
+    task time and peak memory."""
     cmd = [sys.executable, __file__, "--one", chapter, "--profile", profile, "--device", device]
     cmd += [] if keep is None else ["--keep", str(keep)]
+    cmd += ["--jobs", str(jobs)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
@@ -86,11 +100,15 @@ def measure(chapter: str, profile: str, device: str, keep: Path | None = None) -
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure_here(chapter: str, profile: str, device: str, keep: Path | None = None) -> dict:
+def measure_here(
+    chapter: str, profile: str, device: str, keep: Path | None = None, jobs: int = 1
+) -> dict:
     """What `measure` reports, measured in this process: the chapter runs in a child (the
     runner, which starts the notebook kernel); `RUSAGE_CHILDREN` then holds the largest resident
     memory of every process below this one. With `keep`, the results folder is `keep` (which
     must not exist yet) and stays, so that what was computed can be used."""
+    together = chapter.startswith("whole book")
+    names = all_chapters() if together else [chapter]
     if keep is not None and keep.exists():
         raise SystemExit(f"--keep {keep}: exists; give a new folder (the cache must start empty)")
     with (
@@ -99,25 +117,28 @@ def measure_here(chapter: str, profile: str, device: str, keep: Path | None = No
         else contextlib.nullcontext(str(keep))
     ) as tmp:
         env = dict(os.environ, IMPLICIT_BIAS_RESULTS=tmp)
-        cmd = [sys.executable, "-m", "implicit_bias", "run", chapter]
-        cmd += ["--profile", profile, "--device", device]
+        cmd = [sys.executable, "-m", "implicit_bias", "run", *names]
+        cmd += ["--profile", profile, "--device", device, "--jobs", str(jobs)]
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - start
-        run = Path(tmp) / profile / chapter / "run.json"
-        if proc.returncode != 0 or not run.exists():
+        runs = [Path(tmp) / profile / name / "run.json" for name in names]
+        if proc.returncode != 0 or not all(run.exists() for run in runs):
             sys.stdout.write(proc.stdout + proc.stderr)
             raise SystemExit(1)
-        record = json.loads(run.read_text())
-        by_function = task_seconds_by_function(Path(tmp) / profile / chapter)
+        records = [json.loads(run.read_text()) for run in runs]
+        by_function: dict[str, list] = {}
+        for name in names:
+            for fn, slot in task_seconds_by_function(Path(tmp) / profile / name).items():
+                by_function[f"{name}.{fn}" if together else fn] = slot
     return {
         "chapter": chapter,
         "profile": profile,
-        "device": record.get("device", device),
-        "kernels": record.get("kernels", ""),
+        "device": records[0].get("device", device),
+        "kernels": records[0].get("kernels", ""),
         "wall_s": round(wall, 1),
-        "task_s": round(float(record.get("cached_task_seconds", 0.0)), 1),
-        "tasks": record["tasks"]["computed"],
+        "task_s": round(sum(float(r.get("cached_task_seconds", 0.0)) for r in records), 1),
+        "tasks": sum(r["tasks"]["computed"] for r in records),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
         "by_function": by_function,
     }
@@ -154,7 +175,12 @@ def write(rows: list[dict], path: Path) -> list[dict]:
     merged = [r for r in kept if (r["chapter"], r["profile"], r["device"]) not in keys] + rows
     merged = [r for r in merged if r["chapter"] != "total"]
     for profile, device in sorted({(r["profile"], r["device"]) for r in merged}):
-        part = [r for r in merged if (r["profile"], r["device"]) == (profile, device)]
+        part = [
+            r
+            for r in merged
+            if (r["profile"], r["device"]) == (profile, device)
+            and not r["chapter"].startswith("whole book")
+        ]
         merged.append(
             {
                 "chapter": "total",
@@ -168,7 +194,14 @@ def write(rows: list[dict], path: Path) -> list[dict]:
                 "commit": ", ".join(sorted({str(r.get("commit", "")) for r in part})),
             }
         )
-    merged.sort(key=lambda r: (r["profile"], r["device"], r["chapter"] == "total", r["chapter"]))
+    merged.sort(
+        key=lambda r: (
+            r["profile"],
+            r["device"],
+            r["chapter"].startswith("whole book") * 2 + (r["chapter"] == "total"),
+            r["chapter"],
+        )
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -186,13 +219,22 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="a new folder for the results (one chapter), kept afterwards"
     )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="time every chapter in one `run --jobs JOBS`, as `make run` executes the book",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="with --together (default 2)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure_here(args.one, args.profile, args.device, args.keep)))
+        out = measure_here(args.one, args.profile, args.device, args.keep, args.jobs)
+        print(json.dumps(out))
         return
-    if args.keep is not None and len(args.chapters) != 1:
-        parser.error("--keep takes one chapter")
+    if args.together and args.chapters:
+        parser.error("--together times every chapter; name none")
+    if args.keep is not None and len(args.chapters) != 1 and not args.together:
+        parser.error("--keep takes one chapter (or --together)")
     unknown = sorted(set(args.chapters) - set(all_chapters()))
     if unknown:
         parser.error(f"unknown chapter(s) {', '.join(unknown)}; valid: {', '.join(all_chapters())}")
@@ -203,9 +245,11 @@ def main() -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     rows = []
-    for chapter in args.chapters or all_chapters():
+    names = [TOGETHER.format(jobs=args.jobs)] if args.together else args.chapters or all_chapters()
+    for chapter in names:
         print(f"{chapter} ({args.profile}, empty cache) ...", flush=True)
-        row = {**measure(chapter, args.profile, args.device, args.keep), **context}
+        jobs = args.jobs if args.together else 1
+        row = {**measure(chapter, args.profile, args.device, args.keep, jobs), **context}
         print(
             f"  {row['wall_s']} s wall, {row['task_s']} task-s, {row['tasks']} tasks, "
             f"peak {row['peak_rss_mb']} MB",

@@ -31,3 +31,20 @@ def test_rows_replace_the_same_chapter_profile_and_device_and_keep_the_others(tm
         ("total", "3.0"),
     ]
     assert list(rows[0]) == bench.COLUMNS
+
+
+def test_the_whole_book_row_is_not_counted_in_the_total(tmp_path):
+    """`--together` times every chapter in one run: its row sits beside the chapters' rows and
+    their `total`, which sums the chapters only."""
+    bench = _bench()
+    out = tmp_path / "book.csv"
+    row = dict(chapter="a", profile="paper", device="cpu", wall_s=10.0, task_s=15.0, tasks=3)
+    whole = dict(row, chapter=bench.TOGETHER.format(jobs=2), wall_s=8.0, task_s=15.0)
+    bench.write([row, dict(row, chapter="b", wall_s=5.0), whole], out)
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["chapter"], r["wall_s"]) for r in rows] == [
+        ("a", "10.0"),
+        ("b", "5.0"),
+        ("total", "15.0"),
+        ("whole book (run --jobs 2)", "8.0"),
+    ]
