@@ -263,3 +263,52 @@ def test_gd_code_path_follows_the_trainer():
     assert tasks.gd_code_path({"depth": "shallow", "N": 500}) == "shallow"
     assert tasks.gd_code_path({"depth": "deep", "N": 1000}) == "deep, kernel form"
     assert tasks.gd_code_path({"depth": "deep", "N": 2000}) == "deep, feature form"
+
+
+def test_authors_data_task_under_both_protocols():
+    """One subset: every seed trains on the first seed's subset, so the first seed's GD-GLN and
+    SVM-GLN are `gd_task`'s and `svm_task`'s and the second's differ. Median over all images:
+    the same subsets, other cutoffs, so the first seed's results differ too. The summary
+    tables keep the numbers."""
+    from implicit_bias.chapters.gln_norm import reference
+    from implicit_bias.core.data import DataError
+
+    cfg = {
+        "authors_data_blocks": [
+            {"H": [3], "C": [2], "N": [40], "median_init": [True], "momentum": [0.0]}
+        ],
+        "seeds": [0, 1],
+        "n_val": 200,
+        "n_steps": 20,
+        "lr_drop_step": 10,
+        "dtype": "float64",
+        "solver": "fast",
+    }
+    (one,) = tasks.authors_data_tasks(cfg, tasks.ONE_SUBSET, "cpu")
+    (median,) = tasks.authors_data_tasks(cfg, tasks.ALL_IMAGES_MEDIAN, "cpu")
+    try:
+        r_one, r_median = tasks.authors_data_task(one), tasks.authors_data_task(median)
+    except DataError:
+        pytest.skip("MNIST not available (make data)")
+    with pytest.raises(ValueError, match="unknown protocol"):
+        tasks.authors_data_task({**one, "protocol": "other"})
+    gd_t = {k: v for k, v in one.items() if k not in ("solver", "protocol")}
+    gd = tasks.gd_task({**gd_t, "depth": "deep"})
+    svm_t = {
+        k: one[k] for k in ("H", "C", "N", "median_init", "seeds", "n_val", "solver", "device")
+    }
+    svm = tasks.svm_task({**svm_t, "method": "SVM-GLN"})
+    assert r_one["GD-GLN"]["val_error"][0] == gd["val_error"][0]
+    assert r_one["SVM-GLN"]["val_error"][0] == svm["val_error"][0]
+    assert r_one["SVM-GLN"]["val_error"][1] != svm["val_error"][1]  # another subset
+    assert r_median["SVM-GLN"]["val_error"][0] != svm["val_error"][0]  # other cutoffs
+    assert r_one["SVM-GLN"]["solver_status"] == ["optimal", "optimal"]
+    frame = analysis.gln_frame(
+        [{**gd_t, "depth": "deep"}], [gd], [{**svm_t, "method": "SVM-GLN"}], [svm]
+    )
+    cells = reference.data_protocols_by_cell(frame, [one, median], [r_one, r_median], None)
+    row = cells[cells["method"] == "GD-GLN"].iloc[0]
+    assert row[f"{tasks.ONE_SUBSET}: mean"] == pytest.approx(np.mean(r_one["GD-GLN"]["val_error"]))
+    assert row[f"{reference.OURS_DATA}: mean"] == pytest.approx(np.mean(gd["val_error"]))
+    summary = reference.data_protocols_summary(cells)
+    assert summary.loc[("SVM-GLN", tasks.ALL_IMAGES_MEDIAN), "cells"] == 1

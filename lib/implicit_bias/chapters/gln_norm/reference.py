@@ -348,3 +348,92 @@ def no_bias_by_cell(
         r = ref[ref["method"] == "SVM-HL"].set_index(keys)
         cells["authors' SVM-HL: inconsistency"] = r["inconsistency_mean"]
     return cells.reset_index()
+
+
+OURS_DATA = "ours"  # a training subset per seed, median over it
+
+
+def data_protocols_by_cell(
+    frame: pd.DataFrame, tasks: list[dict], results: list[dict], ref: pd.DataFrame | None
+) -> pd.DataFrame:
+    """Per configuration of `authors_data_task`'s sweeps and for GD-GLN and SVM-GLN: the mean
+    and seed-to-seed standard deviation of the validation error under our data protocol (from
+    `frame`), under each of the authors' (`tasks`' `protocol`, `results`) and the authors'
+    published ones (`ref`), whether each mean is within 1.5 points of theirs; for the SVM-GLN
+    also the mean inconsistency with the GD-GLN of the same protocol."""
+    keys = ("H", "C", "N", "median_init", "momentum")
+    by_cell: dict[tuple, dict[str, dict]] = {}
+    for t, r in zip(tasks, results):
+        by_cell.setdefault(tuple(t[k] for k in keys), {})[t["protocol"]] = r
+    rows = []
+    for cell, runs in by_cell.items():
+        c = dict(zip(keys, cell))
+        mine = frame[(frame["depth"] == "deep")]
+        for k, v in c.items():
+            mine = mine[mine[k] == v]
+        theirs = None
+        for method in ("GD-GLN", "SVM-GLN"):
+            ours = mine[mine["method"] == method]
+            values = {OURS_DATA: (ours["val_error"], ours.get("inconsistency"))}
+            for protocol, r in runs.items():
+                slot = {} if r.get("status") == "error" else r[method]
+                values[protocol] = (
+                    pd.Series(slot.get("val_error", []), dtype=float),
+                    pd.Series(slot["inconsistency"], dtype=float)
+                    if "inconsistency" in slot
+                    else None,
+                )
+            row = {**c, "method": method}
+            for name, (errors, incons) in values.items():
+                row[f"{name}: mean"] = errors.astype(float).mean()
+                row[f"{name}: sd"] = errors.astype(float).std()
+                if method == "SVM-GLN" and incons is not None:
+                    row[f"{name}: inconsistency"] = incons.astype(float).mean()
+            if ref is not None:
+                theirs = ref[(ref["method"] == method) & (ref["depth"] == "deep")]
+                for k, v in c.items():
+                    if k == "momentum":
+                        theirs = theirs[(theirs[k] == v) | theirs[k].isna()]
+                    else:
+                        theirs = theirs[theirs[k] == v]
+                if len(theirs):
+                    a = theirs.iloc[0]
+                    row["authors: mean"], row["authors: sd"] = (
+                        a["val_error_mean"],
+                        a["val_error_std"],
+                    )
+                    if method == "SVM-GLN":
+                        row["authors: inconsistency"] = a["inconsistency_mean"]
+                    for name in values:
+                        diff = abs(row[f"{name}: mean"] - a["val_error_mean"])
+                        row[f"{name}: within"] = bool(diff <= 0.015)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def data_protocols_summary(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per method and data protocol of `data_protocols_by_cell`: the cells, the median
+    seed-to-seed sd, and, with the authors' numbers, the share of cells within 1.5 points,
+    the mean difference from their means (points), their median sd and, for the SVM-GLN, the
+    mean inconsistency beside theirs."""
+    names = [c[: -len(": mean")] for c in cells.columns if c.endswith(": mean")]
+    out = {}
+    for method, g in cells.groupby("method", sort=False):
+        for name in [n for n in names if n != "authors"]:
+            row = {
+                "cells": int(g[f"{name}: mean"].notna().sum()),
+                "median sd": g[f"{name}: sd"].median(),
+            }
+            if "authors: mean" in g:
+                have = g.dropna(subset=[f"{name}: mean", "authors: mean"])
+                row["within 1.5 points"] = have[f"{name}: within"].astype(bool).mean()
+                row["mean minus authors' (points)"] = (
+                    100 * (have[f"{name}: mean"] - have["authors: mean"]).mean()
+                )
+                row["authors' median sd"] = g["authors: sd"].median()
+            if f"{name}: inconsistency" in g:
+                row["mean inconsistency"] = g[f"{name}: inconsistency"].mean()
+                if "authors: inconsistency" in g:
+                    row["authors' mean inconsistency"] = g["authors: inconsistency"].mean()
+            out[(method, name)] = row
+    return pd.DataFrame(out).T

@@ -131,8 +131,9 @@ def _shallow_init(seeds: tuple, n_contexts: int, dim: int, dtype, device) -> dic
 
 
 def gd_code_path(task: dict) -> str:
-    """Which trainer a `gd_task` runs (`gln.train_batched`): each has its own round-off."""
-    if task["depth"] == "shallow":
+    """Which trainer a `gd_task` (or, deep only, `authors_data_task`) runs
+    (`gln.train_batched`): each has its own round-off."""
+    if task.get("depth", "deep") == "shallow":
         return "shallow"
     kernel = task["N"] <= KERNEL_FORM_MAX_RATIO * 785  # D: 784 pixels and the constant
     return "deep, kernel form" if kernel else "deep, feature form"
@@ -285,6 +286,23 @@ SVM_RC_AUTHORS = "SVM-RC (authors' construction)"
 SVM_HL_NO_CONSTANT = "SVM-HL (no constant, as the authors)"
 
 
+def _trained_relu(task: dict, output_bias: bool):
+    """The ReLU networks of a `relu_task` (one per seed, batched) trained with the paper's
+    schedule: (device, per-seed data, trained parameters, validation inputs as a tensor)."""
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds = list(task["seeds"])
+    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
+    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
+    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
+    start = init_relu(seeds, task["H"], X.shape[-1], dtype, device, output_bias=output_bias)
+    params = train_batched("relu", start, X, y, None, schedule, seeds)
+    return device, datas, params, _torch(datas[0]["X_val"], dtype, device)
+
+
 @task(threads=None, uses_device=True)
 def relu_task(task: dict) -> dict:
     """Sec. 5.2: train ReLU networks (H units, one per seed, batched), then for every seed solve
@@ -297,19 +315,8 @@ def relu_task(task: dict) -> dict:
     return errors and inconsistencies with the GD-ReLU (and, for the authors' gates, the
     fewest open gates of a training sample)."""
     start = time.perf_counter()
-    device = _task_device(task)
-    dtype = getattr(torch, task.get("dtype", "float32"))
     seeds, H, solver = list(task["seeds"]), task["H"], task["solver"]
-    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
-    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
-    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
-    X_val = _torch(datas[0]["X_val"], dtype, device)
-    schedule = Schedule(
-        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
-    )
-    params = train_batched(
-        "relu", init_relu(seeds, H, X.shape[-1], dtype, device), X, y, None, schedule, seeds
-    )
+    device, datas, params, X_val = _trained_relu(task, output_bias=True)
     f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
     out: dict = {"GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]}}
     for name in ("SVM-RC", "SVM-LC", "SVM-HL", SVM_HL_NO_CONSTANT, SVM_RC_AUTHORS):
@@ -355,6 +362,70 @@ def relu_task(task: dict) -> dict:
     return out
 
 
+ONE_SUBSET = "one subset"  # every seed on the first seed's training subset (authors' runs)
+ALL_IMAGES_MEDIAN = "median over all images"  # median-init cutoffs over all 60,000 images
+DATA_PROTOCOLS = (ONE_SUBSET, ALL_IMAGES_MEDIAN)
+
+
+def _authors_data(task: dict, seed: int) -> dict[str, np.ndarray]:
+    """`gln_problem` for `seed` under the authors' data protocol `task["protocol"]`."""
+    H, C, mi = task["H"], task["C"], task["median_init"]
+    if task["protocol"] == ONE_SUBSET:
+        data = binary_mnist(task["N"], task["seeds"][0], task["n_val"])
+        gate_inputs = pixel_features(data["X"])
+    elif task["protocol"] == ALL_IMAGES_MEDIAN:
+        data = binary_mnist(task["N"], seed, task["n_val"])
+        gate_inputs = pixel_features(_mnist_train()[0])  # their quantile init saw every image
+    else:
+        raise ValueError(f"unknown protocol {task['protocol']!r}; valid: {DATA_PROTOCOLS}")
+    planes = sample_hyperplanes(gate_inputs, H, C, seed, mi)
+    data["ctx"] = assign_contexts(pixel_features(data["X"]), planes)
+    data["ctx_val"] = assign_contexts(pixel_features(data["X_val"]), planes)
+    return data
+
+
+@task(threads=None, uses_device=True, code_path=gd_code_path)
+def authors_data_task(task: dict) -> dict:
+    """A deep GLN configuration under one of the authors' data protocols (`protocol`):
+    ONE_SUBSET, every seed trains on the first seed's training subset (their runs share one,
+    data_seed 1) while the seed still draws the hyperplanes and the initialization; or
+    ALL_IMAGES_MEDIAN, median-init cutoffs at the median over all 60,000 MNIST training images
+    (their quantile init) instead of over the training subset. Per seed: the GD-GLN's
+    validation error, the SVM-GLN's (`solve_program`) and their inconsistency."""
+    start = time.perf_counter()
+    device = _task_device(task)
+    dtype = getattr(torch, task.get("dtype", "float32"))
+    seeds, H, C = list(task["seeds"]), task["H"], task["C"]
+    probs = [_authors_data(task, s) for s in seeds]
+    X = _torch(np.stack([p["X"] for p in probs]), dtype, device)
+    y = _torch(np.stack([p["y"] for p in probs]), dtype, device)
+    ctx = torch.as_tensor(np.stack([p["ctx"] for p in probs]), device=device)
+    ctx_val = torch.as_tensor(np.stack([p["ctx_val"] for p in probs]), device=device)
+    schedule = Schedule(
+        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
+    )
+    params = train_batched(
+        "deep", init_deep_gln(seeds, H, C, X.shape[-1], dtype, device), X, y, ctx, schedule, seeds
+    )
+    X_val, y_val = _torch(probs[0]["X_val"], dtype, device), probs[0]["y_val"]
+    f_gd = predict_batched("deep", params, X_val, ctx_val).double().cpu().numpy()
+    out: dict = {
+        "GD-GLN": {"val_error": [error_rate(f, y_val) for f in f_gd]},
+        "SVM-GLN": {k: [] for k in ("val_error", "inconsistency", "solver_status")},
+    }
+    for r, p in enumerate(probs):
+        res = solve_program(
+            "SVM-GLN", p["X"], p["y"], p["ctx"], C, task["solver"], None, str(device)
+        )
+        slot = out["SVM-GLN"]
+        slot["solver_status"].append(res.status)
+        f = None if res.primal is None else predict_gln(res.primal, p["X_val"], p["ctx_val"])
+        slot["val_error"].append(None if f is None else error_rate(f, y_val))
+        slot["inconsistency"].append(None if f is None else inconsistency(f, f_gd[r]))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 GD_RELU_NO_BIAS = "GD-ReLU (no output bias, as the authors)"
 
 
@@ -366,18 +437,7 @@ def relu_no_bias_task(task: dict) -> dict:
     authors' SVM-HL on its hidden layer (no constant feature, SVM_HL_NO_CONSTANT), with the
     inconsistency between the two."""
     start = time.perf_counter()
-    device = _task_device(task)
-    dtype = getattr(torch, task.get("dtype", "float32"))
-    seeds, H = list(task["seeds"]), task["H"]
-    datas = [binary_mnist(task["N"], s, task["n_val"]) for s in seeds]
-    X = _torch(np.stack([d["X"] for d in datas]), dtype, device)
-    y = _torch(np.stack([d["y"] for d in datas]), dtype, device)
-    X_val = _torch(datas[0]["X_val"], dtype, device)
-    schedule = Schedule(
-        n_steps=task["n_steps"], lr_drop_step=task["lr_drop_step"], momentum=task["momentum"]
-    )
-    start_params = init_relu(seeds, H, X.shape[-1], dtype, device, output_bias=False)
-    params = train_batched("relu", start_params, X, y, None, schedule, seeds)
+    device, datas, params, X_val = _trained_relu(task, output_bias=False)
     f_gd = predict_batched("relu", params, X_val, None).double().cpu().numpy()
     out: dict = {
         "GD-ReLU": {"val_error": [error_rate(f, datas[0]["y_val"]) for f in f_gd]},
@@ -592,6 +652,15 @@ def relu_variant_tasks(cfg: dict, method: str, device: str | None = None) -> lis
     """`relu_tasks` named by one of the SVM variants `relu_task` solves beside ours
     (SVM_RC_AUTHORS, SVM_HL_NO_CONSTANT), for `frames.relu_variant_frame` over its results."""
     return [{"method": method, **t} for t in relu_tasks(cfg, device)]
+
+
+def authors_data_tasks(cfg: dict, protocol: str, device: str | None = None) -> list[dict]:
+    """`authors_data_task` under `protocol` for every configuration of the profile's
+    `authors_data_blocks`."""
+    return [
+        {**c, **_common(cfg, device), "solver": cfg["solver"], "protocol": protocol}
+        for c in expand_blocks(cfg["authors_data_blocks"])
+    ]
 
 
 def relu_no_bias_tasks(cfg: dict, device: str | None = None) -> list[dict]:
