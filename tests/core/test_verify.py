@@ -188,3 +188,27 @@ def test_cheapest_entries_take_the_cheapest_task_of_every_code_path():
     assert len(by_path) == 3  # shallow, deep in kernel form, deep in feature form
     for e in chosen:
         assert e["result"]["seconds"] == by_path[gd_code_path(e["task"])]
+
+
+def test_packed_signs_may_flip_within_their_measured_share():
+    """Packed predicted signs (`gln.pack_signs`) compare by the share of flipped signs: within
+    a `{signs: share}` tolerance they pass, beyond it or without one they fail."""
+    import numpy as np
+
+    from implicit_bias.models.gln import pack_signs
+
+    f = np.where(np.arange(1000) % 3 == 0, 1.0, -1.0)
+    g = f.copy()
+    g[:10] *= -1  # 10 of 1000 signs flip
+    a, b = pack_signs(f), pack_signs(g)
+    assert verify.packed_sign_share(a, b) == pytest.approx(10 / 1000)
+    assert verify.packed_sign_share(a, "ok") is None  # not a packing: compared as text
+    fn = "m:task"
+    allow = {"functions": {fn: {"pred_val": {"signs": 0.02}}}}
+    strict = {"functions": {fn: {"pred_val": {"signs": 0.005}}}}
+    assert verify.compare_results({"pred_val": [a]}, {"pred_val": [b]}, fn, allow)[0] == []
+    assert verify.compare_results({"pred_val": [a]}, {"pred_val": [b]}, fn, strict)[0]
+    problems, spread = verify.compare_results({"pred_val": [a]}, {"pred_val": [b]}, fn, {})
+    assert problems and spread["pred_val"]["signs"] == pytest.approx(0.01)
+    # a sign entry does not stand in for a number's tolerance
+    assert verify.tolerance(allow, fn, "pred_val") == (0.0, 0.0)

@@ -179,10 +179,40 @@ def tolerance(tolerances: dict, fn: str, key: str) -> tuple[float, float]:
     section = (tolerances.get("functions") or {}).get(fn) or {}
     best = None
     for pattern, tol in section.items():
+        if "rtol" not in tol:  # a packed-sign entry (`sign_tolerance`)
+            continue
         if fnmatch.fnmatchcase(key, pattern) and (best is None or len(pattern) > len(best[0])):
             best = (pattern, tol)
     tol = best[1] if best else default
     return float(tol["rtol"]), float(tol["atol"])
+
+
+def sign_tolerance(tolerances: dict, fn: str, key: str) -> float | None:
+    """The largest share of differing signs allowed for packed-sign output `key` of `fn` (an
+    entry `{signs: share}`, most specific pattern first), or None (they must be identical)."""
+    section = (tolerances.get("functions") or {}).get(fn) or {}
+    best = None
+    for pattern, tol in section.items():
+        if "signs" in tol and fnmatch.fnmatchcase(key, pattern):
+            if best is None or len(pattern) > len(best[0]):
+                best = (pattern, tol)
+    return None if best is None else float(best[1]["signs"])
+
+
+def packed_sign_share(a: str, b: str) -> float | None:
+    """Share of differing bits of two packed-sign strings (`gln.pack_signs`: base64 of packed
+    bits; the padding bits agree), or None when they are not two packings of one length."""
+    import base64
+    import binascii
+
+    try:
+        x, y = base64.b64decode(a, validate=True), base64.b64decode(b, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(x) != len(y) or not x:
+        return None
+    differing = int.from_bytes(x, "big") ^ int.from_bytes(y, "big")
+    return differing.bit_count() / (8 * len(x))
 
 
 def deviations(stored, new, path: str = "") -> Iterator[tuple[str, Any, Any]]:
@@ -249,6 +279,17 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
                     f"rel {rel:.3g}; rtol {rtol:g}, atol {atol:g})"
                 )
         elif a != b:
+            share = packed_sign_share(a, b) if isinstance(a, str) and isinstance(b, str) else None
+            if share is not None:  # predicted signs: the share that flipped
+                worst = spread.setdefault(key, {"signs": 0.0})
+                worst["signs"] = max(worst.get("signs", 0.0), share)
+                allowed = sign_tolerance(tolerances, fn, key)
+                if allowed is None or share > allowed:
+                    problems.append(
+                        f"{path}: {share:.3g} of the packed signs differ "
+                        f"(allowed {0.0 if allowed is None else allowed:g})"
+                    )
+                continue
             spread.setdefault(
                 key, {"abs": math.inf, "rel": math.inf, "magnitude": 0.0, "text": True}
             )
