@@ -219,6 +219,10 @@ def test_relu_no_bias_task_trains_the_authors_network():
     assert cells.loc[0, f"{tasks.GD_RELU_NO_BIAS}: mean error"] == pytest.approx(
         np.mean(r["GD-ReLU"]["val_error"])
     )
+    assert not [c for c in cells.columns if c.endswith("infeasible")]  # trainings, not solves
+    agreement = reference.no_bias_agreement(cells)
+    assert list(agreement.index) == ["GD-ReLU", tasks.GD_RELU_NO_BIAS]
+    assert "infeasible solves" not in agreement.columns
 
 
 def test_gd_longer_task_starts_as_gd_task_and_keeps_training():

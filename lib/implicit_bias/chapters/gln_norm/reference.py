@@ -305,7 +305,7 @@ def variant_agreement(cells: pd.DataFrame) -> pd.DataFrame:
         rows[m] = {
             "share within 1.5 points": None if both is None else both[f"{m}: within"].mean(),
             "cells": None if both is None else len(both),
-            "infeasible solves": cells[f"{m}: infeasible"].sum(),
+            "infeasible solves": cells.get(f"{m}: infeasible", pd.Series(dtype=float)).sum(),
         }
     return pd.DataFrame(rows).T
 
@@ -338,6 +338,7 @@ def no_bias_by_cell(
     mean inconsistency with its network: ours (constant feature, network with bias), the
     authors' SVM-HL on the network without bias (`hl`), and the authors' published one."""
     cells = variants_by_cell(relu, gd, ref, method="GD-ReLU")
+    cells = cells.drop(columns=[c for c in cells.columns if c.endswith(": infeasible")])
     keys = ["H", "N", "momentum"]
     ours = relu[relu["method"] == "SVM-HL"].groupby(keys)["inconsistency"].mean()
     theirs_ours = hl.groupby(keys)["inconsistency"].mean()
@@ -348,6 +349,13 @@ def no_bias_by_cell(
         r = ref[ref["method"] == "SVM-HL"].set_index(keys)
         cells["authors' SVM-HL: inconsistency"] = r["inconsistency_mean"]
     return cells.reset_index()
+
+
+def no_bias_agreement(cells: pd.DataFrame) -> pd.DataFrame:
+    """`variant_agreement` of `no_bias_by_cell`'s two GD-ReLU networks (trainings: no solves,
+    so no infeasible count, and no row for the authors')."""
+    out = variant_agreement(cells).drop(index="authors", errors="ignore")
+    return out.drop(columns="infeasible solves")
 
 
 OURS_DATA = "ours"  # a training subset per seed, median over it
@@ -368,10 +376,9 @@ def data_protocols_by_cell(
     rows = []
     for cell, runs in by_cell.items():
         c = dict(zip(keys, cell))
-        mine = frame[(frame["depth"] == "deep")]
+        mine = frame[frame["depth"] == "deep"]
         for k, v in c.items():
             mine = mine[mine[k] == v]
-        theirs = None
         for method in ("GD-GLN", "SVM-GLN"):
             ours = mine[mine["method"] == method]
             values = {OURS_DATA: (ours["val_error"], ours.get("inconsistency"))}
