@@ -170,8 +170,9 @@ def test_moving_a_helper_keeps_committed_results_fresh(tmp_path):
 
 
 def test_cheapest_entries_take_the_cheapest_task_of_every_code_path():
-    """gln_norm's `gd_task` trains a shallow GLN or a deep one in kernel or feature form, each
-    with its own round-off: the recompute check takes the cheapest committed task of each."""
+    """gln_norm's `gd_task` trains a shallow GLN (kernel form or row-lazy) or a deep one (kernel
+    or feature form), each with its own round-off: the recompute check takes the cheapest
+    committed task of each."""
     from implicit_bias.chapters.gln_norm.tasks import gd_code_path
 
     chosen = [
@@ -185,7 +186,7 @@ def test_cheapest_entries_take_the_cheapest_task_of_every_code_path():
             path, seconds = gd_code_path(e["task"]), e["result"]["seconds"]
             by_path[path] = min(by_path.get(path, math.inf), seconds)
     assert sorted(gd_code_path(e["task"]) for e in chosen) == sorted(by_path)
-    assert len(by_path) == 3  # shallow, deep in kernel form, deep in feature form
+    assert len(by_path) == 4  # shallow and deep, each in kernel form and the other one
     for e in chosen:
         assert e["result"]["seconds"] == by_path[gd_code_path(e["task"])]
 

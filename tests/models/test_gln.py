@@ -366,6 +366,38 @@ def test_lazy_shallow_sgd_equals_dense_sgd(momentum):
     assert (lazy - start["w"]).abs().max() > 0.1  # training moved the weights
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_kernel_form_shallow_sgd_equals_dense_sgd(momentum):
+    """The shallow GLN's kernel-form trainer (w[c] = w(0)[c] + sum a_n x_n over the context's
+    samples) must give the iterates of plain SGD over all rows: two replicas with their own
+    contexts, contexts no sample uses, a partial last batch, the lr drop, momentum."""
+    rng = np.random.default_rng(5)
+    R, N, D, C = 2, 20, 30, 8  # N <= 1.5 D: train_batched takes the kernel form
+    X = torch.as_tensor(rng.normal(size=(R, N, D)))
+    y = torch.as_tensor(np.sign(rng.normal(size=(R, N))))
+    ctx = torch.as_tensor(rng.integers(0, C - 2, size=(R, N)))  # contexts C-2, C-1 unused
+    start = gln.init_shallow_gln([0, 1], C, D, dtype=torch.float64)
+    sched = gln.Schedule(n_steps=37, batch_size=8, lr=0.3, lr_drop_step=11, momentum=momentum)
+    kernel = gln.train_batched("shallow", start, X, y, ctx, sched, [0, 1])["w"]
+    dense = gln._train_dense("shallow", start, X, y, ctx, sched, [0, 1])["w"]
+    torch.testing.assert_close(kernel, dense, rtol=0, atol=1e-12)
+    assert (kernel - start["w"]).abs().max() > 0.1  # training moved the weights
+    assert torch.equal(kernel[:, C - 2 :], start["w"][:, C - 2 :])  # unused contexts stay
+
+
+def test_shallow_training_uses_the_kernel_form_for_small_training_sets(monkeypatch):
+    calls = []
+    monkeypatch.setattr(gln, "_train_shallow_kernel", lambda *a: calls.append("kernel") or {})
+    monkeypatch.setattr(gln, "_train_shallow_lazy", lambda *a: calls.append("lazy") or {})
+    sched = gln.Schedule(n_steps=1)
+    # D = 30: kernel form up to N = D, up to 1.5 D = 45 with at least 1,024 contexts
+    for N, C in ((30, 2), (31, 2), (45, 1024), (46, 1024)):
+        w = {"w": torch.zeros(1, C, 30)}
+        X = torch.zeros(1, N, 30)
+        gln.train_batched("shallow", w, X, torch.ones(1, N), torch.zeros(1, N), sched, [0])
+    assert calls == ["kernel", "lazy", "kernel", "lazy"]
+
+
 def test_shallow_sgd_without_momentum_skips_the_catch_up_bit_for_bit():
     """Without momentum the lazy trainer skips the idle rows' catch-up: the iterates are those
     of the catch-up path exactly, not just to rounding."""

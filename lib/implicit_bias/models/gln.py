@@ -295,8 +295,10 @@ def train_batched(
     Epochs of ceil(N / batch) mini-batches (the last one partial), reshuffled per replica by
     its own seed, so a replica's run does not depend on which others share the batch.
     """
+    if kind == "shallow" and shallow_kernel_form(X.shape[1], params["w"].shape[1], X.shape[2]):
+        return _train_shallow_kernel(params, X, y, ctx, schedule, seeds)  # type: ignore[arg-type]  # the shallow GLN always has contexts
     if kind == "shallow":
-        return _train_shallow_lazy(params, X, y, ctx, schedule, seeds)  # type: ignore[arg-type]  # the shallow GLN always has contexts
+        return _train_shallow_lazy(params, X, y, ctx, schedule, seeds)  # type: ignore[arg-type]
     if kind == "deep" and X.shape[1] <= KERNEL_FORM_MAX_RATIO * X.shape[2]:
         return _train_deep_kernel(params, X, y, ctx, schedule, seeds)  # type: ignore[arg-type]  # the deep GLN always has contexts
     return _train_dense(kind, params, X, y, ctx, schedule, seeds)
@@ -422,6 +424,58 @@ def _train_deep_kernel(
             b2.sub_(lr * vb.mul_(mu).add_(g_b2))
     learned_w1 = torch.bmm(A.view(R, N, H * C).transpose(1, 2), X).view(R, H, C, D)
     return {"w1": w1_init + learned_w1, "w2": w2, "b2": b2}
+
+
+def shallow_kernel_form(n_samples: int, n_contexts: int, dim: int) -> bool:
+    """Whether the shallow GLN trains in kernel form (`_train_shallow_kernel`): its step reads
+    B rows of an N x N matrix whatever C is; the lazy trainer's reads B rows of X and of the
+    (C, D) weights, scattered over C D floats, which slows it once they leave the cache.
+    Measured per task (3 replicas, 3,200 steps, one Zen 5 core): N = 500 (0.64 D) 0.85 s
+    against 0.87-1.09 at C = 2 and 1.06 against 2.26 at C = 2^15; N = 1,000 (1.27 D) 1.45
+    against 1.00 at C = 2, 1.5 against 1.5 at C = 256, 1.4-1.6 against 1.8-3.1 at C >= 2^12."""
+    return n_samples <= dim or (n_samples <= 1.5 * dim and n_contexts >= 1024)
+
+
+@torch.no_grad()
+def _train_shallow_kernel(
+    params: dict,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    ctx: torch.Tensor,
+    schedule: Schedule,
+    seeds: list[int],
+) -> dict:
+    """The shallow GLN's SGD (momentum included) in kernel form: the same iterates as
+    `_train_dense` in exact arithmetic (tested to round-off in float64).
+
+    Every update of w[c] is a combination of the training inputs of context c, so
+    w[c] = w(0)[c] + sum_{n: c_n = c} a_n x_n, and the output on training sample m is
+    <w(0)[c_m], x_m> + sum_n a_n [c_n = c_m] <x_n, x_m>. A step reads B rows of that masked
+    Gram matrix and updates B coefficients a_n (momentum: all N), whatever the number of
+    contexts; w is rebuilt once at the end.
+    """
+    w = params["w"]
+    R, C, D = w.shape
+    N = X.shape[1]
+    replica = torch.arange(R, device=X.device)[:, None]
+    gram = torch.bmm(X, X.transpose(1, 2)) * (ctx[:, :, None] == ctx[:, None, :])  # (R, N, N)
+    out_init = (w[replica, ctx] * X).sum(-1)  # (R, N): <w(0)[c_n], x_n>
+    a = torch.zeros(R * N, dtype=X.dtype, device=X.device)
+    v = torch.zeros_like(a) if schedule.momentum else None
+    offsets = N * replica
+    targets = (y > 0).to(X.dtype)
+    for _, lr, idx in _minibatches(N, schedule, seeds, X.device):
+        flat = (idx + offsets).reshape(-1)
+        learned = torch.bmm(_take_rows(gram, idx), a.view(R, N, 1))[..., 0]
+        out = _take_rows(out_init, idx) + learned
+        g = ((torch.sigmoid(out) - _take_rows(targets, idx)) / idx.shape[1]).reshape(-1)
+        if v is None:
+            a.index_add_(0, flat, g, alpha=-lr)
+        else:
+            a.sub_(lr * v.mul_(schedule.momentum).index_add_(0, flat, g))
+    W = w.reshape(R * C, D).clone()
+    W.index_add_(0, (ctx + C * replica).reshape(-1), (a.view(R, N, 1) * X).reshape(R * N, D))
+    return {"w": W.view(R, C, D)}
 
 
 def _idle_steps_factors(last: torch.Tensor, t: int, schedule: Schedule):

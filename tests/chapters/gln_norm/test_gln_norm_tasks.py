@@ -264,7 +264,10 @@ def test_gd_longer_tasks_from_the_profile():
 
 
 def test_gd_code_path_follows_the_trainer():
-    assert tasks.gd_code_path({"depth": "shallow", "N": 500}) == "shallow"
+    assert tasks.gd_code_path({"depth": "shallow", "N": 500, "C": 2}) == "shallow, kernel form"
+    assert tasks.gd_code_path({"depth": "shallow", "N": 1000, "C": 2}) == "shallow, row-lazy"
+    assert tasks.gd_code_path({"depth": "shallow", "N": 1000, "C": 1024}) == "shallow, kernel form"
+    assert tasks.gd_code_path({"depth": "shallow", "N": 2000, "C": 2**15}) == "shallow, row-lazy"
     assert tasks.gd_code_path({"depth": "deep", "N": 1000}) == "deep, kernel form"
     assert tasks.gd_code_path({"depth": "deep", "N": 2000}) == "deep, feature form"
 

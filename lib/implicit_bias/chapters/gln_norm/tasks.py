@@ -40,6 +40,7 @@ from implicit_bias.models.gln import (
     predict_shallow,
     preprocess_images,
     sample_hyperplanes,
+    shallow_kernel_form,
     train_batched,
 )
 from implicit_bias.models.gln_authors import (
@@ -134,7 +135,8 @@ def gd_code_path(task: dict) -> str:
     """Which trainer a `gd_task` (or, deep only, `authors_data_task`) runs
     (`gln.train_batched`): each has its own round-off."""
     if task.get("depth", "deep") == "shallow":
-        return "shallow"
+        kernel = shallow_kernel_form(task["N"], task["C"], 785)
+        return "shallow, kernel form" if kernel else "shallow, row-lazy"
     kernel = task["N"] <= KERNEL_FORM_MAX_RATIO * 785  # D: 784 pixels and the constant
     return "deep, kernel form" if kernel else "deep, feature form"
 
