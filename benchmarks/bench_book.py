@@ -165,8 +165,8 @@ def task_seconds_by_function(folder: Path) -> dict[str, list]:
 
 def write(rows: list[dict], path: Path) -> list[dict]:
     """Merge `rows` into the CSV at `path`: a row replaces the one of the same chapter, profile
-    and device; each profile and device gets a `total` row summing the chapters it has (wall and
-    task time, tasks; the largest peak memory); the rows come back sorted."""
+    and device; each profile and device with chapter rows gets a `total` row summing them (wall
+    and task time, tasks; the largest peak memory); the rows come back sorted."""
     kept = []
     if path.exists():
         with path.open() as f:
@@ -181,6 +181,8 @@ def write(rows: list[dict], path: Path) -> list[dict]:
             if (r["profile"], r["device"]) == (profile, device)
             and not r["chapter"].startswith("whole book")
         ]
+        if not part:  # a file that holds only a whole-book row has no chapters to sum
+            continue
         merged.append(
             {
                 "chapter": "total",

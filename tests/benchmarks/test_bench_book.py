@@ -48,3 +48,16 @@ def test_the_whole_book_row_is_not_counted_in_the_total(tmp_path):
         ("total", "15.0"),
         ("whole book (run --jobs 2)", "8.0"),
     ]
+
+
+def test_a_whole_book_row_alone_gets_no_total(tmp_path):
+    """A `--together` run written to a new file: no chapter rows, so no `total` row (it failed
+    on an empty sum)."""
+    bench = _bench()
+    out = tmp_path / "book.csv"
+    whole = dict(
+        chapter=bench.TOGETHER.format(jobs=2), profile="paper", device="cpu", wall_s=8.0, tasks=3
+    )
+    bench.write([whole], out)
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["chapter"], r["wall_s"]) for r in rows] == [("whole book (run --jobs 2)", "8.0")]
