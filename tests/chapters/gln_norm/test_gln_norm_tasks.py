@@ -20,6 +20,10 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
+# two seeds, 200 validation images, 20 SGD steps in float64: the tiny runs of these tests
+TINY_RUN = {"seeds": [0, 1], "n_val": 200, "n_steps": 20, "lr_drop_step": 10, "dtype": "float64"}
+
+
 def test_task_functions_are_declared_and_read_the_device():
     for fn in (tasks.gd_task, tasks.svm_task, tasks.relu_task, tasks.svm_l2_authors_task):
         spec = spec_of(fn)
@@ -67,11 +71,7 @@ def test_mnist_tasks_end_to_end_tiny():
     from implicit_bias.core.data import DataError
 
     common = {
-        "seeds": [0, 1],
-        "n_val": 200,
-        "n_steps": 20,
-        "lr_drop_step": 10,
-        "dtype": "float64",
+        **TINY_RUN,
         "device": "cpu",
     }
     gd_t = {
@@ -151,11 +151,7 @@ def test_relu_task_solves_the_authors_svm_rc():
         "N": 40,
         "momentum": 0.0,
         "solver": "fast",
-        "seeds": [0, 1],
-        "n_val": 200,
-        "n_steps": 20,
-        "lr_drop_step": 10,
-        "dtype": "float64",
+        **TINY_RUN,
         "device": "cpu",
     }
     try:
@@ -192,11 +188,7 @@ def test_relu_no_bias_task_trains_the_authors_network():
 
     cfg = {
         "relu_blocks": [{"H": [32], "N": [40], "momentum": [0.9]}],
-        "seeds": [0, 1],
-        "n_val": 200,
-        "n_steps": 20,
-        "lr_drop_step": 10,
-        "dtype": "float64",
+        **TINY_RUN,
         "solver": "fast",
     }
     (t,) = tasks.relu_no_bias_tasks(cfg, "cpu")
@@ -230,7 +222,7 @@ def test_gd_longer_task_starts_as_gd_task_and_keeps_training():
     shuffles); later ones continue it: the training loss keeps falling at the final rate."""
     from implicit_bias.core.data import DataError
 
-    common = {"seeds": [0, 1], "n_val": 200, "lr_drop_step": 10, "dtype": "float64"}
+    common = {k: v for k, v in TINY_RUN.items() if k != "n_steps"}
     cell = {"H": 3, "C": 2, "N": 40, "median_init": True, "momentum": 0.0, "device": "cpu"}
     longer = {**common, **cell, "checkpoints": [20, 60, 200]}
     try:
@@ -284,11 +276,7 @@ def test_authors_data_task_under_both_protocols():
         "authors_data_blocks": [
             {"H": [3], "C": [2], "N": [40], "median_init": [True], "momentum": [0.0]}
         ],
-        "seeds": [0, 1],
-        "n_val": 200,
-        "n_steps": 20,
-        "lr_drop_step": 10,
-        "dtype": "float64",
+        **TINY_RUN,
         "solver": "fast",
     }
     (one,) = tasks.authors_data_tasks(cfg, tasks.ONE_SUBSET, "cpu")
