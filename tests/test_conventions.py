@@ -3,6 +3,7 @@ literal name in its chapter's `analysis.py`, and no issue numbers in code or tex
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import subprocess
@@ -134,3 +135,64 @@ def test_every_yaml_file_parses():
         except yaml.YAMLError as err:
             problems.append(f"{name}: {err}")
     assert tracked.stdout.split() and not problems, "\n".join(problems)
+
+
+# ---- one decision rule for comparisons -------------------------------------------------------
+# Words by which a quote compares two things or states a spread-bearing bound; such a claim is
+# decided by core.decision on per-seed evidence, or says why one deterministic value decides it.
+COMPARATIVE = re.compile(
+    r"\b(better|outperform\w*|worse|beats?|similar\w*|match(es|ed)?|comparabl\w*|than|"
+    r"consistent|superior|inferior)\b",
+    re.IGNORECASE,
+)
+
+
+def comparison_problems(claims: list[dict], report: dict | None) -> list[str]:
+    """Claims that decide a comparison another way than the book's rule: a z-score metric,
+    or comparative words whose committed row carries no per-seed evidence and whose entry
+    does not say why one value decides it."""
+    rows = {r["id"]: r for r in (report or {}).get("claims", [])}
+    problems = []
+    for claim in claims:
+        if claim["metric"].endswith("_z") or "_z_" in claim["metric"]:
+            problems.append(f"{claim['id']}: metric {claim['metric']} is a z-score")
+        row = rows.get(claim["id"])
+        if COMPARATIVE.search(claim["quote"]) and "single_run" not in claim:
+            if row is not None and not row.get("seeds"):
+                problems.append(
+                    f"{claim['id']}: compares ({COMPARATIVE.search(claim['quote']).group(0)!r}) "
+                    "on one value: give per-seed evidence or say why in `single_run`"
+                )
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_comparisons_go_through_the_decision_rule(chapter):
+    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+    for profile in ("paper", "smoke"):
+        path = ROOT / "results" / profile / "claims" / f"{chapter}.json"
+        report = json.loads(path.read_text()) if path.exists() else None
+        active = [c for c in claims if profile in c["profiles"]]
+        assert comparison_problems(active, report) == [], (
+            profile,
+            comparison_problems(active, report),
+        )
+
+
+def test_the_comparison_check_finds_other_rules():
+    claim = {"id": "a", "quote": "A is better than B", "metric": "a_minus_b_z", "expect": "< -1"}
+    report = {"claims": [{"id": "a", "seeds": None}]}
+    assert len(comparison_problems([claim], report)) == 2
+    fixed = {**claim, "metric": "a_minus_b"}
+    assert comparison_problems([fixed], {"claims": [{"id": "a", "seeds": {"n": 3}}]}) == []
+    assert comparison_problems([{**fixed, "single_run": "one fixed problem"}], report) == []
+
+
+def test_no_z_score_helpers_in_chapter_analyses():
+    """Chapters compare through core.decision, not a z-score of their own."""
+    hits = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "lib" / "implicit_bias" / "chapters").rglob("*.py")
+        if re.search(r"def (z_score|contrast_z|_z)\(", p.read_text())
+    ]
+    assert hits == []

@@ -2,8 +2,11 @@
 
 `data/claims/<chapter>.yaml` lists the claims (see CONTRIBUTING.md for the schema). `check`
 compares a chapter's metrics with them and returns a `ClaimsReport` (a table in notebooks, JSON
-on disk). A claim marked `known_deviation` is expected to fail: if it passes, its status is
-`unexpected pass`, which counts as a failure (strict), so a fix never goes unnoticed.
+on disk). A metric that varies from seed to seed is handed over as per-seed `Evidence` and
+decided by the book's one rule (`core.decision`: pass, fail or inconclusive on its 95%
+interval); a single deterministic value is decided on the value. A claim marked
+`known_deviation` is expected to fail: if it passes, its status is `unexpected pass`, which
+counts as a failure (strict), so a fix never goes unnoticed.
 """
 
 from __future__ import annotations
@@ -16,18 +19,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import decision
+from .decision import Evidence
 from .paths import claims_results, project_root
 
 PROFILES = ("smoke", "paper")
-PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS = (
+PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
     "pass",
     "fail",
     "known deviation",
     "unexpected pass",
     "missing metric",
     "missing tasks",
+    "inconclusive",
 )
-OK_STATUSES = (PASS, KNOWN)
+# inconclusive does not fail a run: the seeds could not decide, and the page and dashboard say so
+OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE)
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
@@ -38,15 +45,22 @@ class ClaimsError(ValueError):
     """A claims file does not follow the schema."""
 
 
-def parse_expect(expect: str):
-    """Turn an expectation string into a predicate on a value; raise `ClaimsError` if invalid."""
+def parse_expect(expect: str, effect: float = 0.0):
+    """Turn an expectation string into a predicate on a value; raise `ClaimsError` if invalid.
+    `effect` moves a comparison's bound in the claim's direction ("much" lower); 'similar'
+    reads as within `effect` of zero."""
     text = str(expect).strip().lower()
+    if text == "similar":
+        return lambda v: abs(v) <= effect
     if text in ("true", "false"):
         wanted = text == "true"
         return lambda v: bool(v) is wanted
     match = _COMPARISON.match(text)
     if match:
         op, bound = match.group(1), float(match.group(2))
+        bound = (
+            bound - effect if op in ("<", "<=") else bound + effect if op in (">", ">=") else bound
+        )
         ops = {
             "<": lambda v: v < bound,
             "<=": lambda v: v <= bound,
@@ -66,7 +80,44 @@ def parse_expect(expect: str):
         return lambda v: low <= v <= high
     raise ClaimsError(
         f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
-        "'== x', 'in [a, b]', 'true' or 'false'"
+        "'== x', 'in [a, b]', 'similar', 'true' or 'false'"
+    )
+
+
+def claim_effect(claim: dict) -> float:
+    """The size the claim's `effect` word implies in its metric's `unit` (0 without a word);
+    'similar' without a word takes the unit's 'similar' margin."""
+    word = claim.get("effect")
+    if word is None and str(claim["expect"]).strip().lower() == "similar":
+        word = "similar"
+    if word is None:
+        return 0.0
+    if "unit" not in claim:
+        raise ClaimsError(
+            f"{claim['id']}: effect {word!r} needs a unit (one of {sorted(decision.EFFECT_SIZES)})"
+        )
+    try:
+        return decision.effect_size(word, claim["unit"])
+    except decision.DecisionError as err:
+        raise ClaimsError(f"{claim['id']}: {err}") from None
+
+
+def claim_region(claim: dict) -> decision.Region:
+    """The region the claim says its metric lies in, for deciding per-seed `Evidence`."""
+    text = str(claim["expect"]).strip().lower()
+    effect = claim_effect(claim)
+    if text == "similar":
+        return decision.equivalence_region(effect)
+    match = _COMPARISON.match(text)
+    if match and match.group(1) != "==":
+        return decision.region(match.group(1), float(match.group(2)), effect)
+    match = _INTERVAL.match(text)
+    if match:
+        low, high = float(match.group(1)), float(match.group(2))
+        return decision.Region(low, high, True, f"in [{low:g}, {high:g}]")
+    raise ClaimsError(
+        f"{claim['id']}: expectation {claim['expect']!r} cannot be decided on evidence over "
+        "seeds; use a comparison, an interval or 'similar'"
     )
 
 
@@ -104,27 +155,46 @@ def _as_value(value):
 
 
 def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
-    """The row of the claims table for one claim."""
-    value = _as_value(metrics.get(claim["metric"]))
+    """The row of the claims table for one claim. A metric given as per-seed `Evidence` (or
+    its stored JSON form) is decided by the book's rule on its interval; a plain value on the
+    value."""
+    value = metrics.get(claim["metric"])
+    if isinstance(value, dict) and "test" in value and "values" in value:
+        value = Evidence.from_json(value)
+    seeds = None
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        status = MISSING
-        holds = False
+    if isinstance(value, Evidence):
+        seeds = value.to_json()
+        outcome = value.decide(claim_region(claim)) if value.values else None
+        value = seeds["estimate"]
     else:
-        holds = bool(parse_expect(claim["expect"])(value))
-        if expected_to_fail:
-            status = UNEXPECTED if holds else KNOWN
-        else:
-            status = PASS if holds else FAIL
+        value = _as_value(value)
+        outcome = None
+        if not (value is None or (isinstance(value, float) and math.isnan(value))):
+            holds = bool(parse_expect(claim["expect"], claim_effect(claim))(value))
+            outcome = decision.PASS if holds else decision.FAIL
+    if outcome is None or value is None:
+        status = MISSING
+    elif outcome == decision.INCONCLUSIVE:
+        status = INCONCLUSIVE
+    elif expected_to_fail:
+        status = UNEXPECTED if outcome == decision.PASS else KNOWN
+    else:
+        status = PASS if outcome == decision.PASS else FAIL
     return {
         "id": claim["id"],
         "where": claim["where"],
         "quote": claim["quote"],
         "metric": claim["metric"],
         "expect": str(claim["expect"]),
+        "effect": claim.get("effect"),
+        "unit": claim.get("unit"),
+        "region": claim_region(claim).text if seeds else None,
+        "origin": claim.get("origin", "paper"),
         "paper_value": claim.get("paper_value"),
         "value": value,
+        "seeds": seeds,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
     }
@@ -161,6 +231,7 @@ class ClaimsReport:
                 "evidence",
             ],
         )
+        frame["interval"] = [seeds_summary(r.get("seeds")) for r in self.rows]
         return frame.rename(columns={"paper_value": "paper", "value": "ours"})
 
     def to_json(self) -> dict:
@@ -174,27 +245,27 @@ class ClaimsReport:
         }
 
     def _repr_html_(self) -> str:
-        colors = {
-            PASS: "#1a7f37",
-            FAIL: "#cf222e",
-            KNOWN: "#9a6700",
-            UNEXPECTED: "#cf222e",
-            MISSING: "#cf222e",
-            MISSING_TASKS: "#cf222e",
-        }
         lines = [
-            "<table class='claims-table'><thead><tr><th>claim</th><th>where</th>"
-            "<th>paper</th><th>ours</th><th>expected</th><th>status</th></tr></thead><tbody>"
+            "<table class='claims-table'><thead><tr><th>claim</th><th>ours</th>"
+            "<th>expected</th><th>status</th></tr></thead><tbody>"
         ]
         for row in self.rows:
-            color = colors.get(row["status"], "black")
-            note = f"<br><small>{_escape(row['evidence'])}</small>" if row["evidence"] else ""
+            status = row["status"]
+            css = "status-" + status.replace(" ", "-")
+            origin = " <small>(the book's own claim)</small>" if row.get("origin") == "book" else ""
+            note = (
+                f"<details><summary>why</summary><small>{_escape(row['evidence'])}</small></details>"
+                if row["evidence"]
+                else ""
+            )
             lines.append(
-                f"<tr id='claim-{_escape(row['id'])}'><td><b>{row['id']}</b><br>"
-                f"<small>“{_escape(row['quote'])}”</small></td>"
-                f"<td>{_escape(row['where'])}</td><td>{_fmt(row['paper_value'])}</td>"
-                f"<td>{_fmt(row['value'])}</td><td>{_escape(row['expect'])}</td>"
-                f"<td style='color:{color}'><b>{row['status']}</b>{note}</td></tr>"
+                f"<tr id='claim-{_escape(row['id'])}'><td><b>{_escape(row['id'])}</b>{origin}"
+                f"<br><small>{_escape(row['where'])}: “{_escape(row['quote'])}”</small><br>"
+                f"<small>metric: <code>{_escape(row['metric'])}</code></small></td>"
+                f"<td>{_fmt(row['value'])}{_seeds_html(row.get('seeds'))}</td>"
+                f"<td>{_escape(expect_text(row))}"
+                f"{_paper_html(row['paper_value'])}</td>"
+                f"<td><span class='claim-status {css}'>{_escape(status)}</span>{note}</td></tr>"
             )
         summary = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         lines.append(f"</tbody></table><p>{self.chapter} ({self.profile} profile): {summary}</p>")
@@ -202,6 +273,36 @@ class ClaimsReport:
 
     def __repr__(self) -> str:
         return self.to_frame()[["id", "paper", "ours", "expect", "status"]].to_string()
+
+
+def expect_text(row: dict) -> str:
+    """The expectation as the reader should read it: with its effect word, and the region the
+    rule decides per-seed evidence on."""
+    text = row["expect"]
+    if row.get("effect"):
+        text += f" ({row['effect']}, {row.get('unit')})"
+    if row.get("region") and row["region"] != row["expect"]:
+        text += f"; decided on: {row['region']}"
+    return text
+
+
+def seeds_summary(seeds: dict | None) -> str:
+    """One line for per-seed evidence: interval, test, degrees of freedom, detectable effect."""
+    if not seeds:
+        return ""
+    low, high = seeds["interval"]
+    interval = "–" if low is None else f"[{low:.3g}, {high:.3g}]"
+    df = "–" if seeds["df"] is None else f"{seeds['df']:.3g}"
+    detect = "–" if seeds["detectable"] is None else f"{seeds['detectable']:.2g}"
+    return f"95% CI {interval}; {seeds['test']}, n = {seeds['n']}, df = {df}; detectable {detect}"
+
+
+def _paper_html(value) -> str:
+    return "" if value is None else f"<br><small>paper: {_fmt(value)}</small>"
+
+
+def _seeds_html(seeds: dict | None) -> str:
+    return f"<br><small>{_escape(seeds_summary(seeds))}</small>" if seeds else ""
 
 
 def _escape(text) -> str:
@@ -326,7 +427,8 @@ def reevaluate(report: dict, claims: list[dict]) -> list[str]:
                 f"{claim['metric']!r} (rerun)"
             )
             continue
-        decided = evaluate(claim, {claim["metric"]: row["value"]}, profile)
+        stored_value = row.get("seeds") or row["value"]
+        decided = evaluate(claim, {claim["metric"]: stored_value}, profile)
         if decided["status"] not in OK_STATUSES:
             problems.append(
                 f"{cid}: {decided['status']} (stored value {row['value']}, "

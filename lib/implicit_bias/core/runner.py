@@ -448,14 +448,9 @@ def _md_cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-STATUS_BADGES = {
-    "pass": "✅ pass",
-    "fail": "❌ fail",
-    "known deviation": "⚠️ known deviation",
-    "unexpected pass": "❗ unexpected pass",
-    "missing metric": "❌ missing metric",
-    "missing tasks": "❌ missing tasks",
-}
+def status_badge(status: str) -> str:
+    """The status as a coloured text badge (book/_css/book.css), readable without an emoji font."""
+    return f"<span class='claim-status status-{status.replace(' ', '-')}'>{status}</span>"
 
 
 def write_status_page(path: Path | None = None) -> Path:
@@ -470,10 +465,12 @@ def write_status_page(path: Path | None = None) -> Path:
         "automatically when the chapter executes. *smoke* is the small profile that CI runs "
         "on every change; *paper* is the papers' full protocol, whose results are committed "
         "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
-        "chapter explains why, and CI fails if it ever starts passing unnoticed.",
+        "chapter explains why, and CI fails if it ever starts passing unnoticed. A claim "
+        "that rests on several seeds is decided on its 95% interval: *inconclusive* means "
+        "these seeds cannot decide it (see [How claims are decided](decision-rule.md)).",
         "",
     ]
-    for profile in PROFILES:
+    for profile in sorted(PROFILES, key=lambda p: p != "paper"):  # the site shows paper results
         prof_rows = [r for r in rows if r["profile"] == profile]
         out += [f"## Profile `{profile}`", ""]
         if not prof_rows:
@@ -503,10 +500,12 @@ def write_status_page(path: Path | None = None) -> Path:
             ]
             for r in (r for r in prof_rows if r["chapter"] == chapter):
                 paper = "" if r["paper_value"] is None else f" ({_md_cell(r['paper_value'])})"
+                seeds = claims_module.seeds_summary(r.get("seeds"))
                 out.append(
-                    f"| {r['id']} | {_md_cell(r['where'])} | {_md_cell(r['value'])} | "
-                    f"{_md_cell(r['expect'])}{paper} | "
-                    f"{STATUS_BADGES.get(r['status'], r['status'])}"
+                    f"| {r['id']} | {_md_cell(r['where'])} | {_md_cell(r['value'])}"
+                    f"{'<br><small>' + _md_cell(seeds) + '</small>' if seeds else ''} | "
+                    f"{_md_cell(claims_module.expect_text(r))}{paper} | "
+                    f"{status_badge(r['status'])}"
                     f"{' (stale)' if r['stale'] else ''} |"
                 )
             out += [":::", ""]

@@ -218,7 +218,7 @@ def validate_claims(data: Any, path: Path) -> None:
     """Check a claims file's data against `data/schemas/claims.yaml`, then what the schema
     cannot say (unique ids, intervals with a <= b, known-deviation profiles among the claim's
     profiles); raise `ClaimsError` listing every problem."""
-    from .claims import ClaimsError, parse_expect
+    from .claims import ClaimsError, claim_effect, parse_expect
 
     validator = _validator_for(schemas_dir() / "claims.yaml")
     root = validator.schema
@@ -245,6 +245,11 @@ def validate_claims(data: Any, path: Path) -> None:
                 parse_expect(expect)
             except ClaimsError as err:
                 problems.append(((i, "expect"), f"{err}; {_allowed((i, 'expect'), root)}"))
+        if ("effect" in claim or expect == "similar") and isinstance(cid, str):
+            try:  # the word must have a size in the claim's unit (core.decision.EFFECT_SIZES)
+                claim_effect({"expect": expect, **claim})
+            except ClaimsError as err:
+                problems.append(((i, "effect"), str(err)))
         deviation, own = claim.get("known_deviation"), claim.get("profiles")
         own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
         if (

@@ -1,0 +1,157 @@
+"""The book's decision rule: its error rate under no difference, its power at the effect it
+says it detects, and how claims use it."""
+
+import numpy as np
+import pytest
+
+from implicit_bias.core import decision
+from implicit_bias.core.claims import INCONCLUSIVE, KNOWN, PASS, UNEXPECTED, evaluate, reevaluate
+from implicit_bias.core.decision import (
+    Evidence,
+    equivalence_region,
+    paired,
+    per_seed,
+    region,
+    welch,
+)
+
+DRAWS = 4000
+
+
+def _pass_rate(sample, where, rng) -> float:
+    return float(np.mean([sample(rng).decide(where) == decision.PASS for _ in range(DRAWS)]))
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_no_difference_passes_at_most_at_the_stated_rate(n):
+    rng = np.random.default_rng(n)
+    rate = _pass_rate(lambda r: per_seed(r.normal(0.0, 1.0, n)), region("<", 0.0), rng)
+    # one-sided at 2.5%: binomial sd over 4000 draws is 0.0025
+    assert rate <= 0.025 + 3 * 0.0025
+    assert rate >= 0.025 - 3 * 0.0025  # and the rule is not so strict that it never passes
+
+
+def test_welch_no_difference_rate():
+    rng = np.random.default_rng(7)
+    rate = _pass_rate(lambda r: welch(r.normal(0, 1, 4), r.normal(0, 3, 6)), region(">", 0.0), rng)
+    assert rate <= 0.025 + 3 * 0.0025
+
+
+def test_equivalence_at_the_margin_passes_at_most_at_the_stated_rate():
+    rng = np.random.default_rng(3)
+    margin = 0.5
+    rate = _pass_rate(lambda r: per_seed(r.normal(margin, 0.3, 6)), equivalence_region(margin), rng)
+    assert rate <= 0.025 + 3 * 0.0025
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_detects_the_effect_it_says_it_detects(n):
+    """A planted effect of `detectable` (computed at the true standard error) is detected with
+    probability POWER."""
+    sigma = 1.0
+    effect = decision.detectable_factor(n - 1) * sigma / np.sqrt(n)
+    rng = np.random.default_rng(100 + n)
+    rate = _pass_rate(lambda r: per_seed(r.normal(-effect, sigma, n)), region("<", 0.0), rng)
+    assert abs(rate - decision.POWER) < 3 * np.sqrt(0.8 * 0.2 / DRAWS)
+
+
+def test_outcomes_and_interval():
+    e = per_seed([-0.03, -0.02, -0.04])
+    low, high = e.interval()
+    assert low < e.estimate < high < 0
+    assert e.decide(region("<", 0.0)) == decision.PASS
+    assert e.decide(region(">", 0.0)) == decision.FAIL
+    assert e.decide(region("<", -0.03)) == decision.INCONCLUSIVE
+    # "much" lower (2 points) moves the edge: the interval must lie below -0.02
+    assert region("<", 0.0, 0.02).high == pytest.approx(-0.02)
+    assert per_seed([1.0]).decide(region("<", 2.0)) == decision.INCONCLUSIVE  # one seed
+    # every seed agrees: the interval is the point
+    assert per_seed([0.5, 0.5, 0.5]).decide(region(">", 0.0)) == decision.PASS
+
+
+def test_paired_pairs_by_seed_and_round_trips():
+    e = paired({0: 1.0, 1: 2.0, 2: 4.0, 3: 9.0}, {1: 1.5, 0: 0.0, 2: 3.0})
+    assert e.seeds == (0, 1, 2) and e.values == (1.0, 0.5, 1.0) and e.test == "paired t"
+    again = Evidence.from_json(e.to_json())
+    assert again.values == e.values and again.interval() == e.interval()
+    w = welch([1, 2, 3], [2, 4, 6, 8])
+    assert w.estimate == pytest.approx(2.0 - 5.0) and 2 < w.df < 5
+
+
+def test_effect_words_need_a_known_unit():
+    assert decision.effect_size("much", "error_rate") == 0.02
+    with pytest.raises(decision.DecisionError, match="unknown unit"):
+        decision.effect_size("much", "furlongs")
+    with pytest.raises(decision.DecisionError, match="no size"):
+        decision.effect_size("enormous", "error_rate")
+    with pytest.raises(decision.DecisionError, match="non-finite"):
+        Evidence((1.0, float("inf")), "one-sample t")
+
+
+CLAIM = {
+    "id": "a_better",
+    "where": "Sec. 1",
+    "quote": "A is better than B",
+    "metric": "a_minus_b",
+    "expect": "< 0",
+    "profiles": ["paper"],
+}
+
+
+def test_claims_decide_evidence_on_its_interval():
+    row = evaluate(CLAIM, {"a_minus_b": per_seed([-0.01, 0.004, -0.02])}, "paper")
+    assert row["status"] == INCONCLUSIVE and row["seeds"]["n"] == 3
+    row = evaluate(CLAIM, {"a_minus_b": per_seed([-0.01, -0.012, -0.011])}, "paper")
+    assert row["status"] == PASS and row["value"] == pytest.approx(-0.011)
+    # "much" better in error rate: the whole interval must lie below -0.02
+    much = {**CLAIM, "effect": "much", "unit": "error_rate"}
+    row = evaluate(much, {"a_minus_b": per_seed([-0.01, -0.012, -0.011])}, "paper")
+    assert row["status"] == "fail" and row["region"] == "< -0.02"
+    # the same value as a plain number is decided on the value
+    assert evaluate(CLAIM, {"a_minus_b": -0.011}, "paper")["status"] == PASS
+
+
+def test_known_deviation_with_evidence():
+    claim = {**CLAIM, "known_deviation": {"profiles": ["paper"], "evidence": "B wins"}}
+    assert evaluate(claim, {"a_minus_b": per_seed([0.02, 0.03, 0.025])}, "paper")["status"] == KNOWN
+    assert (
+        evaluate(claim, {"a_minus_b": per_seed([-0.02, -0.03, -0.025])}, "paper")["status"]
+        == UNEXPECTED
+    )
+    assert (
+        evaluate(claim, {"a_minus_b": per_seed([-0.02, 0.03, 0.0])}, "paper")["status"]
+        == INCONCLUSIVE
+    )
+
+
+def test_similar_claims():
+    claim = {**CLAIM, "expect": "similar", "unit": "error_rate"}
+    assert evaluate(claim, {"a_minus_b": per_seed([0.001, -0.002, 0.0])}, "paper")["status"] == PASS
+    assert (
+        evaluate(claim, {"a_minus_b": per_seed([0.03, 0.04, 0.035])}, "paper")["status"] == "fail"
+    )
+    assert evaluate(claim, {"a_minus_b": 0.005}, "paper")["status"] == PASS
+
+
+def test_reevaluate_decides_again_from_stored_seeds():
+    row = evaluate(CLAIM, {"a_minus_b": per_seed([-0.01, -0.012, -0.011])}, "paper")
+    report = {"profile": "paper", "claims": [row]}
+    assert reevaluate(report, [CLAIM]) == []
+    stricter = {**CLAIM, "effect": "much", "unit": "error_rate"}
+    assert any("fail" in p for p in reevaluate(report, [stricter]))
+
+
+def test_claims_file_rejects_an_effect_without_a_size(tmp_path):
+    import yaml
+
+    from implicit_bias.core.claims import ClaimsError, load_claims
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump([{**CLAIM, "effect": "much"}]))
+    with pytest.raises(ClaimsError, match="needs a unit"):
+        load_claims("c", path)
+    path.write_text(yaml.safe_dump([{**CLAIM, "effect": "vast", "unit": "error_rate"}]))
+    with pytest.raises(ClaimsError, match="no size for the word"):
+        load_claims("c", path)
+    path.write_text(yaml.safe_dump([{**CLAIM, "effect": "much", "unit": "error_rate"}]))
+    assert load_claims("c", path)[0]["effect"] == "much"
