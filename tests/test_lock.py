@@ -53,3 +53,67 @@ def test_the_lock_check_fails_on_a_missing_or_wrong_pin():
         "numpy: locked 2.4.6 does not satisfy >=2.5",
         "scipy: not in requirements.lock",
     ]
+
+
+def _third_party_imports() -> set[str]:
+    import ast
+    import sys
+
+    lib = ROOT / "lib" / "implicit_bias"
+    names = set()
+    for path in lib.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n != "implicit_bias"}
+
+
+def _declared() -> set[str]:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {Requirement(r).name.lower().replace("_", "-") for r in project["dependencies"]}
+
+
+def test_every_import_of_the_library_is_declared():
+    """An import that arrives only through another package (filelock through torch) breaks
+    when that package changes: every distribution the library imports is in pyproject.toml."""
+    from importlib.metadata import packages_distributions
+
+    dists = packages_distributions()
+    undeclared = {
+        name: dists.get(name)
+        for name in _third_party_imports()
+        if not {d.lower().replace("_", "-") for d in dists.get(name, [name])} & _declared()
+    }
+    assert undeclared == {}
+
+
+def test_every_declared_library_is_imported():
+    """A pinned dependency that nothing imports is dead weight; the book's tools (Jupyter Book
+    and its Sphinx stack, the kernel, the executors, dask for clusters) are used by command,
+    not by import of the library."""
+    from importlib.metadata import packages_distributions
+
+    tools = {
+        "jupyter-book",
+        "sphinx",
+        "myst-nb",
+        "ipykernel",
+        "nbformat",
+        "papermill",
+        "jupytext",
+        "dask",
+        "ecos",
+        "clarabel",
+        "osqp",  # solvers cvxpy loads by name
+    }
+    imported = set()
+    dists = packages_distributions()
+    for name in _third_party_imports():
+        imported |= {d.lower().replace("_", "-") for d in dists.get(name, [name])}
+    assert sorted(_declared() - imported - tools) == []

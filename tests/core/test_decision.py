@@ -155,3 +155,20 @@ def test_claims_file_rejects_an_effect_without_a_size(tmp_path):
         load_claims("c", path)
     path.write_text(yaml.safe_dump([{**CLAIM, "effect": "much", "unit": "error_rate"}]))
     assert load_claims("c", path)[0]["effect"] == "much"
+
+
+def test_unconverged_runs_are_dropped_and_counted():
+    import pandas as pd
+
+    from implicit_bias.core.evidence import Value, converged_runs
+
+    frame = pd.DataFrame({"status": ["ok", "unconverged", "ok"], "x": [1.0, 99.0, 3.0]})
+    kept, dropped = converged_runs(frame)
+    assert list(kept["x"]) == [1.0, 3.0] and dropped == 1
+    row = evaluate(
+        {**CLAIM, "expect": "> 0"}, {"a_minus_b": Value(kept["x"].mean(), dropped)}, "paper"
+    )
+    assert row["status"] == PASS and row["dropped_runs"] == 1 and row["value"] == 2.0
+    e = Evidence((1.0, 2.0), "one-sample t", dropped=2)
+    assert Evidence.from_json(e.to_json()).dropped == 2
+    assert evaluate({**CLAIM, "expect": "> 0"}, {"a_minus_b": e}, "paper")["dropped_runs"] == 2

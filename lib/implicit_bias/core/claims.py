@@ -16,11 +16,13 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from . import decision
 from .decision import Evidence
+from .evidence import Value
 from .paths import claims_results, project_root
 
 PROFILES = ("smoke", "paper")
@@ -158,14 +160,18 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     """The row of the claims table for one claim. A metric given as per-seed `Evidence` (or
     its stored JSON form) is decided by the book's rule on its interval; a plain value on the
     value."""
-    value = metrics.get(claim["metric"])
+    value: Any = metrics.get(claim["metric"])
     if isinstance(value, dict) and "test" in value and "values" in value:
         value = Evidence.from_json(value)
     seeds = None
+    dropped = 0
+    if isinstance(value, Value):
+        value, dropped = value.value, value.dropped
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
     if isinstance(value, Evidence):
         seeds = value.to_json()
+        dropped = value.dropped
         outcome = value.decide(claim_region(claim)) if value.values else None
         value = seeds["estimate"]
     else:
@@ -195,6 +201,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "paper_value": claim.get("paper_value"),
         "value": value,
         "seeds": seeds,
+        "dropped_runs": dropped,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
     }
@@ -262,7 +269,8 @@ class ClaimsReport:
                 f"<tr id='claim-{_escape(row['id'])}'><td><b>{_escape(row['id'])}</b>{origin}"
                 f"<br><small>{_escape(row['where'])}: “{_escape(row['quote'])}”</small><br>"
                 f"<small>metric: <code>{_escape(row['metric'])}</code></small></td>"
-                f"<td>{_fmt(row['value'])}{_seeds_html(row.get('seeds'))}</td>"
+                f"<td>{_fmt(row['value'])}{_seeds_html(row.get('seeds'))}"
+                f"{_dropped_html(row.get('dropped_runs'))}</td>"
                 f"<td>{_escape(expect_text(row))}"
                 f"{_paper_html(row['paper_value'])}</td>"
                 f"<td><span class='claim-status {css}'>{_escape(status)}</span>{note}</td></tr>"
@@ -295,6 +303,10 @@ def seeds_summary(seeds: dict | None) -> str:
     df = "–" if seeds["df"] is None else f"{seeds['df']:.3g}"
     detect = "–" if seeds["detectable"] is None else f"{seeds['detectable']:.2g}"
     return f"95% CI {interval}; {seeds['test']}, n = {seeds['n']}, df = {df}; detectable {detect}"
+
+
+def _dropped_html(dropped) -> str:
+    return f"<br><small>{dropped} unconverged run(s) left out</small>" if dropped else ""
 
 
 def _paper_html(value) -> str:

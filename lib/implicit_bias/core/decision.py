@@ -156,6 +156,7 @@ class Evidence:
     test: str  # "paired t", "one-sample t", "Welch t"
     values_b: tuple[float, ...] = ()
     seeds: tuple = ()
+    dropped: int = 0  # unconverged runs left out before the per-seed values were formed
 
     def __post_init__(self):
         if self.test not in ("paired t", "one-sample t", "Welch t"):
@@ -235,6 +236,7 @@ class Evidence:
             "values": list(self.values),
             "values_b": list(self.values_b),
             "seeds": [_plain(s) for s in self.seeds],
+            "dropped": self.dropped,
         }
 
     @classmethod
@@ -244,6 +246,7 @@ class Evidence:
             data["test"],
             tuple(float(v) for v in data.get("values_b") or ()),
             tuple(data.get("seeds") or ()),
+            int(data.get("dropped") or 0),
         )
 
 
