@@ -163,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FN",
         help="only these task functions (module:name or name)",
     )
+    claims = sub.add_parser(
+        "claims",
+        help="claims commands: `claims registered` shows, from git, whether each claim was "
+        "committed before the first commit that stored its paper value",
+    )
+    claims.add_argument("action", choices=["registered"])
+    claims.add_argument("chapters", nargs="*", metavar="CHAPTER")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
     new = sub.add_parser(
@@ -313,6 +320,17 @@ def main(argv=None) -> int:
         from .core.runner import format_status
 
         print(format_status((args.profile,) if args.profile else PROFILES))
+        return 0
+    if args.command == "claims":
+        from .core.chapter import chapters, check_chapter
+        from .core.registration import HistoryError, format_registrations
+
+        try:
+            selected = [check_chapter(c) for c in args.chapters] or chapters()
+            print(format_registrations(selected))
+        except (ValueError, HistoryError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         return 0
     if args.command == "status-page":
         from .core.runner import write_status_page

@@ -453,6 +453,22 @@ def status_badge(status: str) -> str:
     return f"<span class='claim-status status-{status.replace(' ', '-')}'>{status}</span>"
 
 
+def _registrations(chapter: str) -> dict[str, str]:
+    """Per claim, a line for the status page: the commit that registered its current
+    definition and whether that came before its first stored paper value (from git)."""
+    from .registration import HistoryError, registrations
+
+    try:
+        regs = registrations(chapter)
+    except HistoryError:
+        return {}
+    words = {True: "before its result", False: "with or after its result", None: "no result yet"}
+    return {
+        cid: f"<br><small>registered {r.short}, {words[r.pre_registered]}</small>"
+        for cid, r in regs.items()
+    }
+
+
 def write_status_page(path: Path | None = None) -> Path:
     """Write `book/status.md`: every claim of every chapter, per profile."""
     path = path or project_root() / "book" / "status.md"
@@ -461,13 +477,16 @@ def write_status_page(path: Path | None = None) -> Path:
         "# Status of every claim",
         "",
         "Each row is one quantitative claim of a paper, written down in "
-        "`data/claims/<chapter>.yaml` before the experiment was run, and checked "
+        "`data/claims/<chapter>.yaml`, and checked "
         "automatically when the chapter executes. *smoke* is the small profile that CI runs "
         "on every change; *paper* is the papers' full protocol, whose results are committed "
         "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
         "chapter explains why, and CI fails if it ever starts passing unnoticed. A claim "
         "that rests on several seeds is decided on its 95% interval: *inconclusive* means "
-        "these seeds cannot decide it (see [How claims are decided](decision-rule.md)).",
+        "these seeds cannot decide it (see [How claims are decided](decision-rule.md)). Under "
+        "each claim: the commit that registered its current wording and expectation, and "
+        "whether that commit came before the first one that stored its paper result "
+        "(`python -m implicit_bias claims registered` lists them).",
         "",
     ]
     for profile in sorted(PROFILES, key=lambda p: p != "paper"):  # the site shows paper results
@@ -489,6 +508,7 @@ def write_status_page(path: Path | None = None) -> Path:
                 "",
             ]
         for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
+            registered = _registrations(chapter)
             # one narrow table per chapter (a phone shows it without scrolling sideways);
             # the wrapper's class lets book/_css/book.css wrap long claim ids
             out += [
@@ -502,7 +522,8 @@ def write_status_page(path: Path | None = None) -> Path:
                 paper = "" if r["paper_value"] is None else f" ({_md_cell(r['paper_value'])})"
                 seeds = claims_module.seeds_summary(r.get("seeds"))
                 out.append(
-                    f"| {r['id']} | {_md_cell(r['where'])} | {_md_cell(r['value'])}"
+                    f"| {r['id']}{registered.get(r['id'], '')} | {_md_cell(r['where'])} | "
+                    f"{_md_cell(r['value'])}"
                     f"{'<br><small>' + _md_cell(seeds) + '</small>' if seeds else ''} | "
                     f"{_md_cell(claims_module.expect_text(r))}{paper} | "
                     f"{status_badge(r['status'])}"

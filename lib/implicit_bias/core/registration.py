@@ -1,0 +1,156 @@
+"""Pre-registration of claims, read from the repository's history.
+
+A claim is *pre-registered* when its definition (metric, expectation, effect word and unit)
+was committed before the first commit that stored a value for that definition in the
+committed paper results (`results/paper/claims/<chapter>.json`). Nothing here is written by
+hand: both dates come from git, so the order cannot be asserted, only shown.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .paths import project_root
+
+DEFINITION = ("metric", "expect", "effect", "unit")
+
+
+class HistoryError(RuntimeError):
+    """The repository's history cannot be read (no git, not a repository, a shallow clone)."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    claim: str
+    defined: str | None  # first commit since which the definition is unchanged
+    stored: str | None  # first commit that stored a value for that definition
+    pre_registered: bool | None  # None: no stored value yet
+
+    @property
+    def short(self) -> str:
+        return (self.defined or "uncommitted")[:7]
+
+
+def _git(args: list[str], root: Path) -> str:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise HistoryError(f"cannot read the history: git {' '.join(args)}: {err}") from None
+    return out
+
+
+def history_available(root: Path | None = None) -> bool:
+    """Whether the full history is there (not a shallow clone, not an export)."""
+    root = root or project_root()
+    try:
+        return _git(["rev-parse", "--is-shallow-repository"], root).strip() == "false"
+    except HistoryError:
+        return False
+
+
+def _versions(path: str, root: Path) -> list[tuple[str, str]]:
+    """(commit, text) of every committed version of `path`, oldest first (one `git cat-file`
+    for all of them)."""
+    commits = _git(["log", "--format=%H", "--reverse", "--", path], root).split()
+    if not commits:
+        return []
+    query = "".join(f"{c}:{path}\n" for c in commits).encode()
+    try:
+        raw = subprocess.run(
+            ["git", "cat-file", "--batch"], cwd=root, input=query, capture_output=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise HistoryError(f"cannot read the history of {path}: {err}") from None
+    versions, pos = [], 0
+    for commit in commits:
+        end = raw.index(b"\n", pos)
+        header = raw[pos:end].split()
+        if header[-1] == b"missing":  # the commit removed the file
+            versions.append((commit, ""))
+            pos = end + 1
+            continue
+        size = int(header[2])
+        versions.append((commit, raw[end + 1 : end + 1 + size].decode()))
+        pos = end + 1 + size + 1
+    return versions
+
+
+def _definition(claim: dict) -> tuple:
+    return tuple(str(claim.get(k)) if claim.get(k) is not None else None for k in DEFINITION)
+
+
+def _claims_at(text: str) -> dict[str, tuple]:
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+    except yaml.YAMLError:
+        return {}
+    return {c["id"]: _definition(c) for c in data if isinstance(c, dict) and "id" in c}
+
+
+def _stored_at(text: str) -> dict[str, tuple]:
+    try:
+        rows = json.loads(text).get("claims", []) if text else []
+    except (ValueError, AttributeError):
+        return {}
+    return {r["id"]: _definition(r) for r in rows if isinstance(r, dict) and "id" in r}
+
+
+def registrations(chapter: str, root: Path | None = None) -> dict[str, Registration]:
+    """Per claim of the chapter's committed claims file: when its current definition was
+    committed and when a value for it was first stored in the paper results."""
+    root = root or project_root()
+    if not history_available(root):
+        raise HistoryError(
+            "the repository's full history is needed (a shallow clone has none: "
+            "git fetch --unshallow)"
+        )
+    claims = _versions(f"data/claims/{chapter}.yaml", root)
+    results = _versions(f"results/paper/claims/{chapter}.json", root)
+    order = {c: i for i, c in enumerate(_git(["rev-list", "--reverse", "HEAD"], root).split())}
+    if not claims:
+        return {}
+    claim_versions = [(c, _claims_at(text)) for c, text in claims]
+    stored_versions = [(c, _stored_at(text)) for c, text in results]
+    current = claim_versions[-1][1]
+    out = {}
+    for cid, definition in current.items():
+        defined = None
+        for commit, version in reversed(claim_versions):  # back while the definition holds
+            if version.get(cid) != definition:
+                break
+            defined = commit
+        stored = next((c for c, version in stored_versions if version.get(cid) == definition), None)
+        pre = None
+        if stored is not None:
+            pre = defined is not None and order.get(defined, -1) < order.get(stored, -1)
+        out[cid] = Registration(cid, defined, stored, pre)
+    return out
+
+
+def format_registrations(chapters: list[str], root: Path | None = None) -> str:
+    lines = []
+    for chapter in chapters:
+        regs = registrations(chapter, root)
+        counts = {
+            "pre-registered": sum(r.pre_registered is True for r in regs.values()),
+            "stored with or before its definition": sum(
+                r.pre_registered is False for r in regs.values()
+            ),
+            "no stored paper value": sum(r.pre_registered is None for r in regs.values()),
+        }
+        lines.append(f"{chapter}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        for r in regs.values():
+            state = {True: "pre-registered", False: "NOT pre-registered", None: "not stored"}[
+                r.pre_registered
+            ]
+            lines.append(
+                f"  {r.claim:<56} defined {r.short}  stored {(r.stored or '-')[:7]:<7}  {state}"
+            )
+    return "\n".join(lines)

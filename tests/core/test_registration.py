@@ -1,0 +1,102 @@
+"""Pre-registration from git: the order of a claim's definition and its first stored value."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from implicit_bias.core.chapter import chapters
+from implicit_bias.core.registration import history_available, registrations
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _commit(root: Path, message: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", message], cwd=root, check=True, env=env)
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _write(root: Path, claims: list[dict] | None = None, rows: list[dict] | None = None):
+    if claims is not None:
+        (root / "data" / "claims").mkdir(parents=True, exist_ok=True)
+        (root / "data" / "claims" / "demo.yaml").write_text(yaml.safe_dump(claims))
+    if rows is not None:
+        (root / "results" / "paper" / "claims").mkdir(parents=True, exist_ok=True)
+        (root / "results" / "paper" / "claims" / "demo.json").write_text(
+            json.dumps({"claims": rows})
+        )
+
+
+def test_registration_follows_the_order_of_commits(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    a = {"id": "a", "metric": "m", "expect": "< 0"}
+    b = {"id": "b", "metric": "n", "expect": "> 1"}
+    first = _commit_after(tmp_path, claims=[a])  # a registered alone
+    stored = _commit_after(tmp_path, claims=[a, b], rows=[a, b])  # b with its result
+    regs = registrations("demo", tmp_path)
+    assert regs["a"].defined == first and regs["a"].stored == stored and regs["a"].pre_registered
+    assert regs["b"].pre_registered is False
+    # changing a's expectation after its result makes it a new definition with no stored value
+    _commit_after(tmp_path, claims=[{**a, "expect": "< -1"}, b])
+    regs = registrations("demo", tmp_path)
+    assert regs["a"].pre_registered is None and regs["a"].stored is None
+    # ... until a run stores it: then it was registered first
+    _commit_after(tmp_path, rows=[{**a, "expect": "< -1"}, b])
+    assert registrations("demo", tmp_path)["a"].pre_registered is True
+
+
+def _commit_after(root, claims=None, rows=None) -> str:
+    _write(root, claims, rows)
+    return _commit(root, "step")
+
+
+def test_claims_changed_from_now_on_are_pre_registered():
+    """Every claim whose definition was committed after this test was added must have been
+    committed before the first commit that stored its paper value."""
+    if not history_available(ROOT):
+        if os.environ.get("CI"):
+            pytest.fail("CI's clone is shallow: the registration test needs the full history")
+        pytest.skip("no full git history here")
+    log = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "tests/core/test_registration.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if not log:
+        pytest.skip("this test is not committed yet")
+    since = log[-1]
+    order = subprocess.run(
+        ["git", "rev-list", "--reverse", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    cutoff = order.index(since)
+    late = []
+    for chapter in chapters():
+        for reg in registrations(chapter, ROOT).values():
+            if (
+                reg.defined in order
+                and order.index(reg.defined) > cutoff
+                and reg.pre_registered is False
+            ):
+                late.append(f"{chapter}:{reg.claim} defined and stored in {reg.short}")
+    assert late == [], "commit the claim, then run: " + "; ".join(late)
