@@ -46,6 +46,7 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
         "slightly": 0.0,
         "much": 0.02,
         "substantially": 0.02,
+        "considerably": 0.02,
         "similar": 0.01,
         "matches": 0.01,
         "comparable": 0.02,
@@ -55,14 +56,28 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
         "slightly": 0.0,
         "much": 0.5,
         "substantially": 0.5,
+        "considerably": 0.5,
         "similar": 0.2,
         "matches": 0.1,
         "comparable": 0.2,
     },
     # a mean-squared error of a regression fit (targets of unit variance)
-    "mse": {"slightly": 0.0, "much": 0.1, "substantially": 0.1, "similar": 0.05, "matches": 0.02},
+    "mse": {
+        "slightly": 0.0,
+        "much": 0.1,
+        "substantially": 0.1,
+        "considerably": 0.1,
+        "similar": 0.05,
+        "matches": 0.02,
+    },
     # a number of neurons or steps, relative to the reference (same as `relative`)
-    "count_ratio": {"slightly": 0.0, "much": 0.5, "similar": 0.2, "matches": 0.1},
+    "count_ratio": {
+        "slightly": 0.0,
+        "much": 0.5,
+        "considerably": 0.5,
+        "similar": 0.2,
+        "matches": 0.1,
+    },
 }
 EQUIVALENCE_WORDS = ("similar", "matches", "comparable")
 
