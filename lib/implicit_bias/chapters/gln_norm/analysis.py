@@ -5,12 +5,16 @@ them, are in `reference.py`."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import cvxpy as cp
 import numpy as np
 import pandas as pd
 
+from implicit_bias.core import decision
+from implicit_bias.core.decision import Evidence
+from implicit_bias.core.evidence import converged_runs
 from implicit_bias.models.gln import inconsistency, predict_gln
 from implicit_bias.models.gln_svm import SVMResult, solve_program, svm_gln, svm_l2
 from implicit_bias.models.gln_theory import (
@@ -57,6 +61,7 @@ from .frames import (  # noqa: F401
     relu_variant_frame,
     run_counts,
     seed_pairing_inconsistency,
+    seed_pairing_points,
     summarize,
     triangle_check,
     triangle_table,
@@ -355,40 +360,80 @@ def best_per_seed(frame: pd.DataFrame, method: str, query: str | None = None) ->
 
 
 # -------------------------------------------------------------------------------------------
-# Differences beyond the seed-to-seed standard error (the claims file's rule for "better")
+# Per-seed evidence for the claims (the book's rule: implicit_bias.core.decision)
 # -------------------------------------------------------------------------------------------
+# The points of one seed share its training subset and contexts, so they are not independent
+# of each other; the seeds are. Every quantity a claim compares is reduced to one value per
+# seed (the mean over that seed's points) and handed to the claim as `Evidence`, decided on the
+# 95% t interval of those values (book page "How claims are decided").
 
 
-def mean_se(points: pd.DataFrame, value: str = "diff") -> tuple[float, float]:
-    """Mean of the per-seed `value`s over all points, and its seed-to-seed standard error: the
-    standard deviation over seeds of each seed's mean, over sqrt(number of seeds). Points of one
-    seed share its training subset (and contexts), so they are not independent of each other;
-    the seeds are."""
-    d = points.dropna(subset=[value])
-    per_seed = d.groupby("seed")[value].mean()
-    if len(per_seed) < 2:
-        return _mean(d[value]), float("nan")
-    return float(d[value].mean()), float(per_seed.std(ddof=1) / np.sqrt(len(per_seed)))
+def paired_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
+    """Per-point differences (a minus b, same seed) -> their mean per seed -> paired t."""
+    return decision.paired_differences(decision.seed_means(points, value))
 
 
-def z_score(points: pd.DataFrame, value: str = "diff") -> float:
-    """`mean_se`'s mean in units of its standard error (NaN when it cannot be estimated; +-inf
-    for a nonzero difference that is the same for every seed)."""
-    m, se = mean_se(points, value)
-    if np.isnan(se) or (se == 0 and m == 0):
-        return float("nan")
-    return m / se if se > 0 else float(np.sign(m) * np.inf)
+def level_evidence(points: pd.DataFrame, value: str) -> Evidence:
+    """A level (an inconsistency, a share) -> its mean per seed -> one-sample t."""
+    return decision.per_seed(decision.seed_means(points, value))
 
 
-def contrast_z(points: pd.DataFrame, col: str, value: str = "diff") -> float:
-    """(mean `value` at the largest `col`) - (mean at the smallest), in units of its seed-to-seed
-    standard error (the contrast computed per seed): a "grows with" test."""
+def contrast_evidence(points: pd.DataFrame, col: str, value: str = "diff") -> Evidence:
+    """For "grows with `col`": per seed, (mean `value` at the largest `col`) minus (mean at the
+    smallest), paired t over the seeds that have both ends."""
     d = points.dropna(subset=[value])
     if d[col].nunique() < 2:
-        return float("nan")
+        return decision.paired_differences({})
     hi = d[d[col] == d[col].max()].groupby("seed")[value].mean()
     lo = d[d[col] == d[col].min()].groupby("seed")[value].mean()
-    return z_score((hi - lo).dropna().rename("diff").reset_index())
+    return decision.paired_differences((hi - lo).dropna())
+
+
+def share_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
+    """For "in most configurations": per seed, the share of its points (one per configuration)
+    where `value` is below zero, one-sample t over the seeds."""
+    d = points.dropna(subset=[value])
+    share = d.assign(below=d[value] < 0).groupby("seed")["below"].mean()
+    return decision.per_seed(share.astype(float))
+
+
+def correlation_evidence(points: pd.DataFrame, x: str, y: str) -> Evidence:
+    """Pearson r of `x` and `y` over each seed's points (its configurations), one value per
+    seed (a seed with fewer than three points has none)."""
+    d = points.dropna(subset=[x, y])
+    r = {
+        s: float(np.corrcoef(g[x], g[y])[0, 1])
+        for s, g in d.groupby("seed")
+        if len(g) > 2 and g[x].std() > 0 and g[y].std() > 0
+    }
+    return decision.per_seed(r)
+
+
+def least_favourable(by_cell: dict, op: str) -> tuple[object, Evidence]:
+    """For a claim that must hold in every cell ("uniformly", "at every H"): the cell whose 95%
+    interval edge is least favourable to `op` ('<': the largest upper edge; '>': the smallest
+    lower edge). A cell with fewer than two seeds has no interval and is the least favourable."""
+
+    def edge(ev: Evidence) -> float:
+        low, high = ev.interval()
+        if np.isnan(low):
+            return np.inf
+        return high if op == "<" else -low
+
+    cell = max(by_cell, key=lambda k: edge(by_cell[k]))
+    return cell, by_cell[cell]
+
+
+def with_dropped(ev: Evidence, frame: pd.DataFrame, methods) -> Evidence:
+    """`ev` with the number of `methods`' runs of `frame` that did not end optimal or ok
+    (infeasible SVMs: the paper's missing points) recorded as dropped."""
+    _, dropped = converged_runs(frame[frame["method"].isin(list(methods))])
+    return dataclasses.replace(ev, dropped=dropped)
+
+
+def estimate(value):
+    """A metric as a number for the chapter's tables: an `Evidence`'s mean over seeds."""
+    return value.estimate if isinstance(value, Evidence) else value
 
 
 def paired(frame: pd.DataFrame, a: str, b: str, keys, value: str = "val_error") -> pd.DataFrame:
@@ -418,55 +463,39 @@ def _mean(series) -> float:
 
 
 CELLS = ["H", "C", "N"]  # a deep-GLN configuration (Fig. 2a, b: MI, momentum 0)
-MUCH = 0.02  # the chapter's reading of "much" better / lower: 2 percentage points
 
 
-def _svm_vs_gd(main: pd.DataFrame, method: str) -> dict[str, float]:
-    """`method`'s per-seed points against the paired GD-GLN: mean gap (and in standard errors),
-    share better than GD, correlation of the errors, mean inconsistency, share below 2p(1-p)
-    and the mean of inconsistency - 2p(1-p) in standard errors."""
+def _svm_vs_gd(main: pd.DataFrame, method: str) -> dict:
+    """`method`'s per-seed points against the paired GD-GLN: the gap (per-seed evidence), share
+    better than GD, per-seed correlation of the errors, inconsistency (per-seed evidence), share
+    below 2p(1-p), and inconsistency - 2p(1-p) (per-seed evidence)."""
     s = main[main["method"] == method].dropna(subset=["svm_minus_gd"])
     s = s.assign(below=s["inconsistency"] - s["incons_uncorrelated"])
     return {
-        "gap": _mean(s["svm_minus_gd"]),
-        "gap_z": z_score(s, "svm_minus_gd"),
+        "gap": paired_evidence(s, "svm_minus_gd"),
         "better": _mean(s["svm_minus_gd"] < 0),
-        "corr": (
-            float(np.corrcoef(s["val_error"], s["gd_val_error"])[0, 1])
-            if len(s) > 2
-            else float("nan")
-        ),
-        "incons": _mean(s["inconsistency"]),
+        "corr": correlation_evidence(s, "val_error", "gd_val_error"),
+        "incons": level_evidence(s, "inconsistency"),
         "below": _mean(s["inconsistency"] < s["incons_uncorrelated"]),
-        "below_z": z_score(s, "below"),
+        "below_diff": paired_evidence(s, "below"),
     }
 
 
-def _share_of_decided(points: pd.DataFrame, cells) -> float:
-    """Among configurations whose mean difference over seeds is beyond one seed-to-seed standard
-    error, the share where it is negative (a tie decides nothing)."""
-    d = points.dropna(subset=["diff"])
-    g = d.groupby(list(cells))["diff"].agg(["mean", "std", "count"])
-    z = g["mean"] / (g["std"] / np.sqrt(g["count"]))
-    decided = z[z.abs() > 1]
-    return float((decided < 0).mean()) if len(decided) else float("nan")
-
-
-def gln_metrics(frame: pd.DataFrame) -> dict[str, float]:
+def gln_metrics(frame: pd.DataFrame) -> dict:
     """The quantities behind the claims of Sec. 4.1 and C.1, from `gln_frame` rows (deep GLN).
     'main' is the paper's Fig. 2a set: median init, momentum 0, C in {2, 4}, per-seed points.
-    Metrics ending in `_z` are differences in units of their seed-to-seed standard error."""
+    Quantities that vary from seed to seed are per-seed `Evidence` (one value per seed: the
+    mean over that seed's configurations)."""
     deep = frame[(frame["depth"] == "deep") & (frame["momentum"] == 0.0)]
     main = deep[deep["median_init"]]
     gln, l2, eq23 = (_svm_vs_gd(main, m) for m in ("SVM-GLN", "SVM-L2", "SVM-L2-eq23"))
-    out: dict[str, float] = {
+    out: dict = {
         "gap_gln_minus_gd": gln["gap"],
-        "gap_gln_minus_gd_z": gln["gap_z"],
         "frac_gln_better_than_gd": gln["better"],
         "corr_gln_gd": gln["corr"],
         "incons_gln": gln["incons"],
         "frac_incons_gln_below_uncorrelated": gln["below"],
-        "incons_gln_minus_uncorrelated_z": gln["below_z"],
+        "incons_gln_minus_uncorrelated": gln["below_diff"],
         "gap_l2_minus_gd": l2["gap"],
         "frac_l2_better_than_gd": l2["better"],
         "corr_l2_gd": l2["corr"],
@@ -478,67 +507,65 @@ def gln_metrics(frame: pd.DataFrame) -> dict[str, float]:
         "incons_l2eq23": eq23["incons"],
         "frac_incons_l2eq23_below_uncorrelated": eq23["below"],
     }
-    inc = paired(main, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
-    out["incons_l2_minus_gln"] = _mean(inc["diff"])
-    out["incons_l2_minus_gln_z"] = z_score(inc)
-    # "much lower": beyond MUCH by more than one standard error
-    out["incons_l2_minus_gln_beyond_much_z"] = z_score(inc.assign(diff=inc["diff"] - MUCH))
-    out["frac_configs_gln_better_than_gd_beyond_se"] = _share_of_decided(
-        paired(main, "SVM-GLN", "GD-GLN", CELLS), CELLS
+    out["incons_l2_minus_gln"] = paired_evidence(
+        paired(main, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
     )
-    # Fig. 2d: SVM-L2 minus SVM-GLN per H (C = 2, MI), averaged over N and seeds
+    # Fig. 2d (C = 2, MI): per seed, the share of configurations where SVM-GLN beats GD-GLN,
+    # and SVM-L2 minus SVM-GLN per H (mean over N)
     c2 = main[main["C"] == 2]
+    out["share_configs_gln_below_gd"] = share_evidence(paired(c2, "SVM-GLN", "GD-GLN", CELLS))
     gap = paired(c2, "SVM-L2", "SVM-GLN", ["H", "N"])
     if len(gap):
-        by_h = gap.groupby("H")["diff"].mean()
-        out["gap_l2_minus_gln_smallest_H"] = float(by_h.iloc[0])
-        out["gap_l2_minus_gln_largest_H"] = float(by_h.iloc[-1])
-        out["gap_l2_shrinks_with_H"] = bool(by_h.iloc[0] > by_h.iloc[-1])
-        out["gap_l2_minus_gln_shrink_z"] = -contrast_z(gap, "H")
+        out["gap_l2_minus_gln_smallest_H"] = paired_evidence(gap[gap["H"] == gap["H"].min()])
+        out["gap_l2_minus_gln_largest_H"] = paired_evidence(gap[gap["H"] == gap["H"].max()])
+        # "for few hidden units in particular": smallest H minus largest H, per seed
+        out["gap_l2_minus_gln_smallest_minus_largest_H"] = contrast_evidence(
+            gap.assign(diff=-gap["diff"]), "H"
+        )
     # Sec. C.1: without median init
     nomi = deep[~deep["median_init"]]
     if len(nomi):
         gd = deep[deep["method"] == "GD-GLN"].assign(
             method=np.where(deep[deep["method"] == "GD-GLN"]["median_init"], "MI", "no MI")
         )
-        mi_gap = paired(gd, "no MI", "MI", CELLS)
-        out["gd_error_nomi_minus_mi"] = _mean(mi_gap["diff"])
-        out["gd_error_nomi_minus_mi_z"] = z_score(mi_gap)
-        inc = paired(nomi, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
-        out["incons_l2_minus_gln_nomi"] = _mean(inc["diff"])
-        out["incons_l2_minus_gln_nomi_z"] = z_score(inc)
+        out["gd_error_nomi_minus_mi"] = paired_evidence(paired(gd, "no MI", "MI", CELLS))
+        out["incons_l2_minus_gln_nomi"] = paired_evidence(
+            paired(nomi, "SVM-L2", "SVM-GLN", CELLS, "inconsistency")
+        )
         s = nomi[nomi["method"] == "SVM-GLN"].dropna(subset=["svm_minus_gd"])
-        out["gap_gln_minus_gd_nomi"] = _mean(s["svm_minus_gd"])
-        out["gap_gln_minus_gd_nomi_z"] = z_score(s, "svm_minus_gd")
-    # Sec. C.1 / Fig. 4c: C = 4 at the largest H, SVM-L2 minus SVM-GLN per N (z over seeds)
+        out["gap_gln_minus_gd_nomi"] = paired_evidence(s, "svm_minus_gd")
+    # Sec. C.1 / Fig. 4c: C = 4, H = 100 (MI), SVM-L2 minus SVM-GLN, mean over N per seed
     svm_rows = frame[(frame["depth"] == "deep") & frame["median_init"]]
     svm_rows = svm_rows.drop_duplicates(["method", "H", "C", "N", "seed"])
-    c4 = svm_rows[svm_rows["C"] == 4]
-    if len(c4) and c4["H"].max() >= 100:
-        last = paired(c4[c4["H"] == c4["H"].max()], "SVM-L2", "SVM-GLN", ["N"])
+    c4 = svm_rows[(svm_rows["C"] == 4) & (svm_rows["H"] == 100)]
+    if len(c4):
+        last = paired(c4, "SVM-L2", "SVM-GLN", ["N"])
         if len(last):
-            by_n = last.groupby("N")["diff"].agg(["mean", "std", "count"])
-            z = by_n["mean"] / (by_n["std"] / np.sqrt(by_n["count"]))
-            out["gap_l2_minus_gln_c4_h100_min_over_n"] = float(by_n["mean"].min())
-            out["gap_l2_minus_gln_c4_h100_z_min_over_n"] = float(z.min())
+            out["gap_l2_minus_gln_c4_h100"] = paired_evidence(last)
     return out
 
 
-def pairing_metrics(pairing: pd.DataFrame) -> dict[str, float]:
+def pairing_metrics(pairing: pd.DataFrame, points: pd.DataFrame | None = None) -> dict:
     """`pairing_table` averaged over the cells with the authors' inconsistency, with and without MI:
-    ours, theirs, ours compared as they did (GD cutoffs redrawn), its triangle-bound breaks."""
+    ours, theirs, ours compared as they did (GD cutoffs redrawn), its triangle-bound breaks.
+    With `points` (`seed_pairing_points`), the redrawn comparison minus the authors' per seed
+    (mean over the median-init cells both have)."""
     both = pairing.dropna(subset=["authors' (published)"])
     mi, no = both[both["median_init"]], both[~both["median_init"]]
     redrawn, theirs = _mean(mi[REDRAWN]), _mean(mi["authors' (published)"])
-    return {
+    out = {
         "incons_same_seed_mi": _mean(mi["same seed (definition)"]),
         "incons_authors_mi": theirs,
         "incons_same_seed_no_mi": _mean(no["same seed (definition)"]),
         "incons_authors_no_mi": _mean(no["authors' (published)"]),
         "incons_redrawn_cutoffs_mi": redrawn,
-        "incons_redrawn_minus_authors_mi": abs(redrawn - theirs),
         "triangle_breaks_redrawn_cutoffs": float(pairing[REDRAWN_BREAKS].sum()),
     }
+    if points is not None:
+        p = points[points["median_init"]].dropna(subset=["authors' (published)"])
+        p = p.assign(diff=p[REDRAWN] - p["authors' (published)"])
+        out["incons_redrawn_minus_authors_mi"] = paired_evidence(p)
+    return out
 
 
 def triangle_metrics(ours: pd.DataFrame, authors: pd.DataFrame) -> dict[str, float]:
@@ -552,9 +579,10 @@ def triangle_metrics(ours: pd.DataFrame, authors: pd.DataFrame) -> dict[str, flo
     }
 
 
-def sparsity_metrics(frame: pd.DataFrame) -> dict[str, float]:
+def sparsity_metrics(frame: pd.DataFrame) -> dict:
     """Sec. 4.2's group sparsity: share of units with zeta_h = 0, SVM-GLN against SVM-L2 (the
-    same problems, per seed), and whether the SVM-GLN's share grows with H."""
+    same problems, paired per seed), and the SVM-GLN's share at the largest H minus the
+    smallest, per seed."""
     s = deep_svm_runs(frame)
     s = s.assign(zero_share=1 - s["active_units"] / s["H"])
     keys = ["H", "C", "N", "median_init"]
@@ -563,21 +591,20 @@ def sparsity_metrics(frame: pd.DataFrame) -> dict[str, float]:
     return {
         "zero_units_gln": _mean(g["zero_share"]),
         "zero_units_l2": _mean(s[s["method"] == "SVM-L2"]["zero_share"]),
-        "zero_units_gln_minus_l2_z": z_score(d),
-        "zero_units_gln_growth_z": contrast_z(g, "H", "zero_share"),
+        "zero_units_gln_minus_l2": paired_evidence(d),
+        "zero_units_gln_largest_minus_smallest_H": contrast_evidence(g, "H", "zero_share"),
     }
 
 
-def best_metrics(frame: pd.DataFrame, shallow: pd.DataFrame) -> dict[str, float]:
-    """Fig. 2c: best shallow GLN (GD) vs the best deep SVM-L2 / SVM-GLN, per N (H <= 100)."""
+def best_metrics(frame: pd.DataFrame, shallow: pd.DataFrame) -> dict:
+    """Fig. 2c: best shallow GLN (GD) vs the best deep SVM-L2 / SVM-GLN, per N (H <= 100), the
+    mean over N per seed."""
     both = pd.concat([frame, shallow])
-    sh_l2 = best_paired(both, "GD-shallow-GLN", "SVM-L2")
-    l2_gln = best_paired(both, "SVM-L2", "SVM-GLN")
     return {
-        "best_shallow_minus_best_l2": _mean(sh_l2["diff"]),
-        "best_shallow_minus_best_l2_z": z_score(sh_l2),
-        "best_l2_minus_best_gln": _mean(l2_gln["diff"]),
-        "best_l2_minus_best_gln_z": z_score(l2_gln),
+        "best_shallow_minus_best_l2": paired_evidence(
+            best_paired(both, "GD-shallow-GLN", "SVM-L2")
+        ),
+        "best_l2_minus_best_gln": paired_evidence(best_paired(both, "SVM-L2", "SVM-GLN")),
     }
 
 
@@ -585,50 +612,51 @@ RELU_CELLS = ["H", "N"]
 SIMILAR_GLN = "C == 2 and H <= 50"  # Fig. 3c: no more parameters than the FReLU
 
 
-def relu_metrics(
-    frame: pd.DataFrame, gln: pd.DataFrame | None = None, momentum: float = 0.0
-) -> dict[str, float]:
+def relu_metrics(frame: pd.DataFrame, gln: pd.DataFrame | None = None, momentum: float = 0.0):
     """The quantities behind the claims of Sec. 5.2 (Fig. 3) at `momentum` (the paper's Fig. 3:
-    0.9; Fig. 5 adds 0). Differences are paired per seed where both models have a solution."""
+    0.9; Fig. 5 adds 0). Differences are paired per seed where both models have a solution;
+    each claim's evidence records how many of its models' runs had none (infeasible SVMs)."""
     f = frame[frame["momentum"] == momentum]
     rc = f[f["method"] == "SVM-RC"].dropna(subset=["val_error"])
     rc = rc.assign(below=rc["inconsistency"] - rc["incons_uncorrelated"])
+    rc_only = ["SVM-RC"]
     out = {
-        "corr_rc_gd_relu": (
-            float(np.corrcoef(rc["val_error"], rc["gd_val_error"])[0, 1])
-            if len(rc) > 2
-            else float("nan")
+        "corr_rc_gd_relu": with_dropped(
+            correlation_evidence(rc, "val_error", "gd_val_error"), f, rc_only
         ),
-        "incons_rc": _mean(rc["inconsistency"]),
+        "incons_rc": with_dropped(level_evidence(rc, "inconsistency"), f, rc_only),
         "frac_incons_rc_below_uncorrelated": _mean(rc["below"] < 0),
-        "incons_rc_minus_uncorrelated_z": z_score(rc, "below"),
+        "incons_rc_minus_uncorrelated": with_dropped(paired_evidence(rc, "below"), f, rc_only),
     }
     lc_rc = paired(f, "SVM-LC", "SVM-RC", RELU_CELLS)
     lc_rc_inc = paired(f, "SVM-LC", "SVM-RC", RELU_CELLS, "inconsistency")
     hl_lc = paired(f, "SVM-HL", "SVM-LC", RELU_CELLS)
     hl_lc_inc = paired(f, "SVM-HL", "SVM-LC", RELU_CELLS, "inconsistency")
+    lc_and_rc, hl_and_lc = ["SVM-LC", "SVM-RC"], ["SVM-HL", "SVM-LC"]
     out.update(
         {
-            "error_lc_minus_rc": _mean(lc_rc["diff"]),
-            "error_lc_minus_rc_z": z_score(lc_rc),
-            "incons_lc_minus_rc": _mean(lc_rc_inc["diff"]),
-            "incons_lc_minus_rc_z": z_score(lc_rc_inc),
-            "error_hl_minus_lc": _mean(hl_lc["diff"]),
-            "error_hl_minus_lc_z": z_score(hl_lc),
-            "incons_hl_minus_lc": _mean(hl_lc_inc["diff"]),
-            "incons_hl_minus_lc_z": z_score(hl_lc_inc),
+            "error_lc_minus_rc": with_dropped(paired_evidence(lc_rc), f, lc_and_rc),
+            "incons_lc_minus_rc": with_dropped(paired_evidence(lc_rc_inc), f, lc_and_rc),
+            "error_hl_minus_lc": with_dropped(paired_evidence(hl_lc), f, hl_and_lc),
+            "incons_hl_minus_lc": with_dropped(paired_evidence(hl_lc_inc), f, hl_and_lc),
         }
     )
-    hl_gd = best_paired(f, "SVM-HL", "GD-ReLU")
-    out["best_hl_minus_best_gd_relu"] = _mean(hl_gd["diff"])
-    out["best_hl_minus_best_gd_relu_z"] = z_score(hl_gd)
-    by_h = [z_score(lc_rc[lc_rc["H"] == h]) for h in sorted(lc_rc["H"].unique())]
+    out["best_hl_minus_best_gd_relu"] = with_dropped(
+        paired_evidence(best_paired(f, "SVM-HL", "GD-ReLU")), f, ["SVM-HL"]
+    )
+    # Fig. 3d, "uniformly ... for any number of hidden units": the H least favourable to "< 0"
+    by_h = {h: paired_evidence(lc_rc[lc_rc["H"] == h]) for h in sorted(lc_rc["H"].unique())}
     out["frac_h_lc_better_than_rc"] = _mean(lc_rc.groupby("H")["diff"].mean() < 0)
-    out["frac_h_lc_better_than_rc_beyond_se"] = _mean(np.array(by_h) < -1)
+    if by_h:
+        h, ev = least_favourable(by_h, "<")
+        out["error_lc_minus_rc_least_favourable_h"] = with_dropped(ev, f[f["H"] == h], lc_and_rc)
+        out["least_favourable_h_lc_minus_rc"] = h
     disparity = paired(f, "SVM-LC", "GD-ReLU", RELU_CELLS)
     by_h_mean = disparity.groupby("H")["diff"].mean()
     out["lc_disparity_grows_with_H"] = bool(by_h_mean.iloc[-1] > by_h_mean.iloc[0])
-    out["lc_disparity_growth_z"] = contrast_z(disparity, "H")
+    out["lc_disparity_largest_minus_smallest_H"] = with_dropped(
+        contrast_evidence(disparity, "H"), f, ["SVM-LC"]
+    )
     if gln is not None:  # Fig. 3c: deep GLNs with C = 2 and H <= 50 (no more parameters)
         both = pd.concat([f, gln])
         lc_svm = best_paired(both, "SVM-LC", ("SVM-GLN", SIMILAR_GLN))
@@ -637,10 +665,8 @@ def relu_metrics(
         rc_gd = best_paired(both, "SVM-RC", ("GD-GLN", SIMILAR_GLN))
         out.update(
             {
-                "best_lc_minus_best_svm_gln": _mean(lc_svm["diff"]),
-                "best_lc_minus_best_svm_gln_z": z_score(lc_svm),
-                "best_rc_minus_best_svm_gln": _mean(rc_svm["diff"]),
-                "best_rc_minus_best_svm_gln_z": z_score(rc_svm),
+                "best_lc_minus_best_svm_gln": with_dropped(paired_evidence(lc_svm), f, ["SVM-LC"]),
+                "best_rc_minus_best_svm_gln": with_dropped(paired_evidence(rc_svm), f, ["SVM-RC"]),
                 "best_lc_minus_best_gd_gln": _mean(lc_gd["diff"]),
                 "best_rc_minus_best_gd_gln": _mean(rc_gd["diff"]),
             }
@@ -648,7 +674,7 @@ def relu_metrics(
     return out
 
 
-def momentum_metrics(relu: pd.DataFrame) -> dict[str, float]:
+def momentum_metrics(relu: pd.DataFrame) -> dict:
     """Appendix C.2: without momentum (0 against 0.9, paired per H, N and seed) the GD-ReLU's
     error and its inconsistency with the SVMs (SVM-RC, SVM-LC, SVM-HL; pairs where both solves
     exist). Positive: worse without momentum."""
@@ -663,11 +689,9 @@ def momentum_metrics(relu: pd.DataFrame) -> dict[str, float]:
     if not len(err):
         return {}
     return {
-        "gd_relu_error_m0_minus_m09": _mean(err["diff"]),
-        "gd_relu_error_m0_minus_m09_z": z_score(err),
+        "gd_relu_error_m0_minus_m09": paired_evidence(err),
         "frac_gd_relu_worse_without_momentum": _mean(err["diff"] > 0),
-        "incons_m0_minus_m09": _mean(inc["diff"]),
-        "incons_m0_minus_m09_z": z_score(inc),
+        "incons_m0_minus_m09": with_dropped(paired_evidence(inc), relu, RELU_SVMS),
     }
 
 
@@ -700,23 +724,24 @@ def authors_l2_metrics(
 
 
 # (statistic, our SVM-L2's metric, the authors' program's metric): the SVM-L2 claims' numbers
+# (per-seed evidence: the tables show the mean over seeds)
 L2_STATISTICS = [
     ("SVM-L2 minus GD-GLN error (Fig. 2a)", "gap_l2_minus_gd", "gap_l2auth_minus_gd"),
-    ("correlation with GD-GLN error (Fig. 2a)", "corr_l2_gd", "corr_l2auth_gd"),
+    ("correlation with GD-GLN error, per seed (Fig. 2a)", "corr_l2_gd", "corr_l2auth_gd"),
     (
-        "inconsistency minus SVM-GLN's, beyond 2 points, z (Fig. 2b)",
-        "incons_l2_minus_gln_beyond_much_z",
-        "incons_l2auth_minus_gln_beyond_much_z",
+        "inconsistency minus SVM-GLN's (Fig. 2b)",
+        "incons_l2_minus_gln",
+        "incons_l2auth_minus_gln",
     ),
     (
-        "best shallow minus best SVM-L2, z (Fig. 2c)",
-        "best_shallow_minus_best_l2_z",
-        "best_shallow_minus_best_l2auth_z",
+        "best shallow minus best SVM-L2 (Fig. 2c)",
+        "best_shallow_minus_best_l2",
+        "best_shallow_minus_best_l2auth",
     ),
     (
-        "best SVM-L2 minus best SVM-GLN, z (Fig. 2c)",
-        "best_l2_minus_best_gln_z",
-        "best_l2auth_minus_best_gln_z",
+        "best SVM-L2 minus best SVM-GLN (Fig. 2c)",
+        "best_l2_minus_best_gln",
+        "best_l2auth_minus_best_gln",
     ),
     (
         "SVM-L2 minus SVM-GLN at the smallest H (Fig. 2d)",
@@ -724,19 +749,19 @@ L2_STATISTICS = [
         "gap_l2auth_minus_gln_smallest_H",
     ),
     (
-        "shrinking of that gap with H, z (Fig. 2d)",
-        "gap_l2_minus_gln_shrink_z",
-        "gap_l2auth_minus_gln_shrink_z",
+        "that gap at the smallest H minus at the largest (Fig. 2d)",
+        "gap_l2_minus_gln_smallest_minus_largest_H",
+        "gap_l2auth_minus_gln_smallest_minus_largest_H",
     ),
     (
-        "inconsistency minus SVM-GLN's without MI, z (Fig. 4b)",
-        "incons_l2_minus_gln_nomi_z",
-        "incons_l2auth_minus_gln_nomi_z",
+        "inconsistency minus SVM-GLN's without MI (Fig. 4b)",
+        "incons_l2_minus_gln_nomi",
+        "incons_l2auth_minus_gln_nomi",
     ),
     (
-        "SVM-L2 minus SVM-GLN, C = 4, H = 100, z (Fig. 4c)",
-        "gap_l2_minus_gln_c4_h100_z_min_over_n",
-        "gap_l2auth_minus_gln_c4_h100_z_min_over_n",
+        "SVM-L2 minus SVM-GLN, C = 4, H = 100 (Fig. 4c)",
+        "gap_l2_minus_gln_c4_h100",
+        "gap_l2auth_minus_gln_c4_h100",
     ),
 ]
 
@@ -744,46 +769,63 @@ L2_STATISTICS = [
 def l2_programs_beside(metrics: dict, authors_data: dict) -> pd.DataFrame:
     """The SVM-L2 claims' statistics for our SVM-L2 and for the authors' program (both from
     `metrics`), and the same statistic of the authors' published data (`authors_data`, from
-    `gln_metrics` of their per-seed results, where it can be computed from them)."""
+    `gln_metrics` of their per-seed results, where it can be computed from them); per-seed
+    evidence as its mean over seeds."""
     nan = float("nan")
     rows = [
         {
             "statistic": name,
-            "our SVM-L2": metrics.get(ours, nan),
-            "authors' program": metrics.get(variant, nan),
-            "authors' data": authors_data.get(ours, nan),
+            "our SVM-L2": estimate(metrics.get(ours, nan)),
+            "authors' program": estimate(metrics.get(variant, nan)),
+            "authors' data": estimate(authors_data.get(ours, nan)),
         }
         for name, ours, variant in L2_STATISTICS
     ]
-    return pd.DataFrame(rows).set_index("statistic").round(4)
+    return pd.DataFrame(rows).set_index("statistic").astype(float).round(4)
 
 
 def metrics_beside_authors(ours: dict, theirs: dict) -> pd.DataFrame:
-    """`gln_metrics` of our runs beside the same statistic of the authors' per-seed data."""
-    return pd.DataFrame({"ours": ours, "authors' data, same statistic": theirs}).round(4)
+    """`gln_metrics` of our runs beside the same statistic of the authors' per-seed data
+    (per-seed evidence as its mean over seeds)."""
+    table = pd.DataFrame(
+        {
+            "ours": {k: estimate(v) for k, v in ours.items()},
+            "authors' data, same statistic": {k: estimate(v) for k, v in theirs.items()},
+        }
+    )
+    return table.astype(float).round(4)
 
 
 # (statistic, our SVM-RC's metric, the authors' construction's metric): the SVM-RC claims
 RC_STATISTICS = [
-    ("correlation with GD-ReLU error (Fig. 3a)", "corr_rc_gd_relu", "corr_rcauth_gd_relu"),
+    (
+        "correlation with GD-ReLU error, per seed (Fig. 3a)",
+        "corr_rc_gd_relu",
+        "corr_rcauth_gd_relu",
+    ),
     ("inconsistency with GD-ReLU (Fig. 3b)", "incons_rc", "incons_rcauth"),
-    ("inconsistency minus 2p(1-p), z", "incons_rc_minus_uncorrelated_z", "incons_rcauth_z"),
-    ("SVM-LC minus SVM-RC error, z (Fig. 3a)", "error_lc_minus_rc_z", "error_lc_minus_rcauth_z"),
-    ("SVM-LC minus SVM-RC incons., z", "incons_lc_minus_rc_z", "incons_lc_minus_rcauth_z"),
     (
-        "best SVM-RC minus best SVM-GLN, z",
-        "best_rc_minus_best_svm_gln_z",
-        "best_rcauth_minus_gln_z",
+        "inconsistency minus 2p(1-p)",
+        "incons_rc_minus_uncorrelated",
+        "incons_rcauth_minus_uncorrelated",
+    ),
+    ("SVM-LC minus SVM-RC error (Fig. 3a)", "error_lc_minus_rc", "error_lc_minus_rcauth"),
+    ("SVM-LC minus SVM-RC inconsistency", "incons_lc_minus_rc", "incons_lc_minus_rcauth"),
+    (
+        "best SVM-RC minus best SVM-GLN",
+        "best_rc_minus_best_svm_gln",
+        "best_rcauth_minus_best_svm_gln",
     ),
     (
-        "share of H with SVM-LC better, z < -1",
-        "frac_h_lc_better_than_rc_beyond_se",
-        "frac_h_lc_rcauth",
+        "SVM-LC minus SVM-RC error at the least favourable H",
+        "error_lc_minus_rc_least_favourable_h",
+        "error_lc_minus_rcauth_least_favourable_h",
     ),
+    ("that H", "least_favourable_h_lc_minus_rc", "least_favourable_h_lc_minus_rcauth"),
 ]
 
 
-def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict[str, float]:
+def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict:
     """The SVM-RC claims' metrics (`relu_metrics`) with the SVM-RC rows of `relu` replaced by
     the authors' construction's (`variants`, method SVM_RC_AUTHORS), under RC_STATISTICS' names."""
     m = relu_metrics(with_variant(relu, variants, SVM_RC_AUTHORS, "SVM-RC"), gln, momentum)
@@ -791,10 +833,26 @@ def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict[str, float]
 
 
 def finite_time_metrics(ft: pd.DataFrame) -> dict:
-    """Finite against infinite time (Discussion): the change from the paper's step count to the
-    longest run of the GD-GLN's inconsistency with the SVM-GLN and of its validation error, in
-    seed-to-seed standard errors (`contrast_z`)."""
+    """Finite against infinite time (Discussion): per seed, the change from the paper's step
+    count to the longest run (mean over the seed's cells) of the GD-GLN's inconsistency with
+    the SVM-GLN and of its validation error."""
     return {
-        "finite_time_incons_change_z": contrast_z(ft, "steps", "inconsistency"),
-        "finite_time_error_change_z": contrast_z(ft, "steps", "val_error"),
+        "finite_time_incons_change": contrast_evidence(ft, "steps", "inconsistency"),
+        "finite_time_error_change": contrast_evidence(ft, "steps", "val_error"),
     }
+
+
+def evidence_table(metrics: dict, names) -> pd.DataFrame:
+    """The per-seed evidence of `names` (metric names, or {label: name}) as the claims table
+    decides it: mean over seeds, 95% interval, number of seeds; a plain value as its estimate."""
+    names = names if isinstance(names, dict) else {n: n for n in names}
+    rows = []
+    for label, name in names.items():
+        value = metrics.get(name, float("nan"))
+        low, high = value.interval() if isinstance(value, Evidence) else (np.nan, np.nan)
+        seeds = len(value.values) if isinstance(value, Evidence) else np.nan
+        rows.append(
+            {"": label, "mean over seeds": estimate(value), "95% low": low, "95% high": high}
+            | {"seeds": seeds}
+        )
+    return pd.DataFrame(rows).set_index("").astype(float).round(4)

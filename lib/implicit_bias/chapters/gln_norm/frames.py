@@ -327,6 +327,48 @@ def seed_pairing_inconsistency(
     return pd.DataFrame(rows)
 
 
+def seed_pairing_points(
+    gd_tasks_: list[dict],
+    gd_results: list[dict],
+    svm_tasks_: list[dict],
+    svm_results: list[dict],
+    ref: pd.DataFrame,
+    method: str = "SVM-GLN",
+) -> pd.DataFrame:
+    """`seed_pairing_inconsistency`'s same-seed and redrawn-cutoff comparisons before the mean
+    over seeds: one row per configuration and seed, with the authors' published cell mean
+    beside it where their grid has the cell."""
+    gd = {
+        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
+        for t, r in zip(gd_tasks_, gd_results)
+        if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
+    }
+    rows = []
+    for t, r in zip(svm_tasks_, svm_results):
+        key = (t["H"], t["C"], t["N"], t["median_init"])
+        if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
+            continue
+        gt, gr = gd[key]
+        S = [unpack_signs(p, t["n_val"]) for p in r["pred_val"]]
+        G = [unpack_signs(p, gt["n_val"]) for p in gr["pred_val"]]
+        R = [unpack_signs(p, gt["n_val"]) for p in gr.get("pred_val_redrawn_cutoffs", [])] or G
+        for i, seed in enumerate(t["seeds"]):
+            rows.append(
+                {
+                    **dict(zip(("H", "C", "N", "median_init"), key)),
+                    "seed": seed,
+                    "same seed (definition)": inconsistency(S[i], G[i]),
+                    REDRAWN: inconsistency(S[i], R[i]),
+                }
+            )
+    r_inc = ref[ref["method"] == method][["H", "C", "N", "median_init", "inconsistency_mean"]]
+    return pd.DataFrame(rows).merge(
+        r_inc.rename(columns={"inconsistency_mean": "authors' (published)"}),
+        on=["H", "C", "N", "median_init"],
+        how="left",
+    )
+
+
 REDRAWN = "as the authors compared (GD cutoffs redrawn)"
 REDRAWN_BREAKS = "seeds breaking the triangle bound, as the authors compared"
 
