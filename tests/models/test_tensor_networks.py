@@ -298,3 +298,28 @@ def test_train_square_closed_form_follows_the_autograd_path(arch, L):
     assert fast["loss"] < 1e-3 * float(y @ y)  # well into the fit, not at the start
     rel = np.linalg.norm(fast["beta"] - slow["beta"]) / np.linalg.norm(slow["beta"])
     assert rel < 1e-12
+
+
+def test_train_square_reports_whether_it_met_its_target():
+    """`converged` comes from the loss the loop stopped on: the step cap leaves it False."""
+    X, y = tn.regression_data(3, 6, 0)
+    params = [torch.full((6,), 0.5, dtype=torch.float64), torch.zeros(6, dtype=torch.float64)]
+    done = tn.train_square("diag", X, y, params, 200000, 0.02, 0.2)
+    assert done["converged"] and done["steps"] < 200000
+    capped = tn.train_square("diag", X, y, params, 50, 0.02, 0.2)
+    assert not capped["converged"] and capped["steps"] == 50 and capped["loss"] > 1e-24
+
+
+def test_lp_stationary_point_reports_its_iteration_cap():
+    X, y = tn.separable_data(6, 8, 2, 0)
+    z0 = np.ones(8) + 0.1 * np.arange(8)
+    st = th.lp_stationary_point(X, y, 3, z0)
+    assert st["converged"] and st["last_change"] < th.IRL1_TOL
+    capped = th.lp_stationary_point(X, y, 3, z0, iters=1)
+    assert not capped["converged"] and capped["iterations"] == 1
+
+
+def test_fourier_l1_max_margin_is_solved_to_the_solvers_tolerance():
+    X, y = tn.separable_data(12, 16, 2, 0)
+    z, nu, status = th.max_margin_solve(X, y, "fourier_l1")
+    assert status == "optimal" and np.min(y * (X @ z)) > 1 - 1e-6

@@ -443,9 +443,13 @@ def train_square(
     fraction-of-norm steps through the slow start of small initializations, and a step below
     the stability limit 2 / lambda_max of the Gauss-Newton curvature near the solution. Both
     knobs are discretization parameters: halving both approximates gradient flow's path more
-    closely (its limit is what Thm 5 describes). Stops when the loss drops below `tol`.
+    closely (its limit is what Thm 5 describes). Stops when the loss drops below `tol`
+    (`converged`: decided on the loss the loop computes, not on a re-evaluation whose round-off
+    may land on the other side of `tol`; the default 1e-24 lies some 1e5 times above the
+    float64 floor of the loss, about n (1e-16 max |y|)^2); `steps` ending first leaves
+    `converged` False.
     Gradients and Jacobian in closed form (`square_loss_parts`) for diag and conv, by autograd
-    for fc. Returns params, beta, loss and steps used."""
+    for fc. Returns params, beta, loss, steps used and `converged`."""
     device, dtype = params[0].device, params[0].dtype
     Xt = torch.as_tensor(X, dtype=dtype, device=device)
     yt = torch.as_tensor(y, dtype=dtype, device=device)
@@ -454,7 +458,7 @@ def train_square(
             arch, Xt, yt, params, steps, rel_step, stability, tol, curvature_every
         )
     theta = [p.detach().clone() for p in params]
-    used, cap = 0, math.inf
+    used, cap, converged = 0, math.inf, False
     for step in range(1, steps + 1):
         used = step
         refresh = (step - 1) % curvature_every == 0
@@ -462,13 +466,14 @@ def train_square(
         if J is not None:
             cap = stability / float(torch.linalg.matrix_norm(J, ord=2)) ** 2
         if float(loss_t) < tol:
+            converged = True
             break
         eta = min(cap, float(rel_step * _norm(theta) / _norm(grads)))
         for p, g in zip(theta, grads):
             p -= eta * g
     beta = linear_coefficients(arch, theta, X.shape[1]).cpu().numpy()
     loss = float(0.5 * ((predict(arch, Xt, theta) - yt) ** 2).sum())
-    return {"params": theta, "beta": beta, "loss": loss, "steps": used}
+    return {"params": theta, "beta": beta, "loss": loss, "steps": used, "converged": converged}
 
 
 def _train_square_autograd(
@@ -484,7 +489,7 @@ def _train_square_autograd(
 ) -> dict:
     """`train_square` with autograd's gradients and Jacobian (any architecture)."""
     theta = [p.detach().clone().requires_grad_(True) for p in params]
-    used, cap = 0, math.inf
+    used, cap, converged = 0, math.inf, False
     for step in range(1, steps + 1):
         used = step
         if (step - 1) % curvature_every == 0:
@@ -495,6 +500,7 @@ def _train_square_autograd(
             cap = stability / float(torch.linalg.matrix_norm(J, ord=2)) ** 2
         loss_t = 0.5 * ((predict(arch, Xt, theta) - yt) ** 2).sum()
         if float(loss_t.detach()) < tol:
+            converged = True
             break
         grads = torch.autograd.grad(loss_t, theta)
         with torch.no_grad():
@@ -504,7 +510,13 @@ def _train_square_autograd(
     with torch.no_grad():
         beta = linear_coefficients(arch, theta, Xt.shape[1]).cpu().numpy()
         loss = float(0.5 * ((predict(arch, Xt, theta) - yt) ** 2).sum())
-    return {"params": [p.detach() for p in theta], "beta": beta, "loss": loss, "steps": used}
+    return {
+        "params": [p.detach() for p in theta],
+        "beta": beta,
+        "loss": loss,
+        "steps": used,
+        "converged": converged,
+    }
 
 
 # ----------------------------------------------------------------------------------------------

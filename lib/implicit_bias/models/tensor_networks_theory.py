@@ -12,6 +12,7 @@ regression run, the single-point set-up and the 2-layer gradient descent and flo
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import cvxpy as cp
@@ -34,9 +35,28 @@ def max_margin_with_duals(
     y: np.ndarray,
     norm: str,
     weights: np.ndarray | None = None,
-    solver: str = "CLARABEL",
+    solver: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """argmin ||z|| s.t. y_i x_i^T z >= 1 and the constraints' multipliers nu >= 0.
+    """argmin ||z|| s.t. y_i x_i^T z >= 1 and the constraints' multipliers nu >= 0 (see
+    `max_margin_solve`, which also returns the solver's status)."""
+    z, nu, _ = max_margin_solve(X, y, norm, weights, solver)
+    return z, nu
+
+
+# Clarabel ends the Fourier-l1 SOCP "optimal_inaccurate" on most of the chapter's problems
+# (many cones at zero, a degenerate optimum); ECOS solves them "optimal".
+SOLVERS = {"l2": "CLARABEL", "l1": "CLARABEL", "fourier_l1": "ECOS"}
+
+
+def max_margin_solve(
+    X: np.ndarray,
+    y: np.ndarray,
+    norm: str,
+    weights: np.ndarray | None = None,
+    solver: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """argmin ||z|| s.t. y_i x_i^T z >= 1, the constraints' multipliers nu >= 0 and the
+    solver's status ("optimal" when it met its own stopping rule).
 
     `norm`: "l2" (the SVM of Cor 1, as min ||z||_2^2 / 2), "l1" (Cor 2, L = 2; an LP) or
     "fourier_l1" (Cor 3, L = 2: sum_j |[F z]_j| with the complex modulus written as
@@ -58,10 +78,16 @@ def max_margin_with_duals(
         raise ValueError(f"unknown norm {norm!r}; valid: 'l2', 'l1', 'fourier_l1'")
     margins = cp.multiply(y, X @ z) >= 1
     problem = cp.Problem(cp.Minimize(objective), [margins])
-    problem.solve(solver=solver)
+    with warnings.catch_warnings():  # an inaccurate solve is reported by its status
+        warnings.simplefilter("ignore", UserWarning)
+        problem.solve(solver=solver or SOLVERS[norm])
     if z.value is None:
         raise RuntimeError(f"max-margin ({norm}) failed: {problem.status}")
-    return np.asarray(z.value), np.maximum(np.asarray(margins.dual_value), 0.0)
+    return (
+        np.asarray(z.value),
+        np.maximum(np.asarray(margins.dual_value), 0.0),
+        str(problem.status),
+    )
 
 
 def fourier_l1_max_margin(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -69,8 +95,19 @@ def fourier_l1_max_margin(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return max_margin_with_duals(X, y, "fourier_l1")[0]
 
 
+# IRL1's stopping rule: a relative change of z ten times the convex solvers' own relative
+# accuracy (1e-8), the floor below which successive solutions differ by solver round-off.
+IRL1_TOL = 1e-7
+
+
 def lp_stationary_point(
-    X: np.ndarray, y: np.ndarray, L: int, z0: np.ndarray, fourier: bool = False, iters: int = 30
+    X: np.ndarray,
+    y: np.ndarray,
+    L: int,
+    z0: np.ndarray,
+    fourier: bool = False,
+    iters: int = 400,
+    tol: float = IRL1_TOL,
 ) -> dict:
     """A stationary point of min ||T z||_{2/L} s.t. y_i x_i^T z >= 1 (Thm 2 / Cor 2 / Cor 3),
     T = I or the DFT F, by iteratively reweighted l1 (majorize-minimize of sum |T z|^{2/L},
@@ -78,26 +115,37 @@ def lp_stationary_point(
 
     The objective decreases monotonically and its limit points are stationary; started at a
     trained network's direction, it finds the stationary point GD is heading to (if any).
-    Returns z, the last step's multipliers nu, the objective sum |Tz|^{2/L} per iteration and
-    the last relative change.
+    Stopping rule: the relative change of z falls below `tol`, in a step whose convex program
+    its solver solved to its own tolerance ("optimal"); `converged` says whether that happened
+    within `iters` steps (a run stopped by the cap is unconverged). Returns z, the last step's
+    multipliers nu, the objective sum |Tz|^{2/L} per iteration, the last relative change, the
+    steps taken and `converged`.
     """
     d = X.shape[1]
     p = 2.0 / L
     T = dft_matrix(d) if fourier else np.eye(d)
     z_cur = margin_normalized(X, y, np.asarray(z0, dtype=float))
     objective = [float(np.sum(np.abs(T @ z_cur) ** p))]
-    change, nu = float("nan"), np.zeros(len(y))
-    for _ in range(iters):
+    change, nu, converged, steps = float("nan"), np.zeros(len(y)), False, 0
+    for steps in range(1, iters + 1):  # noqa: B007 - the count is returned
         mag = np.abs(T @ z_cur)
         eps = 1e-9 * mag.max()
         weights = ((mag + eps) / (mag.max() + eps)) ** (p - 1)  # gradient of |.|^p, rescaled
-        z_new, nu = max_margin_with_duals(X, y, "fourier_l1" if fourier else "l1", weights)
+        z_new, nu, status = max_margin_solve(X, y, "fourier_l1" if fourier else "l1", weights)
         change = float(np.linalg.norm(z_new - z_cur) / np.linalg.norm(z_cur))
         z_cur = z_new
         objective.append(float(np.sum(np.abs(T @ z_cur) ** p)))
-        if change < 1e-10:
+        if change < tol and status == "optimal":
+            converged = True
             break
-    return {"z": z_cur, "nu": nu, "objective": objective, "last_change": change}
+    return {
+        "z": z_cur,
+        "nu": nu,
+        "objective": objective,
+        "last_change": change,
+        "iterations": steps,
+        "converged": converged,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -213,8 +261,9 @@ def q_minimizer(
     the line search: there the decrease is below what float64 values of the objective resolve,
     so backtracking halved every step away and stopped at a KKT residual of 1e-10..1e-8 that
     depended on the CPU's rounding; pure Newton converges quadratically there. Stops when the
-    decrement falls below `tol` times the objective or stops falling (round-off). Returns z,
-    the iterations and the KKT residual ||P_null(grad Q)|| / ||grad Q||.
+    decrement falls below `tol` times the objective or stops falling (round-off): `converged`;
+    a stalled line search or `max_iter` steps leave it False. Returns z, the iterations, the
+    KKT residual ||P_null(grad Q)|| / ||grad Q|| and `converged`.
     """
     X = np.asarray(X, dtype=float)
     scale = np.broadcast_to(np.asarray(scale, dtype=float), (X.shape[1],))
@@ -231,7 +280,7 @@ def q_minimizer(
     def objective(z):
         return q_value(z, L, scale, weight)
 
-    it, previous = 0, None
+    it, previous, converged = 0, None, False
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
         g, h = grad_hess(z)
         hinv = 1.0 / h
@@ -244,6 +293,7 @@ def q_minimizer(
         decrement = float(dz @ (h * dz))
         f0 = objective(z)
         if decrement < tol * max(1.0, abs(f0)):
+            converged = True
             break
         pure = decrement < PURE_NEWTON * max(1.0, abs(f0))
         step = 1.0
@@ -253,6 +303,7 @@ def q_minimizer(
             if step <= 1e-12:  # no more progress at float64 resolution
                 break
         elif previous is not None and decrement >= previous:  # round-off floor: no more progress
+            converged = True  # quadratic convergence ended at float64's floor
             break
         previous = decrement if pure else None
         z = z + step * dz
@@ -260,7 +311,7 @@ def q_minimizer(
     g, _ = grad_hess(z)
     proj = g - X.T @ np.linalg.lstsq(X.T, g, rcond=None)[0]
     kkt = float(np.linalg.norm(proj) / np.linalg.norm(g))
-    return {"z": z, "iterations": it, "kkt_residual": kkt}
+    return {"z": z, "iterations": it, "kkt_residual": kkt, "converged": converged}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -332,19 +383,61 @@ def theorem6_limit(
 
 def _reference_direction(
     arch: str, L: int, X: np.ndarray, y: np.ndarray, beta: np.ndarray
-) -> tuple[str, np.ndarray, np.ndarray]:
-    """The direction the theorem predicts and its margin multipliers: Cor 1 (fc: l2 SVM),
-    Cor 2 with L = 2 (diag: l1 LP), Cor 3 with L = 2 (conv: Fourier-l1 SOCP); for L > 2
-    (nonconvex l_{2/L}) the stationary point that iteratively reweighted l1 reaches from GD's
-    own direction."""
-    if arch == "fc":
-        return ("l2 max-margin (SVM)", *max_margin_with_duals(X, y, "l2"))
-    if L == 2 and arch == "diag":
-        return ("l1 max-margin (LP)", *max_margin_with_duals(X, y, "l1"))
-    if L == 2:
-        return ("Fourier-l1 max-margin (SOCP)", *max_margin_with_duals(X, y, "fourier_l1"))
+) -> tuple[str, np.ndarray, np.ndarray, dict]:
+    """The direction the theorem predicts, its margin multipliers and how its solver ended
+    (`status`: the convex solver's status, or "converged" / "unconverged" for reweighted l1,
+    with its `last_change` and `iterations`): Cor 1 (fc: l2 SVM), Cor 2 with L = 2 (diag: l1
+    LP), Cor 3 with L = 2 (conv: Fourier-l1 SOCP); for L > 2 (nonconvex l_{2/L}) the stationary
+    point that iteratively reweighted l1 reaches from GD's own direction."""
+    if arch == "fc" or L == 2:
+        norm = "l2" if arch == "fc" else "l1" if arch == "diag" else "fourier_l1"
+        name = {
+            "l2": "l2 max-margin (SVM)",
+            "l1": "l1 max-margin (LP)",
+            "fourier_l1": "Fourier-l1 max-margin (SOCP)",
+        }[norm]
+        z, nu, status = max_margin_solve(X, y, norm)
+        return name, z, nu, {"status": status, "last_change": None, "iterations": None}
     st = lp_stationary_point(X, y, L, beta, fourier=arch == "conv")
-    return f"stationary point of the l_(2/{L}) problem (IRL1 from GD)", st["z"], st["nu"]
+    info = {
+        "status": "converged" if st["converged"] else "unconverged",
+        "last_change": st["last_change"],
+        "iterations": st["iterations"],
+    }
+    return f"stationary point of the l_(2/{L}) problem (IRL1 from GD)", st["z"], st["nu"], info
+
+
+def q_limit_solution(
+    X: np.ndarray,
+    y: np.ndarray,
+    arch: str,
+    L: int,
+    alpha: float,
+    wbar: np.ndarray,
+    variant: str = "derived",
+) -> dict:
+    """The Q_{L,alpha}-minimizer that Thm 5 predicts as GD's regression limit.
+
+    ``diag`` (Cor 5): Q = alpha^2 sum wbar_j^2 H_L(z_j / (alpha^L |wbar_j|^L)); the variant
+    "thm5_printed" uses the Theorem 5 slide's argument rho_j / (alpha L |eta_j|^L).
+    ``conv`` (Cor 6, even data and wbar): with S = d^{(L-1)/2} F and U_l = F^* (Cor 3),
+    rho = d^{-(L-1)/2} F z, so "derived" is
+    Q = alpha^2 sum [F wbar]_j^2 H_L(d^{-(L-1)/2} [F z]_j / (alpha^L |[F wbar]_j|^L));
+    "cor6_printed" drops the d^{-(L-1)/2} (as the slide prints it). On even vectors F acts as
+    its real part C (symmetric, C^2 = I there), so we solve for zeta = F z with X C zeta = y.
+    Returns `q_minimizer`'s dict (z, iterations, kkt_residual, converged).
+    """
+    if arch == "diag":
+        a = np.abs(wbar)
+        scale = (alpha * L * a**L) if variant == "thm5_printed" else alpha**L * a**L
+        return q_minimizer(X, y, L, scale, alpha**2 * a**2)
+    d = X.shape[1]
+    C = dft_matrix(d).real
+    eta = C @ wbar
+    factor = 1.0 if variant == "cor6_printed" else d ** (-(L - 1) / 2)
+    scale = alpha**L * np.abs(eta) ** L / factor
+    sol = q_minimizer(X @ C, y, L, scale, alpha**2 * eta**2)
+    return {**sol, "z": C @ sol["z"]}
 
 
 def q_limit(
@@ -356,26 +449,8 @@ def q_limit(
     wbar: np.ndarray,
     variant: str = "derived",
 ) -> np.ndarray:
-    """The Q_{L,alpha}-minimizer that Thm 5 predicts as GD's regression limit.
-
-    ``diag`` (Cor 5): Q = alpha^2 sum wbar_j^2 H_L(z_j / (alpha^L |wbar_j|^L)); the variant
-    "thm5_printed" uses the Theorem 5 slide's argument rho_j / (alpha L |eta_j|^L).
-    ``conv`` (Cor 6, even data and wbar): with S = d^{(L-1)/2} F and U_l = F^* (Cor 3),
-    rho = d^{-(L-1)/2} F z, so "derived" is
-    Q = alpha^2 sum [F wbar]_j^2 H_L(d^{-(L-1)/2} [F z]_j / (alpha^L |[F wbar]_j|^L));
-    "cor6_printed" drops the d^{-(L-1)/2} (as the slide prints it). On even vectors F acts as
-    its real part C (symmetric, C^2 = I there), so we solve for zeta = F z with X C zeta = y.
-    """
-    if arch == "diag":
-        a = np.abs(wbar)
-        scale = (alpha * L * a**L) if variant == "thm5_printed" else alpha**L * a**L
-        return q_minimizer(X, y, L, scale, alpha**2 * a**2)["z"]
-    d = X.shape[1]
-    C = dft_matrix(d).real
-    eta = C @ wbar
-    factor = 1.0 if variant == "cor6_printed" else d ** (-(L - 1) / 2)
-    scale = alpha**L * np.abs(eta) ** L / factor
-    return C @ q_minimizer(X @ C, y, L, scale, alpha**2 * eta**2)["z"]
+    """The minimizer z of `q_limit_solution`."""
+    return q_limit_solution(X, y, arch, L, alpha, wbar, variant)["z"]
 
 
 def cor6_printed_unnormalized_dft(
@@ -393,8 +468,10 @@ def cor6_printed_unnormalized_dft(
     eta = (Fp @ wbar).real
     back = (np.conj(Fp).T / d).real  # F'^{-1} restricted to real (even) spectra
     scale = alpha**L * np.abs(eta) ** L
-    zeta = q_minimizer(X @ back, y, L, scale, alpha**2 * eta**2)["z"]
-    return back @ zeta
+    sol = q_minimizer(X @ back, y, L, scale, alpha**2 * eta**2)
+    if not sol["converged"]:
+        raise RuntimeError("Newton did not converge on Cor 6's printed (unnormalized) minimizer")
+    return back @ sol["z"]
 
 
 def low_rank_point_setup(
@@ -455,6 +532,8 @@ def _two_layer_gd(M, y, v1, v2, lr, tol=1e-12, max_steps=10**7):
 
 
 def _two_layer_flow(M, y, v1, v2, t_end):
+    """Gradient flow on the square loss from (v1, v2) to time `t_end` (DOP853); raises if the
+    integrator does not reach `t_end` at its tolerances."""
     from scipy.integrate import solve_ivp
 
     k1 = len(v1)
@@ -467,6 +546,8 @@ def _two_layer_flow(M, y, v1, v2, t_end):
     sol = solve_ivp(
         rhs, (0, t_end), np.concatenate([v1, v2]), method="DOP853", rtol=1e-13, atol=1e-15
     )
+    if not sol.success:
+        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
     z = sol.y[:, -1]
     return z[:k1], z[k1:]
 
@@ -525,11 +606,13 @@ def alpha_sweep_theory(
     assert l1 is not None and l2 is not None
     rows = []
     for alpha in alphas:
-        z = q_limit(X, y, "diag", L, alpha, np.ones(d))
+        sol = q_limit_solution(X, y, "diag", L, alpha, np.ones(d))
+        z = sol["z"]
         rows.append(
             {
                 "L": L,
                 "alpha": alpha,
+                "status": "converged" if sol["converged"] else "unconverged",
                 "distance_l1": float(np.linalg.norm(z - l1) / np.linalg.norm(l1)),
                 "distance_l2": float(np.linalg.norm(z - l2) / np.linalg.norm(l2)),
             }

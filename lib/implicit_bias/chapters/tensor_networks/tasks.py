@@ -32,7 +32,7 @@ from implicit_bias.models.tensor_networks_theory import (
     low_rank_point_setup,
     lp_stationary_point,
     max_margin_with_duals,
-    q_limit,
+    q_limit_solution,
     single_point_setup,
     theorem3_limit,
     theorem6_limit,
@@ -62,7 +62,7 @@ def classification_task(task: dict) -> dict:
         decay=task["decay"],
     )
     beta = out["beta"]
-    name, ref, nu = _reference_direction(task["arch"], task["L"], X, y, beta)
+    name, ref, nu, solved = _reference_direction(task["arch"], task["L"], X, y, beta)
     # Thm 1 with u_inf from the reference's multipliers: -u_inf ~ X^T (y * nu)
     x_kkt = torch.as_tensor(
         X.T @ (y * nu), dtype=out["params"][0].dtype, device=out["params"][0].device
@@ -71,6 +71,9 @@ def classification_task(task: dict) -> dict:
     F = dft_matrix(task["d"])
     return {
         "reference": name,
+        # how the reference's solver ended: "optimal" (convex programs) or "converged" (IRL1)
+        "reference_status": solved["status"],
+        "reference_last_change": solved["last_change"],
         "reference_z": ref.tolist(),
         "beta": beta.tolist(),
         "steps": [h["step"] for h in out["history"]],
@@ -113,11 +116,16 @@ def regression_task(task: dict) -> dict:
         return float(np.linalg.norm(beta - z) / np.linalg.norm(z))
 
     result = {"beta": beta.tolist(), "loss": out["loss"], "steps_used": out["steps"]}
-    if not out["loss"] < 1e-24:  # train_square's target: stopped by the step cap instead
-        result["status"] = "unconverged"
+    # train_square's target decides, as the loop saw it (not the re-evaluated final loss)
+    newton_ok = True
     variants = ["derived", "thm5_printed"] if arch == "diag" else ["derived", "cor6_printed"]
     for v in variants:
-        result[f"error_{v}"] = rel(q_limit(X, y, arch, L, alpha, wbar, v))
+        sol = q_limit_solution(X, y, arch, L, alpha, wbar, v)
+        newton_ok = newton_ok and sol["converged"]
+        result[f"error_{v}"] = rel(sol["z"])
+    result["gd_converged"], result["newton_converged"] = out["converged"], newton_ok
+    if not (out["converged"] and newton_ok):  # the step cap (or Newton's) ended a run
+        result["status"] = "unconverged"
     if arch == "diag":
         l1 = min_l1_interpolator(X, y).x
         l2 = min_l2_interpolator(X, y, weights=np.abs(wbar) ** (2 * L - 2)).x
@@ -144,6 +152,9 @@ def irl1_control_task(task: dict) -> dict:
         result[f"moved_from_{name}"] = 1 - cosine(st["z"], z0)
         result[f"stationary_from_{name}"] = st["z"].tolist()
         result[f"last_change_from_{name}"] = st["last_change"]
+        result[f"converged_from_{name}"] = st["converged"]
+    if not all(result[f"converged_from_{name}"] for name in starts):  # IRL1's step cap
+        result["status"] = "unconverged"
     return result
 
 
