@@ -319,3 +319,18 @@ def test_train_one_hidden_converged_runs_leaving_the_batch_keep_their_results():
             assert res["train_mse"][i] == pytest.approx(pair["train_mse"][0], rel=1e-10)
             torch.testing.assert_close(res["W"][i], pair["W"][0], rtol=1e-10, atol=1e-14)
             torch.testing.assert_close(res["V"][i], pair["V"][0], rtol=1e-10, atol=1e-14)
+
+
+def test_batch_means_split_a_sample_into_independent_block_means():
+    x = torch.arange(10, dtype=torch.float64)
+    assert galu.batch_means(x, 3) == [1.5, 5.0, 8.0]  # blocks of 4, 3, 3
+    assert galu.batch_means(x[:2], 20) == [0.0, 1.0]  # never more blocks than draws
+    out = galu.theorem1_monte_carlo(
+        torch.randn(16, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64),
+        torch.randn(3, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64),
+        "step",
+        100,
+        torch.Generator().manual_seed(2),
+    )
+    assert len(out["mc_batch_means"]) == galu.MC_BATCHES
+    assert np.mean(out["mc_batch_means"]) == pytest.approx(out["mc_mean"])

@@ -13,6 +13,7 @@ import torch
 import yaml
 
 from implicit_bias.chapters.galu_expressivity import analysis, figures, tasks
+from implicit_bias.core import decision
 from implicit_bias.core.paths import project_root
 from implicit_bias.models import galu
 
@@ -32,24 +33,56 @@ def agg_backend():
 
 def test_fig1_helpers_on_synthetic_results(agg_backend):
     runs = [
-        {"dataset": ds, "k": k, "seed": 0, "models": list(galu.DEEP_MODELS)}
+        {"dataset": ds, "k": k, "seed": s, "models": list(galu.DEEP_MODELS)}
         for ds in ("mnist", "fashion_mnist")
         for k in (8, 16)
+        for s in (0, 1, 2)
     ]
     accs = {"galu0": 0.90, "relu": 0.91, "linear": 0.85, "relu_readout": 0.70}
+
+    def acc(t: dict, m: str) -> float:
+        # Fashion-MNIST, k = 16: GaLU0 only 0.01 above linear (the least favourable cell)
+        if m == "linear" and t["dataset"] == "fashion_mnist" and t["k"] == 16:
+            return 0.89 - 0.001 * t["seed"]
+        if m == "relu" and t["dataset"] == "fashion_mnist":  # ReLU 0.03 above GaLU0 there
+            return 0.93 + 0.001 * t["seed"]
+        return accs[m] + 0.001 * t["seed"] * (m == "galu0")
+
     results = [
-        {
-            **{f"{m}_test_acc": a for m, a in accs.items()},
-            **{f"{m}_train_acc": a for m, a in accs.items()},
-        }
-        for _ in runs
+        {**{f"{m}_test_acc": acc(t, m) for m in accs}, **{f"{m}_train_acc": 1.0 for m in accs}}
+        for t in runs
     ]
     df = analysis.fig1_frame(runs, results)
     met = analysis.fig1_metrics(df)
-    assert met["fig1_max_mean_abs_gap_relu_galu0"] == pytest.approx(0.01)
-    assert met["fig1_min_gap_galu0_minus_linear"] == pytest.approx(0.05)
-    assert met["fig1_min_mean_gap_relu_minus_readout"] == pytest.approx(0.21)
+    # "similar" takes the dataset farthest from 0: Fashion-MNIST's 0.03, not MNIST's 0.01
+    assert met["fig1_relu_minus_galu0_mean_over_k"].estimate == pytest.approx(0.03)
+    # "outperforming linear networks of the same size": the worst (dataset, width) cell
+    assert met["fig1_galu0_minus_linear_every_k"].estimate == pytest.approx(0.012)
+    assert met["fig1_relu_minus_readout_mean_over_k"].estimate == pytest.approx(0.21)
+    assert met["fig1_relu_minus_readout_mean_over_k"].n == 3  # the seeds, not the widths
+    table = analysis.fig1_evidence_table(df)
+    assert len(table) == 2 * 4 + 2 * 2  # per (dataset, width) twice, per dataset twice
     figures.fig1(df)
+
+
+def test_least_favourable_picks_the_interval_edge_on_the_wrong_side():
+    ev = {
+        "far_but_sure": decision.per_seed([0.50, 0.51, 0.52]),
+        "near_and_noisy": decision.per_seed([0.05, 0.40, -0.20]),
+        "small": decision.per_seed([0.10, 0.11, 0.12]),
+    }
+    assert analysis.least_favourable(ev, "low")[0] == "near_and_noisy"  # lowest lower edge
+    assert analysis.least_favourable(ev, "high")[0] == "near_and_noisy"  # highest upper edge
+    assert analysis.least_favourable({"a": ev["far_but_sure"], "b": ev["small"]}, "high")[0] == "a"
+    assert analysis.least_favourable({"a": ev["far_but_sure"], "b": ev["small"]}, "low")[0] == "b"
+    # "similar": farthest from 0 on either side
+    both = {"pos": decision.per_seed([0.1, 0.1, 0.1]), "neg": decision.per_seed([-0.3] * 3)}
+    assert analysis.least_favourable(both, "both")[0] == "neg"
+    # a cell with one seed cannot be decided, so it decides the claim (inconclusive)
+    one = {"ok": ev["far_but_sure"], "one": decision.per_seed([1.0])}
+    assert analysis.least_favourable(one, "low")[0] == "one"
+    with pytest.raises(ValueError):
+        analysis.least_favourable(ev, "up")
 
 
 def test_theorem1_helpers(agg_backend):
@@ -63,9 +96,13 @@ def test_theorem1_helpers(agg_backend):
         "thm1_rank_draws": 2,
     }
     runs = tasks.theorem1_tasks(cfg, "cpu")
-    df = analysis.theorem1_frame(runs, [tasks.theorem1_task(t) for t in runs])
-    met = analysis.theorem1_metrics(df)
-    assert met["thm1_max_abs_z"] < 5
+    res = [tasks.theorem1_task(t) for t in runs]
+    df = analysis.theorem1_frame(runs, res)
+    met = analysis.theorem1_metrics(df, runs, res)
+    ev = met["thm1_mc_minus_formula"]
+    assert ev.n == 20 and abs(ev.estimate) < 0.02  # 20 batches of 25 label vectors
+    low, high = ev.interval()
+    assert -0.02 < low <= high < 0.02
     assert met["thm1_rank_full_fraction"] == 1.0
     assert met["thm1_rank_full_fraction_few_gates"] == 0.0  # k = 1: half the rows vanish
     assert met["thm1_rank_full_fraction_low_dim"] == 0.0  # d = 1: two gate patterns, rank 2
@@ -73,10 +110,11 @@ def test_theorem1_helpers(agg_backend):
     # the checks can fail: a rank above its bound, a formula off by one rank
     bad = df.copy()
     bad.loc[bad.kind == "lowdim", "rank"] = bad.loc[bad.kind == "lowdim", "min_m_kd"]
-    assert analysis.theorem1_metrics(bad)["thm1_rank_within_bound_fraction"] < 1
-    bad = df.copy()
-    bad.loc[bad.kind == "mc", "formula"] -= 1 / bad.loc[bad.kind == "mc", "m"]
-    assert analysis.theorem1_metrics(bad)["thm1_max_abs_z"] > 4
+    assert analysis.theorem1_metrics(bad, runs, res)["thm1_rank_within_bound_fraction"] < 1
+    # a formula off by one rank in 24 moves the Monte Carlo mean's interval off its formula
+    off = [{**r, "formula": r["formula"] - 1 / 24} for r in res]
+    low, _ = analysis.theorem1_metrics(df, runs, off)["thm1_mc_minus_formula"].interval()
+    assert low > 1 / 24 - 0.02
     figures.theorem1(df)
 
 
@@ -95,23 +133,26 @@ def test_fig2_helpers(agg_backend):
     df = analysis.fig2_frame(runs, res)
     for _, sub in df.groupby("seed"):  # GaLU(2k) is a closed form: nonincreasing in k
         assert (sub["galu_2k"].values[:-1] >= sub["galu_2k"].values[1:] - 1e-12).all()
-    met = analysis.fig2_metrics(df, res, 48, 4)
-    assert met["fig2_alg1_nonincreasing"] is True
+    assert all(r["alg1_nonincreasing"] for r in res)
+    met = analysis.fig2_metrics(df, 48, 4)
     assert set(met) == {
-        "fig2_min_gap_galu_minus_relu",
-        "fig2_min_z_galu_minus_relu",
-        "fig2_min_gap_relu_minus_galu_2k",
-        "fig2_alg1_nonincreasing",
-        "fig2_fraction_of_gap_closed_by_alg1",
-        "fig2_min_z_alg1_improvement",
+        "fig2_galu_minus_relu_every_k",
+        "fig2_relu_minus_galu_2k_every_k",
+        "fig2_alg1_improvement_every_k",
+        "fig2_share_of_gap_closed_by_alg1",
     }
-    assert list(analysis.fig2_ties(df, 48, 4).index) == [1, 2, 4]
+    assert all(isinstance(v, decision.Evidence) and v.n == 2 for v in met.values())
+    # read as m = 20: kd < m at every width; 2kd < m at k = 1, 2 only (at k = 4 GaLU(2k)
+    # interpolates, 0 by construction, so that width is left out)
+    table = analysis.fig2_evidence_table(df, 20, 4)
+    assert list(table.loc["galu_minus_relu"].index) == [1, 2, 4]
+    assert list(table.loc["relu_minus_galu_2k"].index) == [1, 2]
     figures.fig2(df, 48, 4)
 
 
-def test_fig2_a_gap_within_the_seed_spread_is_a_tie():
+def test_fig2_a_gap_within_the_seed_spread_leaves_the_claim_inconclusive():
     # ReLU better on average at both widths, but at k = 1 by less than its seed-to-seed
-    # spread: z < 2 there, so the claim's metric (the smallest z) reports a tie.
+    # spread: the least favourable width is k = 1, whose interval straddles 0.
     df = pd.DataFrame(
         {
             "seed": [0, 1, 2, 0, 1, 2],
@@ -119,13 +160,16 @@ def test_fig2_a_gap_within_the_seed_spread_is_a_tie():
             "galu": [0.96, 1.02, 1.00, 0.90, 0.92, 0.91],
             "galu_2k": 0.0,
             "galu_alg1": [0.95, 1.01, 0.99, 0.80, 0.82, 0.81],
-            "relu": [0.95, 1.02, 0.99, 0.80, 0.81, 0.80],
+            "relu": [0.95, 1.03, 0.99, 0.80, 0.81, 0.80],
         }
     )
-    met = analysis.fig2_metrics(df, [{"alg1_nonincreasing": True}], 48, 4)
-    z = analysis.fig2_ties(df, 48, 4)["galu_minus_relu_z"]
-    assert met["fig2_min_gap_galu_minus_relu"] > 0  # the old check passed
-    assert z.loc[1] < 2 < z.loc[2] and met["fig2_min_z_galu_minus_relu"] == z.loc[1]
+    ev = analysis.fig2_metrics(df, 48, 4)["fig2_galu_minus_relu_every_k"]
+    assert ev.estimate == pytest.approx(0.01 / 3)  # k = 1's differences 0.01, -0.01, 0.01
+    assert ev.decide(decision.region(">", 0)) == decision.INCONCLUSIVE
+    share = analysis.fig2_metrics(df, 48, 4)["fig2_share_of_gap_closed_by_alg1"]
+    # per seed: (galu - alg1) summed over k / (galu - relu) summed over k
+    assert share.values[0] == pytest.approx((0.01 + 0.10) / (0.01 + 0.10))
+    assert share.values[1] == pytest.approx((0.01 + 0.10) / (-0.01 + 0.11))
 
 
 def test_fig3_fig4_helpers(agg_backend):
@@ -148,7 +192,7 @@ def test_fig3_fig4_helpers(agg_backend):
     df = analysis.fig3_frame(runs, [tasks.fig3_task(t) for t in runs])
     assert set(df.model) == {"galu", "galu_adam", "relu"}
     met = analysis.fig3_metrics(df)
-    assert -1 <= met["fig3_min_spearman_test_vs_noise"] <= 1
+    assert -1 <= met["fig3_spearman_test_vs_noise_every_curve"].estimate <= 1
     figures.fig3(df)
     cfg.update(adam_window=50, adam_tol=1e-3, adam_halvings=1, adam_max_steps=3000)
     runs = tasks.fig4_tasks(cfg, "cpu")
@@ -156,8 +200,8 @@ def test_fig3_fig4_helpers(agg_backend):
     assert len(df4[df4.fit == "closed_form"]) == 6 and (df4["l2_sq"] > 0).all()
     met4 = analysis.fig4_metrics(df4)
     assert 0 <= met4["fig4_r2_gap_vs_l2_sq"] <= 1
-    assert met4["fig4_r2_gap_vs_l2_sq_adam"] <= 1
-    assert "fig3_min_spearman_galu_adam_vs_relu_test" in met
+    assert met4["fig4_r2_gap_vs_l2_sq_adam"].value <= 1
+    assert "fig3_test_galu_adam_minus_relu_regression" in met
     figures.fig4(df4)
 
 
@@ -172,16 +216,24 @@ def test_lemma1_helpers(agg_backend):
     }
     runs = tasks.lemma1_tasks(cfg, "cpu")
     assert sorted({t["m"] for t in runs}) == [5, 8, 13]
-    df = analysis.lemma1_frame(runs, [tasks.lemma1_task(t) for t in runs])
-    met = analysis.lemma1_metrics(df)
-    # within 5 standard errors of the Monte Carlo mean (|z| > 5: probability 6e-7 if right)
-    assert met["lemma1_max_abs_z_train"] < 5
-    assert met["lemma1_max_abs_z_test"] < 5  # m >= d + 4 only: finite variance there
+    res = [tasks.lemma1_task(t) for t in runs]
+    df = analysis.lemma1_frame(runs, res)
+    assert not any(c.endswith("batch_means") for c in df.columns)
+    met = analysis.lemma1_metrics(df, runs, res)
+    region = decision.equivalence_region(0.1)  # "matches", relative
+    assert met["lemma1_train_rel_dev"].decide(region) == decision.PASS
+    assert met["lemma1_test_rel_dev"].decide(region) == decision.PASS  # m >= d + 4 only
+    assert len(analysis.lemma1_cells(runs, res, "test")) == 2 * 2  # m = 8, 13: two dists
     # independent draws for every task: no two tasks share a seed
     assert len({t["seed"] for t in runs}) == len(runs)
-    # the check can fail: a formula with d/(m - d) in place of d/(m - d - 1)
-    bad = df.assign(formula_test=df.sigma**2 * (1 + df.d / (df.m - df.d)))
-    assert analysis.lemma1_metrics(bad)["lemma1_max_abs_z_test"] > 5
+    # the check can fail: a formula without its last term, sigma^2 (1 + d/m)
+    bad = [
+        {**r, "formula_test": t["sigma"] ** 2 * (1 + t["d"] / t["m"])} for t, r in zip(runs, res)
+    ]
+    ev = analysis.lemma1_metrics(df, runs, bad)["lemma1_test_rel_dev"]
+    assert ev.decide(region) == decision.FAIL  # m = 8, d = 3: 1.75 against 1.375
+    # (d/(m - d) in place of d/(m - d - 1) is 1.6 against 1.75 at m = 8: 9% off, inside the
+    # 10% that "matches" allows for a relative difference)
     figures.lemma1(df)
 
 
@@ -206,8 +258,8 @@ def test_fig5_helpers(agg_backend):
     assert all(r["acs_nonincreasing"] for r in res)
     curves, mins = analysis.fig5_frames(runs, res, 0.3)
     assert len(curves) == 6 and len(mins) == 2
-    met = analysis.fig5_metrics(mins, res, curves)
-    assert met["fig5_acs_nonincreasing"] is True
+    met = analysis.fig5_metrics(mins, curves, 0.3)
+    assert "sec5_acs_minus_adam_mse" in met
     assert list(analysis.fig5_cost(runs, res).d_out) == [1, 2]
     figures.fig5(curves, mins, 0.3, 32, 4)
 
@@ -231,7 +283,61 @@ def test_fig5_an_unconverged_fit_above_the_threshold_leaves_the_width_unknown():
     ]
     curves, mins = analysis.fig5_frames(runs, res, 0.3)
     assert mins.loc[0, "galu"] is None or np.isnan(mins.loc[0, "galu"])
-    assert "fig5_k_galu_minus_relu_dout1" not in analysis.fig5_metrics(mins, res, curves)
+    met = analysis.fig5_metrics(mins, curves, 0.3)
+    # the seed whose width is unknown is dropped and counted, and the growth claim is missing
+    assert met["fig5_k_galu_minus_relu_dout1"].values == ()
+    assert met["fig5_k_galu_minus_relu_dout1"].dropped == 1
+    assert "fig5_k_increasing_in_dout" not in met
+
+
+def _fig5_synthetic(k_galu: dict, k_relu: dict, first_above: bool = True):
+    """Curves and minimal widths of a synthetic Fig. 5: per (d', seed) the smallest widths
+    below 0.3 given, on a grid of three widths around them."""
+    curve_rows, min_rows = [], []
+    for (dout, seed), kg in k_galu.items():
+        kr = k_relu[(dout, seed)]
+        grid = sorted({kr - 2, kr, kg, kg + 2})
+        for k in grid:
+            loss = {c: (0.2 if k >= kk else 0.4) for c, kk in (("galu", kg), ("relu", kr))}
+            if not first_above and k == grid[0]:
+                loss = {"galu": 0.2, "relu": 0.2}
+            curve_rows.append(
+                {
+                    "d_out": dout,
+                    "seed": seed,
+                    "k": k,
+                    "galu_acs": np.nan,
+                    "galu_acs_converged": False,
+                    "galu_adam": loss["galu"],
+                    "galu_adam_converged": True,
+                    "galu": loss["galu"],
+                    "galu_converged": True,
+                    "relu": loss["relu"],
+                    "relu_converged": True,
+                }
+            )
+        min_rows.append({"d_out": dout, "seed": seed, "galu": kg, "relu": kr})
+    return pd.DataFrame(curve_rows), pd.DataFrame(min_rows)
+
+
+def test_fig5_metrics_keep_the_direction_of_the_gap():
+    # GaLU needs more neurons at every d', as in our paper-profile run
+    kg = {(1, s): 24 for s in (0, 1, 2)} | {(8, s): 104 for s in (0, 1, 2)}
+    kr = {(1, s): 18 for s in (0, 1, 2)} | {(8, s): 96 for s in (0, 1, 2)}
+    kr[(8, 2)] = 88
+    curves, mins = _fig5_synthetic(kg, kr)
+    met = analysis.fig5_metrics(mins, curves, 0.3)
+    assert met["fig5_k_galu_minus_relu_dout1"].estimate == 6
+    rel = [8 / 96, 8 / 96, 16 / 88]
+    larger = met["fig5_rel_k_galu_minus_relu_larger_dout"]
+    assert larger.estimate == pytest.approx(np.mean(rel)) and larger.estimate > 0
+    # "slightly better" (< 0) cannot pass on a positive gap: the old abs() could not tell
+    assert larger.decide(decision.region("<", 0)) != decision.PASS
+    assert met["fig5_rel_k_galu_minus_relu_largest_dout"].estimate == pytest.approx(np.mean(rel))
+    assert met["fig5_k_increasing_in_dout"] is True
+    # a grid whose first width is already below the threshold does not bracket the crossing
+    curves, mins = _fig5_synthetic(kg, kr, first_above=False)
+    assert analysis.fig5_metrics(mins, curves, 0.3)["fig5_k_increasing_in_dout"] is False
 
 
 def test_every_claim_metric_is_named_literally_in_analysis():
