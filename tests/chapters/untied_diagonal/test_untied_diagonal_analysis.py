@@ -61,23 +61,42 @@ def test_step_slope_and_fig71_metrics():
                     "converged": True,
                 }
             )
+    # a second data seed, a little worse everywhere: two per-seed values
+    rows += [
+        {
+            **r,
+            "seed": 1,
+            "pop_error_gd": 1.1 * r["pop_error_gd"],
+            "pop_error_q": 1.1 * r["pop_error_q"],
+        }
+        for r in rows
+    ]
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 1.0 and met["fig71_rows_used"] == 1
-    assert met["fig71_extreme_over_balanced_min_ratio"] == pytest.approx(8.0)
-    assert met["fig71_max_relative_drop_away_from_s1"] < 0
-    # A row whose minimum is off the balanced line is caught.
+    assert met["fig71_rows_used"] == 2
+    margin = met["fig71_balanced_margin"]
+    assert margin.test == "one-sample t" and margin.seeds == (0, 1)
+    assert margin.values == pytest.approx((2.0, 2.0))  # 0.3 / 0.1 - 1
+    assert met["fig71_extreme_over_balanced_min_ratio"].values == pytest.approx((8.0, 8.0))
+    assert met["fig71_min_relative_growth_away_from_s1"].values == pytest.approx((5 / 3, 5 / 3))
+    # A row whose minimum is off the balanced line gives a negative margin for its seed.
     rows[2]["pop_error_gd"] = 0.35
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_small_alpha_rows_argmin_at_s1"] == 0.0
+    assert met["fig71_balanced_margin"].values[0] == pytest.approx(0.3 / 0.35 - 1)
+    assert met["fig71_min_relative_growth_away_from_s1"].values[0] < 0
     # ... unless that row holds an unconverged run: then no claim rests on it.
     rows[2]["converged"] = False
     met = analysis.fig71_metrics(pd.DataFrame(rows), small_alpha_max=1e-3)
-    assert met["fig71_rows_used"] == 0 and np.isnan(met["fig71_small_alpha_rows_argmin_at_s1"])
+    assert met["fig71_rows_used"] == 1 and met["fig71_balanced_margin"].seeds == (1,)
+    assert met["fig71_balanced_margin"].dropped == 5
     # An unconverged run far from Theorem 1 does not count for fig71_gd_vs_q either.
     rows[2].update(pop_error_gd=9.0, converged=False)
-    assert analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"] == 0
+    gd_vs_q = analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"]
+    assert gd_vs_q.value == 0 and gd_vs_q.dropped == 1
     rows[2]["converged"] = True
-    assert analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"] > 1
+    assert (
+        analysis.fig71_metrics(pd.DataFrame(rows), 1e-3)["fig71_gd_vs_q_max_rel_pop_error"].value
+        > 1
+    )
 
 
 def test_q_shape_limits():
@@ -125,7 +144,7 @@ def test_regimes_frames_split_table_and_metrics():
     assert (unbalanced["alpha"] == cfg["regimes_tiny_alpha"]).all()
     table = analysis.regimes_table(frame)
     assert list(table.columns) == ["m", "dist_l1", "dist_l2", "steps"]
-    met = analysis.regimes_metrics(balanced, unbalanced, results)
+    met = analysis.metrics_table(analysis.regimes_metrics(balanced, unbalanced, results))["value"]
     # dist_l1 grows with the index, i.e. with alpha along the balanced line
     assert met["regimes_dist_l1_monotone"] is True
     assert met["regimes_qmin_tiny_m_dist_l1"] == pytest.approx(0.52)
@@ -208,15 +227,16 @@ def _theorem1_result(gf_errors, gf_converged, gd_converged=True):
 def test_theorem1_metrics_leave_out_unconverged_runs():
     res = _theorem1_result([1e-12, 0.5], [True, True])
     frame = analysis.theorem1_frame([res], [0])
-    assert analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"] == 0.5
+    assert analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"].value == 0.5
     res = _theorem1_result([1e-12, 0.5], [True, False])
     frame = analysis.theorem1_frame([res], [0])
-    assert analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"] == 1e-12
+    gf = analysis.theorem1_metrics(frame, [res])["thm1_gf_max_rel_error"]
+    assert gf.value == 1e-12 and gf.dropped == 1
     assert "gradient flow 1 of 2" in analysis.theorem1_unconverged(frame, [res])
     res = _theorem1_result([1e-12, 0.5], [False, False], gd_converged=False)
     res["tied_converged"] = False
     frame = analysis.theorem1_frame([res], [0])
-    met = analysis.theorem1_metrics(frame, [res])
+    met = analysis.metrics_table(analysis.theorem1_metrics(frame, [res]))["value"]
     assert np.isnan(met["thm1_gf_max_rel_error"]) and np.isnan(met["thm1_gd_max_rel_error"])
     assert np.isnan(met["tied_rel_error"])
 

@@ -63,7 +63,7 @@ def test_theorem1_task_small():
     out = tk.theorem1_task(task)
     assert out["status"] == "ok" and all(out["gf_converged"]) and out["tied_converged"]
     frame = analysis.theorem1_frame([out], [0])
-    met = analysis.theorem1_metrics(frame, [out])
+    met = analysis.metrics_table(analysis.theorem1_metrics(frame, [out]))["value"]
     assert list(frame["init"]) == list(dg.THEOREM1_INITS)
     assert met["thm1_gf_max_rel_error"] < 1e-6
     assert met["thm1_gd_max_rel_error"] < 1e-2

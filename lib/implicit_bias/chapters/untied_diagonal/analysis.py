@@ -6,6 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from implicit_bias.core import decision
+from implicit_bias.core.decision import Evidence
+from implicit_bias.core.evidence import Value, converged_runs
 from implicit_bias.models.diagonal import normalized_q_shape
 
 from .tasks import regimes_points
@@ -56,6 +59,8 @@ def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
     unconverged tied run are left out; `theorem1_unconverged` counts them). A metric with no
     converged run left is NaN, so its claim fails."""
     flow = frame[frame["gf_converged"].astype(bool)]
+    flow_lost = len(frame) - len(flow)
+    gd_lost = int((~frame["gd_converged"].astype(bool)).sum())
     frame = frame[frame["gd_converged"].astype(bool)]
     smallest = [c for c in frame.columns if c.startswith("gd_error_step_")][-1]
     wrong = np.minimum(frame["wrong_half"], frame["wrong_double"])
@@ -63,15 +68,23 @@ def theorem1_metrics(frame: pd.DataFrame, results: list[dict]) -> dict:
     ntk = frame[frame["init"].isin(["large", "unbalanced"])]
     ntk = ntk.assign(ratio=ntk["dist_weighted_l2"] / ntk["dist_plain_l2"])
     tied = [r["tied_error"] for r in results if r.get("tied_converged", False)]
+
+    def gd(x: float) -> Value:
+        return Value(float(x), dropped=gd_lost)
+
     return {
-        "thm1_gf_max_rel_error": float(flow["gf_error"].max()) if len(flow) else np.nan,
-        "thm1_gd_max_rel_error": float(frame[smallest].max()),
-        "thm1_step_slope_min": float(frame["step_slope"].min()),
-        "thm1_step_slope_max": float(frame["step_slope"].max()),
-        "thm1_wrong_scale_min_ratio": float((wrong / frame[smallest]).min()),
+        "thm1_gf_max_rel_error": Value(
+            float(flow["gf_error"].max()) if len(flow) else np.nan, dropped=flow_lost
+        ),
+        "thm1_gd_max_rel_error": gd(frame[smallest].max()),
+        "thm1_step_slope_min": gd(frame["step_slope"].min()),
+        "thm1_step_slope_max": gd(frame["step_slope"].max()),
+        "thm1_wrong_scale_min_ratio": gd((wrong / frame[smallest]).min()),
         "thm1_qmin_max_kkt": float(frame["qmin_kkt"].max()),
-        "tied_rel_error": float(max(tied)) if tied else np.nan,
-        "thm1_ntk_weighted_over_plain_l2": float(ntk["ratio"].max()),
+        "tied_rel_error": Value(
+            float(max(tied)) if tied else np.nan, dropped=len(results) - len(tied)
+        ),
+        "thm1_ntk_weighted_over_plain_l2": gd(ntk["ratio"].max()),
     }
 
 
@@ -87,7 +100,8 @@ def theorem1_unconverged(frame: pd.DataFrame, results: list[dict]) -> str:
 
 def metrics_table(metrics: dict) -> pd.DataFrame:
     """The metrics computed so far, one row each (column `value`)."""
-    return pd.Series(dict(metrics), name="value").to_frame()
+    plain = {k: v.value if isinstance(v, Value) else v for k, v in metrics.items()}
+    return pd.Series(plain, name="value").to_frame()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -147,6 +161,8 @@ def scale_shape_frame(results: list[dict], seeds) -> pd.DataFrame:
 def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame, results: list[dict]) -> dict:
     """Sec. 7.1 limits: along s = 1 (alpha grid) and at a tiny alpha (shape grid), per seed, on
     the converged GD runs only (the smallest scales hit the step cap: no claim rests on them)."""
+    lost_balanced = int((~balanced["converged"].astype(bool)).sum())
+    lost_unbalanced = int((~unbalanced["converged"].astype(bool)).sum())
     balanced = balanced[balanced["converged"].astype(bool)]
     unbalanced = unbalanced[unbalanced["converged"].astype(bool)]
     mono = all(
@@ -156,9 +172,9 @@ def regimes_metrics(balanced: pd.DataFrame, unbalanced: pd.DataFrame, results: l
     top = balanced[balanced["alpha"] == balanced["alpha"].max()]
     far = unbalanced[unbalanced["shape"] == unbalanced["shape"].max()]
     return {
-        "regimes_dist_l1_monotone": bool(mono),
-        "regimes_large_alpha_dist_l2": float(top["dist_l2"].max()),
-        "regimes_unbalanced_dist_l2": float(far["dist_l2"].max()),
+        "regimes_dist_l1_monotone": Value(bool(mono), dropped=lost_balanced),
+        "regimes_large_alpha_dist_l2": Value(float(top["dist_l2"].max()), dropped=lost_balanced),
+        "regimes_unbalanced_dist_l2": Value(float(far["dist_l2"].max()), dropped=lost_unbalanced),
         "regimes_qmin_tiny_m_dist_l1": float(max(max(r["extra_m_dist_l1"]) for r in results)),
     }
 
@@ -264,33 +280,69 @@ def fig71_table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def fig71_per_seed(frame: pd.DataFrame, small_alpha_max: float) -> pd.DataFrame:
+    """Fig. 7.1's comparisons per data seed, over its small scales (alpha <= small_alpha_max)
+    whose runs all converged (a (seed, alpha) row with a run stopped by the step cap is left
+    out; `rows` counts what is left, `runs_dropped` the runs of the rows left out). Each value
+    is the seed's least favourable small scale ("for every small scale"):
+
+    - `balanced_margin`: min over s != 1 of err(s) / err(1) - 1 (> 0: s = 1 is best);
+    - `min_growth_away_from_s1`: the smallest relative growth err[k+1] / err[k] - 1 of the
+      population error per grid step away from s = 1, on both sides (> 0: it grows);
+    - `extreme_over_balanced_min`: the smaller of err(s_min) / err(1) and err(s_max) / err(1).
+    """
+    rows = []
+    for seed, grp in frame.groupby("seed"):
+        used, dropped, margin, growth, ratio = 0, 0, [], [], []
+        for alpha, row in grp.groupby("alpha"):
+            if alpha > small_alpha_max * (1 + 1e-9):
+                continue
+            if not row["converged"].astype(bool).all():
+                dropped += len(row)
+                continue
+            row = row.sort_values("shape")
+            err = row["pop_error_gd"].to_numpy()
+            center = int(np.argmin(np.abs(np.log10(row["shape"].to_numpy()))))
+            used += 1
+            margin.append(float(np.delete(err, center).min() / err[center] - 1))
+            for side in (err[center:], err[center::-1]):  # moving away from s = 1
+                growth.append(float(np.min(side[1:] / side[:-1] - 1)))
+                ratio.append(float(side[-1] / side[0]))
+        rows.append(
+            {
+                "seed": seed,
+                "rows": used,
+                "runs_dropped": dropped,
+                "balanced_margin": min(margin) if used else np.nan,
+                "min_growth_away_from_s1": min(growth) if used else np.nan,
+                "extreme_over_balanced_min": min(ratio) if used else np.nan,
+            }
+        )
+    return pd.DataFrame(rows).set_index("seed")
+
+
 def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
     """Fig. 7.1's claims on converged GD runs only: GD against Theorem 1 over every converged
-    run; per data seed and small alpha (<= small_alpha_max) whose runs all converged, the
-    population error is lowest at s = 1 and grows (within 1%) as log s moves away from 0 on
-    both sides. A (seed, alpha) row with an unconverged run is left out
-    (`fig71_rows_used` counts what is left)."""
-    ok = frame[frame["converged"].astype(bool)]
+    run (a plain value: Theorem 1 on each fixed problem); the comparisons between shapes as
+    per-seed evidence (`fig71_per_seed`: the data, and so the population error, vary with the
+    seed), decided by the book's rule (core.decision). `fig71_rows_used` counts the (seed,
+    alpha) rows left after dropping those with an unconverged run."""
+    status = np.where(frame["converged"].astype(bool), "ok", "unconverged")
+    ok, dropped = converged_runs(frame.assign(status=status))
     rel = (ok["pop_error_gd"] - ok["pop_error_q"]).abs() / ok["pop_error_q"]
-    argmin_ok, drops, ratios = [], [], []
-    for (_, alpha), row in frame.groupby(["seed", "alpha"]):
-        if alpha > small_alpha_max * (1 + 1e-9) or not row["converged"].astype(bool).all():
-            continue
-        row = row.sort_values("shape")
-        err = row["pop_error_gd"].to_numpy()
-        log_s = np.log10(row["shape"].to_numpy())
-        center = int(np.argmin(np.abs(log_s)))
-        argmin_ok.append(int(np.argmin(err)) == center)
-        for side in (err[center:], err[center::-1]):  # moving away from s = 1
-            drops.append(float(np.max((side[:-1] - side[1:]) / side[:-1])))
-            ratios.append(float(side[-1] / side[0]))
-    empty = not argmin_ok
+    per_seed = fig71_per_seed(frame, small_alpha_max)
+    lost = int(per_seed["runs_dropped"].sum())
+
+    def evidence(column: str) -> Evidence:
+        e = decision.per_seed(per_seed[column])
+        return Evidence(e.values, e.test, seeds=e.seeds, dropped=lost)
+
     return {
-        "fig71_gd_vs_q_max_rel_pop_error": float(rel.max()),
-        "fig71_small_alpha_rows_argmin_at_s1": np.nan if empty else float(np.mean(argmin_ok)),
-        "fig71_max_relative_drop_away_from_s1": np.nan if empty else max(drops),
-        "fig71_extreme_over_balanced_min_ratio": np.nan if empty else min(ratios),
-        "fig71_rows_used": len(argmin_ok),
+        "fig71_gd_vs_q_max_rel_pop_error": Value(float(rel.max()), dropped=dropped),
+        "fig71_balanced_margin": evidence("balanced_margin"),
+        "fig71_min_relative_growth_away_from_s1": evidence("min_growth_away_from_s1"),
+        "fig71_extreme_over_balanced_min_ratio": evidence("extreme_over_balanced_min"),
+        "fig71_rows_used": int(per_seed["rows"].sum()),
     }
 
 
