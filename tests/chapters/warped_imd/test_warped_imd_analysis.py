@@ -279,15 +279,16 @@ def test_plateau_and_balanced_metrics():
     m = analysis.regime_metrics(df)
     assert m["regime_plateau_max_dist_ntk"] == 0.06
     assert m["regime_plateau_dist_ntk_largest_shape"] == 2e-5
-    assert m["regime_shape_argmax_non_kernel_at_s1"] == 1.0
+    assert m["regime_balanced_non_kernel_margin"].values == (0.4 - 0.2,)
     table = analysis.plateau_table(df)
     assert list(table.columns) == [1e3, 1e4] and list(table.index) == [1.0, 100.0]
     # the most non-kernel shape is not the balanced one: caught
     df.loc[(df["sweep"] == "shape") & (df["s"] == 3.0), ["gf_dist_l2", "gf_dist_ntk"]] = 0.9
-    assert analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"] == 0.0
-    # ... unless that problem has an unconverged run: left out (NaN, the claim fails)
+    assert analysis.regime_metrics(df)["regime_balanced_non_kernel_margin"].values == (0.4 - 0.9,)
+    # ... unless that problem has an unconverged run: left out (no value, the claim is missing)
     df.loc[(df["sweep"] == "shape") & (df["s"] == 3.0), "converged"] = False
-    assert np.isnan(analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"])
+    left = analysis.regime_metrics(df)["regime_balanced_non_kernel_margin"]
+    assert left.values == () and left.dropped == 3
     # an unconverged plateau run does not count
     df.loc[(df["sweep"] == "plateau") & (df["s"] == 1.0), "converged"] = False
     assert analysis.regime_metrics(df)["regime_plateau_max_dist_ntk"] == 2e-5
@@ -308,12 +309,14 @@ def test_metrics_cover_shapes_below_one():
     ]
     df = pd.DataFrame(rows)
     m = analysis.regime_metrics(df)
-    assert m["regime_shape_argmax_non_kernel_at_s1"] == 1.0
+    margin = m["regime_balanced_non_kernel_margin"]
+    assert margin.seeds == (0, 1) and np.allclose(margin.values, (0.1, 0.1))
     assert m["regime_plateau_max_dist_ntk"] == 0.06
     # broken: on one problem s = 0.3 is the least kernel (min(l2, ntk) = 0.5 > 0.4)
     at = (df["sweep"] == "shape") & (df["s"] == 0.3) & (df["seed"] == 1)
     df.loc[at, ["gf_dist_l2", "gf_dist_ntk"]] = 0.5
-    assert analysis.regime_metrics(df)["regime_shape_argmax_non_kernel_at_s1"] == 0.5
+    margin = analysis.regime_metrics(df)["regime_balanced_non_kernel_margin"]
+    assert np.allclose(margin.values, (0.1, 0.4 - 0.5))
     # broken: the largest plateau is below 1
     df.loc[(df["sweep"] == "plateau") & (df["s"] == 0.1), "gf_dist_ntk"] = 0.4
     assert analysis.regime_metrics(df)["regime_plateau_max_dist_ntk"] == 0.4

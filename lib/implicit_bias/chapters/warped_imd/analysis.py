@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from implicit_bias.core import decision
+from implicit_bias.core.decision import Evidence
 from implicit_bias.models.fully_connected import (
     _orientation,
     _rel,
@@ -290,19 +292,30 @@ def non_kernel_by_shape(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def balanced_argmax_fraction(df: pd.DataFrame) -> float:
-    """Over all the swept shapes at alpha = 1 (sweep 'shape', below and above 1), the fraction
-    of problems whose limit is farthest from both kernel predictors at s = 1
-    (`non_kernel_distance`). A problem with an unconverged run is left out; NaN if none is left."""
+def balanced_margin_by_problem(df: pd.DataFrame) -> pd.Series:
+    """Over all the swept shapes at alpha = 1 (sweep 'shape', below and above 1), per problem
+    seed: `non_kernel_distance` at s = 1 minus its largest value at any other shape (> 0: the
+    balanced limit is the farthest from both kernel predictors). A problem with an unconverged
+    run is left out (NaN)."""
     at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
-    hits = []
-    for _, grp in at_one.groupby("seed"):
-        if not grp["converged"].astype(bool).all():
+    margins = {}
+    for seed, grp in at_one.groupby("seed"):
+        balanced = grp["s"].to_numpy() == 1.0
+        if not grp["converged"].astype(bool).all() or balanced.all() or not balanced.any():
+            margins[seed] = np.nan
             continue
-        hits.append(
-            float(grp["s"].to_numpy()[np.argmax(non_kernel_distance(grp).to_numpy())]) == 1.0
-        )
-    return float(np.mean(hits)) if hits else np.nan
+        far = non_kernel_distance(grp).to_numpy()
+        margins[seed] = float(far[balanced].max() - far[~balanced].max())
+    return pd.Series(margins, name="balanced_margin", dtype=float)
+
+
+def balanced_margin_evidence(df: pd.DataFrame) -> Evidence:
+    """`balanced_margin_by_problem` as per-seed evidence (core.decision), with the runs of the
+    problems left out for an unconverged run counted as dropped."""
+    at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
+    bad = at_one.groupby("seed")["converged"].transform(lambda c: not c.astype(bool).all())
+    e = decision.per_seed(balanced_margin_by_problem(df))
+    return Evidence(e.values, e.test, seeds=e.seeds, dropped=int(bad.sum()))
 
 
 def plateau_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -368,7 +381,7 @@ def regime_metrics(df: pd.DataFrame) -> dict:
             shape.loc[shape["s"] == shape["s"].max(), "gf_dist_ntk"].max()
         ),
         "regime_min_dist_alpha1_s1": float(np.minimum(mid["gf_dist_l2"], mid["gf_dist_ntk"]).min()),
-        "regime_shape_argmax_non_kernel_at_s1": balanced_argmax_fraction(full),
+        "regime_balanced_non_kernel_margin": balanced_margin_evidence(full),
     }
 
 
