@@ -234,7 +234,6 @@ def main(argv=None) -> int:
 
     if args.command == "run":
         from .core.overrides import shown
-        from .core.runner import run_chapter, without_progress_bars
 
         try:
             selected, customs = custom_profiles(args)
@@ -280,7 +279,7 @@ def main(argv=None) -> int:
             if not summary["ok"]:
                 print(
                     f"  error: {summary['error']}\n  the failed execution is kept at "
-                    f"{results}/{chapter}/.run/failed.ipynb",
+                    f"{summary.get('failed_notebook') or f'{results}/{chapter}/.run/failed.ipynb'}",
                     file=sys.stderr,
                 )
                 failed.append(chapter)
@@ -294,20 +293,23 @@ def main(argv=None) -> int:
                     flush=True,
                 )
 
-        if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            context = multiprocessing.get_context("spawn")  # each chapter: a fresh interpreter
-            with ProcessPoolExecutor(
-                max_workers=args.jobs, mp_context=context, initializer=without_progress_bars
-            ) as pool:
-                futures = {pool.submit(run_chapter, *start(c)): c for c in selected}
-                for future in as_completed(futures):
-                    report(futures[future], future.result())
-        else:
-            for chapter in selected:
-                report(chapter, run_chapter(*start(chapter)))
+        try:
+            _run_all(args, selected, customs, start, report)
+        except KeyboardInterrupt as err:
+            chapter = getattr(err, "chapter", None)
+            print(
+                f"\ninterrupted{f' in {chapter}' if chapter else ''}: the tasks finished so far "
+                "are cached and a rerun resumes from them",
+                file=sys.stderr,
+            )
+            return 130
+        except PermissionError as err:
+            print(
+                f"error: cannot write {err.filename or 'the results'}: permission denied (is "
+                "the results folder read-only? set IMPLICIT_BIAS_RESULTS to a writable folder)",
+                file=sys.stderr,
+            )
+            return 2
         if failed or bad_claims:
             print(
                 f"error: {len(failed)} chapter(s) failed to execute {failed}, "
@@ -321,6 +323,43 @@ def main(argv=None) -> int:
 
         print(format_status((args.profile,) if args.profile else PROFILES))
         return 0
+    return _other_commands(args)
+
+
+def _run_all(args, selected, customs, start, report) -> None:
+    from .core.runner import run_chapter, without_progress_bars
+
+    if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        context = multiprocessing.get_context("spawn")  # each chapter: a fresh interpreter
+        with ProcessPoolExecutor(
+            max_workers=args.jobs, mp_context=context, initializer=without_progress_bars
+        ) as pool:
+            futures = {pool.submit(run_chapter, *start(c)): c for c in selected}
+            for future in as_completed(futures):
+                report(futures[future], future.result())
+    else:
+        for chapter in selected:
+            report(chapter, run_chapter(*start(chapter)))
+
+
+def _other_commands(args) -> int:
+    if getattr(args, "chapters", None) and args.command in ("stale", "compare", "recompute"):
+        from .core.chapter import check_chapter
+
+        try:
+            for chapter in args.chapters:
+                check_chapter(chapter)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    for option in ("tolerances",):
+        given = getattr(args, option, None)
+        if given and not Path(given).is_file():
+            print(f"error: no {option} file {given!r}", file=sys.stderr)
+            return 2
     if args.command == "claims":
         from .core.chapter import chapters, check_chapter
         from .core.registration import HistoryError, format_registrations

@@ -147,9 +147,13 @@ def test_failed_execution_is_never_published_nor_its_old_claims_shown(demo_proje
     assert result.returncode == 1 and "ZeroDivisionError" in result.stderr
     assert published.read_text() == good  # the last complete execution stays published
     assert (demo_project / "results/smoke/demo/.run/failed.ipynb").exists()
-    assert not (demo_project / "results/smoke/claims/demo.json").exists()
+    # the claims report and run record stay those of the last complete run, which is the one
+    # published; the failed run's record is kept beside its notebook
+    report = json.loads((demo_project / "results/smoke/claims/demo.json").read_text())
     run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
-    assert run["claims"] is None and not run["ok"]
+    assert run["ok"] and report["counts"] == run["claims"]
+    failed = json.loads((demo_project / "results/smoke/demo/.run/last-failed-run.json").read_text())
+    assert failed["claims"] is None and not failed["ok"]
 
 
 def test_run_record_counts_tasks_and_prunes_what_the_run_no_longer_uses(demo_project):

@@ -23,7 +23,7 @@ import pandas as pd
 from . import decision
 from .decision import Evidence
 from .evidence import Value
-from .paths import claims_results, project_root
+from .paths import claims_results, current_umask, project_root
 
 PROFILES = ("smoke", "paper")
 PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
@@ -378,6 +378,7 @@ def write_json_atomic(path: Path, value) -> None:
     try:
         with os.fdopen(fd, "w") as handle:
             json.dump(value, handle, indent=2, default=_json_default)
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others may read results
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -35,7 +35,44 @@ def claims_results(profile: str) -> Path:
     return results_root() / profile / "claims"
 
 
+RUN_ID_ENV = "IMPLICIT_BIAS_RUN_ID"
+
+
+def run_dir(profile: str, chapter: str) -> Path:
+    """The chapter's run folder, `results/<profile>/<chapter>/.run/`; under the runner, each
+    run writes its own subfolder (`$IMPLICIT_BIAS_RUN_ID`), so two runs of one chapter never
+    read each other's counts."""
+    base = chapter_results(profile, chapter) / ".run"
+    run_id = os.environ.get(RUN_ID_ENV)
+    return base / run_id if run_id else base
+
+
 def run_log_path(profile: str, chapter: str) -> Path:
     """What the chapter's sweeps did in the current run (written by `Chapter`, read by the
-    runner): `results/<profile>/<chapter>/.run/sweeps.json`."""
-    return chapter_results(profile, chapter) / ".run" / "sweeps.json"
+    runner): `<run_dir>/sweeps.json`."""
+    return run_dir(profile, chapter) / "sweeps.json"
+
+
+def publish_root() -> Path:
+    """Where executed chapters are published: `book/chapters/`, or, for runs into another
+    results folder (`$IMPLICIT_BIAS_RESULTS`), `<that folder>/book/`, never the book's."""
+    env = os.environ.get("IMPLICIT_BIAS_RESULTS")
+    return Path(env) / "book" if env else project_root() / "book" / "chapters"
+
+
+def shown_path(path: Path) -> str:
+    """A path as messages show it: relative to the repository when inside it."""
+    path = Path(path)
+    root = project_root()
+    return (
+        str(path.relative_to(root))
+        if path.is_absolute() and path.is_relative_to(root)
+        else str(path)
+    )
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -28,7 +28,15 @@ from .chapter import (
 from .device import VALID_DEVICES, resolve_device
 from .kernels import kernels_state
 from .overrides import CustomProfile
-from .paths import chapter_results, claims_results, project_root, run_log_path
+from .paths import (
+    RUN_ID_ENV,
+    chapter_results,
+    claims_results,
+    project_root,
+    publish_root,
+    run_log_path,
+    shown_path,
+)
 
 PARAMETERS = ("profile", "device", "refresh")
 
@@ -38,7 +46,15 @@ def notebook_source(chapter: str) -> Path:
 
 
 def executed_notebook(chapter: str) -> Path:
-    return project_root() / "book" / "chapters" / f"{chapter}.ipynb"
+    return publish_root() / f"{chapter}.ipynb"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a chapter: what was computed is cached, the run record says so."""
+
+    def __init__(self, chapter: str, summary: dict):
+        super().__init__(chapter)
+        self.chapter, self.summary = chapter, summary
 
 
 def validate(requested, profile: str, device: str) -> list[str]:
@@ -54,7 +70,39 @@ def validate(requested, profile: str, device: str) -> list[str]:
     for chapter in selected:
         if not notebook_source(chapter).exists():
             raise ValueError(f"chapter {chapter!r} has no notebook at {notebook_source(chapter)}")
+    for chapter in selected:  # a malformed claims file stops the run before anything is written
+        claims_module.load_claims(chapter)
     return selected
+
+
+class ChapterLock:
+    """Every run of a chapter holds its lock shared while it runs; pruning the cache needs it
+    exclusively, so a run never prunes entries that another run of the chapter is using."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.handle = open(folder / ".run.lock", "a")  # noqa: SIM115 - held for the run
+
+    def __enter__(self) -> ChapterLock:
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_SH)
+        return self
+
+    def try_exclusive(self) -> bool:
+        """Exclusive if no other run holds the chapter (the shared hold is given up first)."""
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            fcntl.flock(self.handle, fcntl.LOCK_SH)
+            return False
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()  # releases the lock
 
 
 def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
@@ -88,7 +136,20 @@ def _ipc_kernel_manager():
 
             return os.path.join(tempfile.gettempdir(), f"ib-kernel-{uuid.uuid4().hex[:12]}-ipc")
 
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            # The kernel process's own log (not the cells' output, which travels over its
+            # sockets) goes to the run folder: on Ctrl-C it prints tracebacks of its shutdown.
+            import os
+
+            log = os.environ.get(KERNEL_LOG_ENV)
+            if log and "stderr" not in kw:
+                kw["stderr"] = open(log, "a")  # noqa: SIM115 - the kernel process owns it
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
     return IPCKernelManager
+
+
+KERNEL_LOG_ENV = "IMPLICIT_BIAS_KERNEL_LOG"
 
 
 def run_chapter(
@@ -135,9 +196,38 @@ def _execute(
     out: Path,
     record: dict | None = None,
 ) -> dict:
-    import papermill as pm
+    """One run in its own run folder (`.run/<run id>/`), holding the chapter's lock shared."""
+    import os
+    import shutil
+    import uuid
 
     validate([chapter], profile, device)
+    folder = chapter_results(profile, chapter)
+    previous_id = os.environ.get(RUN_ID_ENV)
+    os.environ[RUN_ID_ENV] = uuid.uuid4().hex[:12]
+    try:
+        with ChapterLock(folder / ".run") as lock:
+            return _execute_locked(chapter, profile, device, refresh, log_output, out, record, lock)
+    finally:
+        shutil.rmtree(run_log_path(profile, chapter).parent, ignore_errors=True)
+        if previous_id is None:
+            os.environ.pop(RUN_ID_ENV, None)
+        else:
+            os.environ[RUN_ID_ENV] = previous_id
+
+
+def _execute_locked(
+    chapter: str,
+    profile: str,
+    device: str,
+    refresh: bool,
+    log_output: bool,
+    out: Path,
+    record: dict | None,
+    lock: ChapterLock,
+) -> dict:
+    import papermill as pm
+
     nb = jupytext.read(notebook_source(chapter))
     nb.metadata.setdefault(
         "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -145,11 +235,22 @@ def _execute(
     out.parent.mkdir(parents=True, exist_ok=True)
     run_dir = run_log_path(profile, chapter).parent
     run_dir.mkdir(parents=True, exist_ok=True)
+    chapter_run = chapter_results(profile, chapter) / ".run"
     partial = run_dir / "partial.ipynb"
-    failed_copy = run_dir / "failed.ipynb"
-    (claims_results(profile) / f"{chapter}.json").unlink(missing_ok=True)
+    failed_copy = chapter_run / "failed.ipynb"
+    # The previous claims report is set aside, so a failed run never shows it as its own, and
+    # put back if this run does not complete: committed paper results change only by a
+    # complete run.
+    report_path = claims_results(profile) / f"{chapter}.json"
+    set_aside = run_dir / "previous-claims.json"
+    if report_path.exists():
+        report_path.replace(set_aside)
+    import os
+
+    os.environ[KERNEL_LOG_ENV] = str(run_dir / "kernel.log")
     start = time.perf_counter()
     error = None
+    interrupted = False
     progress = TerminalProgress(chapter, run_dir / "progress.json")
     try:
         executed = pm.execute_notebook(
@@ -163,12 +264,24 @@ def _execute(
             coalesce_streams=True,
             kernel_manager_class=_ipc_kernel_manager(),
         )
+    except KeyboardInterrupt:
+        interrupted = True
+        error = "interrupted (Ctrl-C)"
+        executed = None
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
     finally:
         progress.close()
-    _print_warnings(chapter, run_dir / "warnings.log")
+        os.environ.pop(KERNEL_LOG_ENV, None)
+    if (run_dir / "progress.json").exists():  # the last run's progress, for whoever looks
+        (run_dir / "progress.json").replace(chapter_run / "progress.json")
+    warnings_log = run_dir / "warnings.log"
+    if warnings_log.exists():
+        warnings_log.replace(chapter_run / "warnings.log")
+    else:  # no warnings in this run: the last run's must not be shown as this one's
+        (chapter_run / "warnings.log").unlink(missing_ok=True)
+    _print_warnings(chapter, chapter_run / "warnings.log")
     seconds = time.perf_counter() - start
     log = _read_run_log(profile, chapter)
     tasks = _task_summary(log)
@@ -196,9 +309,16 @@ def _execute(
     if error is None:
         partial.replace(out)
         failed_copy.unlink(missing_ok=True)
-    elif partial.exists():
-        partial.replace(failed_copy)
-    report = claims_module.load_report(chapter, profile)
+        set_aside.unlink(missing_ok=True)
+    else:
+        if partial.exists() and not interrupted:
+            partial.replace(failed_copy)
+        partial.unlink(missing_ok=True)  # an interrupted run leaves no partial notebook
+        if set_aside.exists():
+            set_aside.replace(report_path)
+        else:
+            report_path.unlink(missing_ok=True)
+    report = claims_module.load_report(chapter, profile) if error is None else None
     summary = {
         "chapter": chapter,
         "profile": profile,
@@ -217,15 +337,25 @@ def _execute(
         "tasks": tasks,
         "finished": finished.isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "failed_notebook": shown_path(failed_copy) if error and not interrupted else None,
         **(record or {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
     if error is None and log is not None and not tasks["failed"]:
-        summary["pruned_entries"] = prune_unused(folder, log)
+        if lock.try_exclusive():
+            summary["pruned_entries"] = prune_unused(folder, log)
+        else:
+            summary["pruned_entries"] = 0
+            summary["not_pruned"] = "another run of this chapter was in progress"
     # A rerun that reuses the cache is quick; the cached tasks' own times say what the
     # results cost to compute.
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
-    claims_module.write_json_atomic(folder / "run.json", summary)
+    # The committed run record of the paper profile changes only with a complete run; a
+    # failed or interrupted run keeps its record in the run folder.
+    record_path = folder / "run.json" if error is None else chapter_run / "last-failed-run.json"
+    claims_module.write_json_atomic(record_path, summary)
+    if interrupted:
+        raise Interrupted(chapter, summary)
     return summary
 
 

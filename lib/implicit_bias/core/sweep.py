@@ -38,6 +38,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .fingerprint import fingerprint
+from .paths import current_umask
 
 BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
@@ -200,6 +201,7 @@ class ResultCache:
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)
+            os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600
             os.replace(tmp, self.path(task))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
