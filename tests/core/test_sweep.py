@@ -234,3 +234,43 @@ def test_a_fresh_result_is_what_a_cache_hit_returns(tmp_path):
     fresh = sweep(square, tasks, tmp_path, progress=False)[0]
     cached = sweep(square, tasks, tmp_path, progress=False)[0]
     assert list(fresh) == list(cached) and fresh == cached
+
+
+def test_entries_record_their_kernels_and_other_kernels_are_recomputed(tmp_path):
+    from implicit_bias.core.sweep import _checksum, current_kernels, kernels_problem
+
+    task = {"x": 3}
+    sweep(square, [task], tmp_path, progress=False)
+    path = ResultCache(tmp_path).path(task)
+    entry = json.loads(path.read_text())
+    assert entry["kernels"] == current_kernels() and kernels_problem(entry) is None
+    # an entry computed under other kernels is stale: not served, recomputed
+    entry["kernels"] = {"state": "native (IMPLICIT_BIAS_NATIVE_KERNELS is set)", "cpu": "x"}
+    entry["result"]["y"] = 10  # what those kernels computed, say
+    entry["checksum"] = _checksum(entry)
+    path.write_text(json.dumps(entry))
+    cache = ResultCache(tmp_path, fingerprint(square))
+    assert cache.read(task)[0] is None and "other kernels" in cache.read(task)[1]
+    assert sweep(square, [task], tmp_path, progress=False)[0]["y"] == 9
+    # an entry written before kernels were recorded is served as it is
+    entry = json.loads(path.read_text())
+    del entry["kernels"]
+    entry["checksum"] = _checksum(entry)
+    path.write_text(json.dumps(entry))
+    assert cache.get(task)["y"] == 9
+
+
+def test_stale_lists_committed_entries_of_other_kernels(tmp_path):
+    from implicit_bias.core.sweep import _checksum
+    from implicit_bias.core.verify import stale_entries
+
+    folder = tmp_path / "paper" / "demo" / "squares"
+    sweep(square, [{"x": 2}], folder, progress=False)
+    assert stale_entries("paper", root=tmp_path) == []
+    path = next(folder.glob("*.json"))
+    entry = json.loads(path.read_text())
+    entry["kernels"] = {"state": "native (a arm64 CPU)", "cpu": "y"}
+    entry["checksum"] = _checksum(entry)
+    path.write_text(json.dumps(entry))
+    [item] = stale_entries("paper", root=tmp_path)
+    assert "other kernels" in item["reason"]

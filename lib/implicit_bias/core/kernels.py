@@ -76,6 +76,22 @@ def pin_kernels(
     return state
 
 
+def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's vendor and model name (information for records; empty where unreadable)."""
+    vendor = model = ""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("vendor_id") and not vendor:
+                vendor = line.split(":", 1)[1].strip()
+            elif line.startswith("model name") and not model:
+                model = line.split(":", 1)[1].strip()
+            if vendor and model:
+                break
+    except OSError:
+        pass
+    return f"{vendor} {model}".strip() or platform.processor()
+
+
 def kernels_state() -> str:
     """What this process computes with, for run records: the decision of `pin_kernels` in this
     process or the one that started it."""

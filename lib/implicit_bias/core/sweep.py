@@ -44,6 +44,30 @@ BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
 ENTRY_SCHEMA = 2
 ENTRY_KEYS = {"schema", "fn", "fingerprint", "task", "result", "checksum"}
+# The kernel configuration an entry was computed under (`core.kernels.kernels_state`, with the
+# CPU vendor for information); entries written before it was recorded have none.
+KERNELS_KEY = "kernels"
+
+
+def current_kernels() -> dict:
+    from .kernels import cpu_vendor, kernels_state
+
+    return {"state": kernels_state(), "cpu": cpu_vendor()}
+
+
+def kernels_problem(entry: dict, current: dict | None = None) -> str | None:
+    """Why an entry's kernels make it unusable here (None: same kernel configuration, or no
+    record). Only the configuration counts, not the vendor: under the pin, AVX2 machines of
+    both vendors select the same kernels."""
+    recorded = entry.get(KERNELS_KEY)
+    if not recorded:
+        return None
+    current = current or current_kernels()
+    if recorded.get("state") != current["state"]:
+        return f"computed under other kernels ({recorded.get('state')}; here: {current['state']})"
+    return None
+
+
 LOCKS = ".locks"
 
 
@@ -112,7 +136,8 @@ def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
 
 
 def _checksum(entry: dict) -> str:
-    body = {k: entry[k] for k in ("schema", "fn", "fingerprint", "task", "result")}
+    keys = ("schema", "fn", "fingerprint", "task", "result", KERNELS_KEY)
+    body = {k: entry[k] for k in keys if k in entry}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
@@ -120,7 +145,7 @@ def entry_problem(entry, task: dict | None = None) -> str | None:
     """Why a stored entry cannot be used as a result (None: it can)."""
     if isinstance(entry, dict) and "task" in entry and "schema" not in entry:
         return "old format: computed before code fingerprints"
-    if not isinstance(entry, dict) or set(entry) != ENTRY_KEYS:
+    if not isinstance(entry, dict) or set(entry) - {KERNELS_KEY} != ENTRY_KEYS:
         return "not a cache entry of this format"
     if entry["schema"] != ENTRY_SCHEMA:
         return f"schema {entry['schema']!r}, expected {ENTRY_SCHEMA}"
@@ -171,6 +196,9 @@ class ResultCache:
             return None, problem
         if self.fingerprint is not None and entry["fingerprint"] != self.fingerprint:
             return None, "stale (computed by other code)"
+        kernels = kernels_problem(entry)
+        if kernels:
+            return None, f"stale ({kernels})"
         self.last_fn = entry["fn"]
         return entry["result"], "hit"
 
@@ -193,6 +221,7 @@ class ResultCache:
             "fingerprint": self.fingerprint,
             "task": json.loads(canonical_json(task)),
             "result": json.loads(canonical_json(result)),
+            KERNELS_KEY: current_kernels(),
         }
         entry["checksum"] = _checksum(entry)
         text = json.dumps(entry)

@@ -127,7 +127,10 @@ def stale_entries(
     profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
 ) -> list[dict]:
     """Committed entries the current code would not produce, each with the reason."""
+    from .sweep import current_kernels, kernels_problem
+
     memo: dict = {}
+    kernels = current_kernels()
     stale = []
     for chapter, path, entry in committed_entries(profile, chapters, root):
         problem = "unreadable" if entry is None else entry_problem(entry)
@@ -138,6 +141,8 @@ def stale_entries(
                 problem = f"task function {entry['fn']} no longer exists"
             elif current != entry["fingerprint"]:
                 problem = f"code of {entry['fn']} has changed"
+            else:
+                problem = kernels_problem(entry, kernels)
         if problem:
             stale.append(
                 {
