@@ -118,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewrite only these figures (of a single chapter)",
     )
     base.add_argument("--all", action="store_true", help="rewrite every figure of the chapters")
+    base.add_argument(
+        "--this-cpu",
+        action="store_true",
+        help="write the named figures into this CPU vendor's baseline folder "
+        "(tests/baselines/<chapter>/cpu-<vendor>/): for figures whose data the vendors "
+        "compute differently under the pinned kernels",
+    )
     compare = sub.add_parser(
         "compare",
         help="compare a run's figures and claims with a reference results folder (GPU CI)",
@@ -407,7 +414,7 @@ def _other_commands(args) -> int:
             return 0
         try:
             for chapter in selected:
-                written = write_baselines(chapter, figures=args.figures)
+                written = write_baselines(chapter, figures=args.figures, this_cpu=args.this_cpu)
                 print(f"{chapter}: {len(written)} baseline files written")
         except (ValueError, FileNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)

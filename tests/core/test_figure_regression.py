@@ -118,3 +118,23 @@ def test_one_percent_change_is_caught(results, chapter, fig):
         f"passes rtol {meta['rtol']}, atol {meta['atol']}: the tolerance "
         "regresses too little"
     )
+
+
+def test_a_vendor_baseline_is_used_on_that_vendor_only(tmp_path, monkeypatch):
+    """A figure whose data one CPU vendor computes differently is regressed against that
+    vendor's own baseline there, and against the chapter's everywhere else."""
+    from implicit_bias.core import regression
+
+    monkeypatch.setenv("IMPLICIT_BIAS_ROOT", str(tmp_path))
+    chapter = tmp_path / "tests" / "baselines" / "demo"
+    (chapter / "cpu-GenuineIntel").mkdir(parents=True)
+    (chapter / "fig.json").write_text("{}")
+    (chapter / "cpu-GenuineIntel" / "fig.json").write_text("{}")
+    monkeypatch.setattr(regression, "cpu_vendor_id", lambda: "GenuineIntel")
+    assert regression.figure_baseline_dir("demo", "fig") == chapter / "cpu-GenuineIntel"
+    assert regression.figure_baseline_dir("demo", "other") == chapter
+    assert regression.baseline_figures("demo") == ["fig"]  # listed once
+    monkeypatch.setattr(regression, "cpu_vendor_id", lambda: "AuthenticAMD")
+    assert regression.figure_baseline_dir("demo", "fig") == chapter
+    with pytest.raises(ValueError, match="figure by figure"):
+        regression.write_baselines("demo", this_cpu=True)

@@ -40,6 +40,32 @@ def baseline_dir(chapter: str) -> Path:
     return project_root() / "tests" / "baselines" / chapter
 
 
+def cpu_vendor_id() -> str:
+    """`GenuineIntel`, `AuthenticAMD`, ... (empty where /proc/cpuinfo cannot be read)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def vendor_baseline_dir(chapter: str, vendor: str | None = None) -> Path:
+    """Baselines of the figures whose data this CPU vendor computes differently under the
+    pinned kernels, `tests/baselines/<chapter>/cpu-<vendor>/` (measured: an Intel Xeon and
+    the AMD EPYC machines that drew the baselines round a few figures differently under the
+    same pinned kernels; which library's dispatch causes it is not isolated)."""
+    return baseline_dir(chapter) / f"cpu-{vendor if vendor is not None else cpu_vendor_id()}"
+
+
+def figure_baseline_dir(chapter: str, fig_id: str) -> Path:
+    """Where the baseline of one figure lives for this machine: the vendor's folder when it
+    holds the figure, else the chapter's."""
+    vendor = vendor_baseline_dir(chapter)
+    return vendor if (vendor / f"{fig_id}.json").exists() else baseline_dir(chapter)
+
+
 def report_folder(name: str) -> Path:
     """Where figure reports go: `results/reports/<name>/` (never committed)."""
     return results_root() / "reports" / name
@@ -64,7 +90,7 @@ def compare_figure_report(
     return _compare(
         chapter,
         fig_id,
-        baseline or baseline_dir(chapter),
+        baseline or figure_baseline_dir(chapter, fig_id),
         figures_dir(profile, chapter),
         report_dir,
         images=images,
@@ -102,7 +128,7 @@ def baseline_changes(
         )
     results = []
     for meta in sorted(source.glob("*.json")):
-        if not (baseline_dir(chapter) / meta.name).exists():
+        if not (figure_baseline_dir(chapter, meta.stem) / meta.name).exists():
             results.append(FigureComparison(chapter, meta.stem, ["new figure: no baseline"]))
             continue
         results.append(compare_figure_report(chapter, meta.stem, profile, report_dir=report_dir))
@@ -110,11 +136,18 @@ def baseline_changes(
 
 
 def write_baselines(
-    chapter: str, profile: str = "smoke", figures: list[str] | None = None
+    chapter: str,
+    profile: str = "smoke",
+    figures: list[str] | None = None,
+    this_cpu: bool = False,
 ) -> list[str]:
     """Copy the current figures of `chapter` into `tests/baselines/<chapter>/` (on purpose):
     the named `figures`, or all of them (a full rewrite also drops baselines of figures the
-    chapter no longer produces)."""
+    chapter no longer produces). `this_cpu`: into this CPU vendor's folder instead
+    (`vendor_baseline_dir`), for the named figures only, whose data this vendor computes
+    differently (measured; say so in the commit)."""
+    if this_cpu and not figures:
+        raise ValueError("a vendor's baselines are written figure by figure: name them")
     source = figures_dir(profile, chapter)
     if not source.exists():
         raise FileNotFoundError(f"no figures for {chapter} at {source}: run the chapter first")
@@ -125,9 +158,11 @@ def write_baselines(
             raise ValueError(
                 f"{chapter} produces no figure {unknown}; its figures: {', '.join(produced)}"
             )
-    target = baseline_dir(chapter)
-    if figures is None and target.exists():
-        shutil.rmtree(target)
+    target = vendor_baseline_dir(chapter) if this_cpu else baseline_dir(chapter)
+    if figures is None and target.exists():  # the vendors' folders stay: written on purpose
+        for old in target.iterdir():
+            if old.is_file():
+                old.unlink()
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(source.iterdir()):
