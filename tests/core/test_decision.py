@@ -172,3 +172,25 @@ def test_unconverged_runs_are_dropped_and_counted():
     e = Evidence((1.0, 2.0), "one-sample t", dropped=2)
     assert Evidence.from_json(e.to_json()).dropped == 2
     assert evaluate({**CLAIM, "expect": "> 0"}, {"a_minus_b": e}, "paper")["dropped_runs"] == 2
+
+
+def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
+    from implicit_bias.core.decision import least_favourable, paired_differences
+
+    by_h = {
+        10: paired_differences([-0.05, -0.04, -0.06]),  # clearly below zero
+        20: paired_differences([-0.01, 0.01, -0.02]),  # straddles zero
+        50: paired_differences([-0.03, -0.02, -0.025]),
+    }
+    assert least_favourable(by_h, "high")[0] == 20
+    assert least_favourable(by_h, "low")[0] == 10
+    assert (
+        least_favourable({1: per_seed([0.1, 0.2, 0.15]), 2: per_seed([-0.3, -0.2, -0.25])}, "both")[
+            0
+        ]
+        == 2
+    )
+    by_h[100] = paired_differences([-0.5])  # one seed: no interval, least favourable
+    assert least_favourable(by_h, "high")[0] == 100
+    with pytest.raises(decision.DecisionError):
+        least_favourable(by_h, "<")

@@ -318,3 +318,25 @@ def seed_means(frame, value: str, seed: str = "seed"):
     training data, so they are not independent of each other; the seeds are)."""
     d = frame.dropna(subset=[value])
     return d.groupby(seed)[value].mean()
+
+
+def least_favourable(cells: Mapping, side: str) -> tuple[object, Evidence]:
+    """For a claim that must hold in every cell ("uniformly", "at every width"): the cell
+    whose evidence is least favourable to it, with that evidence. For a claim "> bound" the
+    cell whose interval reaches lowest (`side` "low"), for "< bound" highest ("high"), for
+    "similar" farthest from zero on either side ("both"); a cell that cannot be decided (fewer
+    than two seeds) is least favourable of all. The claim passes exactly when every cell's
+    interval lies in its region; when another cell's interval lies wholly outside it while
+    this one straddles the edge, the claim reads inconclusive rather than fail (conservative)."""
+    if side not in ("low", "high", "both"):
+        raise DecisionError(f"side must be low, high or both, got {side!r}")
+    if not cells:
+        raise DecisionError("no cells to choose from")
+
+    def badness(item) -> float:
+        low, high = item[1].interval()
+        if math.isnan(low):
+            return math.inf
+        return {"low": -low, "high": high, "both": max(-low, high)}[side]
+
+    return max(cells.items(), key=badness)

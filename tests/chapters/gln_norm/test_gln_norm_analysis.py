@@ -490,20 +490,6 @@ def test_share_and_correlation_evidence_are_one_value_per_seed():
     assert analysis.correlation_evidence(points.iloc[:6], "x", "y").values == pytest.approx((1.0,))
 
 
-def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
-    from implicit_bias.core.decision import paired_differences
-
-    by_h = {
-        10: paired_differences([-0.05, -0.04, -0.06]),  # clearly below zero
-        20: paired_differences([-0.01, 0.01, -0.02]),  # straddles zero
-        50: paired_differences([-0.03, -0.02, -0.025]),
-    }
-    assert analysis.least_favourable(by_h, "<")[0] == 20
-    assert analysis.least_favourable(by_h, ">")[0] == 10
-    by_h[100] = paired_differences([-0.5])  # one seed: no interval, least favourable
-    assert analysis.least_favourable(by_h, "<")[0] == 100
-
-
 def test_evidence_records_infeasible_runs_and_tables_show_its_mean():
     frame = pd.DataFrame(
         {

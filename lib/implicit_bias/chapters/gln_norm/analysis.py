@@ -5,7 +5,6 @@ them, are in `reference.py`."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import cvxpy as cp
@@ -13,8 +12,6 @@ import numpy as np
 import pandas as pd
 
 from implicit_bias.core import decision
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.evidence import converged_runs
 from implicit_bias.models.gln import inconsistency, predict_gln
 from implicit_bias.models.gln_svm import SVMResult, solve_program, svm_gln, svm_l2
 from implicit_bias.models.gln_theory import (
@@ -34,6 +31,16 @@ from implicit_bias.models.gln_theory import (
 )
 
 # re-exported: the notebook, figures and reference use them as analysis.*
+from .evidence import (  # noqa: F401 - the chapter reads them as analysis.*
+    contrast_evidence,
+    correlation_evidence,
+    estimate,
+    evidence_table,
+    level_evidence,
+    paired_evidence,
+    share_evidence,
+    with_dropped,
+)
 from .frames import (  # noqa: F401
     BEST_LABELS,
     GLN_METHODS,
@@ -360,80 +367,8 @@ def best_per_seed(frame: pd.DataFrame, method: str, query: str | None = None) ->
 
 
 # -------------------------------------------------------------------------------------------
-# Per-seed evidence for the claims (the book's rule: implicit_bias.core.decision)
+# Per-seed points (their evidence for the claims: evidence.py)
 # -------------------------------------------------------------------------------------------
-# The points of one seed share its training subset and contexts, so they are not independent
-# of each other; the seeds are. Every quantity a claim compares is reduced to one value per
-# seed (the mean over that seed's points) and handed to the claim as `Evidence`, decided on the
-# 95% t interval of those values (book page "How claims are decided").
-
-
-def paired_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
-    """Per-point differences (a minus b, same seed) -> their mean per seed -> paired t."""
-    return decision.paired_differences(decision.seed_means(points, value))
-
-
-def level_evidence(points: pd.DataFrame, value: str) -> Evidence:
-    """A level (an inconsistency, a share) -> its mean per seed -> one-sample t."""
-    return decision.per_seed(decision.seed_means(points, value))
-
-
-def contrast_evidence(points: pd.DataFrame, col: str, value: str = "diff") -> Evidence:
-    """For "grows with `col`": per seed, (mean `value` at the largest `col`) minus (mean at the
-    smallest), paired t over the seeds that have both ends."""
-    d = points.dropna(subset=[value])
-    if d[col].nunique() < 2:
-        return decision.paired_differences({})
-    hi = d[d[col] == d[col].max()].groupby("seed")[value].mean()
-    lo = d[d[col] == d[col].min()].groupby("seed")[value].mean()
-    return decision.paired_differences((hi - lo).dropna())
-
-
-def share_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
-    """For "in most configurations": per seed, the share of its points (one per configuration)
-    where `value` is below zero, one-sample t over the seeds."""
-    d = points.dropna(subset=[value])
-    share = d.assign(below=d[value] < 0).groupby("seed")["below"].mean()
-    return decision.per_seed(share.astype(float))
-
-
-def correlation_evidence(points: pd.DataFrame, x: str, y: str) -> Evidence:
-    """Pearson r of `x` and `y` over each seed's points (its configurations), one value per
-    seed (a seed with fewer than three points has none)."""
-    d = points.dropna(subset=[x, y])
-    r = {
-        s: float(np.corrcoef(g[x], g[y])[0, 1])
-        for s, g in d.groupby("seed")
-        if len(g) > 2 and g[x].std() > 0 and g[y].std() > 0
-    }
-    return decision.per_seed(r)
-
-
-def least_favourable(by_cell: dict, op: str) -> tuple[object, Evidence]:
-    """For a claim that must hold in every cell ("uniformly", "at every H"): the cell whose 95%
-    interval edge is least favourable to `op` ('<': the largest upper edge; '>': the smallest
-    lower edge). A cell with fewer than two seeds has no interval and is the least favourable."""
-
-    def edge(ev: Evidence) -> float:
-        low, high = ev.interval()
-        if np.isnan(low):
-            return np.inf
-        return high if op == "<" else -low
-
-    cell = max(by_cell, key=lambda k: edge(by_cell[k]))
-    return cell, by_cell[cell]
-
-
-def with_dropped(ev: Evidence, frame: pd.DataFrame, methods) -> Evidence:
-    """`ev` with the number of `methods`' runs of `frame` that did not end optimal or ok
-    (infeasible SVMs: the paper's missing points) recorded as dropped."""
-    _, dropped = converged_runs(frame[frame["method"].isin(list(methods))])
-    return dataclasses.replace(ev, dropped=dropped)
-
-
-def estimate(value):
-    """A metric as a number for the chapter's tables: an `Evidence`'s mean over seeds."""
-    return value.estimate if isinstance(value, Evidence) else value
 
 
 def paired(frame: pd.DataFrame, a: str, b: str, keys, value: str = "val_error") -> pd.DataFrame:
@@ -648,7 +583,7 @@ def relu_metrics(frame: pd.DataFrame, gln: pd.DataFrame | None = None, momentum:
     by_h = {h: paired_evidence(lc_rc[lc_rc["H"] == h]) for h in sorted(lc_rc["H"].unique())}
     out["frac_h_lc_better_than_rc"] = _mean(lc_rc.groupby("H")["diff"].mean() < 0)
     if by_h:
-        h, ev = least_favourable(by_h, "<")
+        h, ev = decision.least_favourable(by_h, "high")
         out["error_lc_minus_rc_least_favourable_h"] = with_dropped(ev, f[f["H"] == h], lc_and_rc)
         out["least_favourable_h_lc_minus_rc"] = h
     disparity = paired(f, "SVM-LC", "GD-ReLU", RELU_CELLS)
@@ -840,19 +775,3 @@ def finite_time_metrics(ft: pd.DataFrame) -> dict:
         "finite_time_incons_change": contrast_evidence(ft, "steps", "inconsistency"),
         "finite_time_error_change": contrast_evidence(ft, "steps", "val_error"),
     }
-
-
-def evidence_table(metrics: dict, names) -> pd.DataFrame:
-    """The per-seed evidence of `names` (metric names, or {label: name}) as the claims table
-    decides it: mean over seeds, 95% interval, number of seeds; a plain value as its estimate."""
-    names = names if isinstance(names, dict) else {n: n for n in names}
-    rows = []
-    for label, name in names.items():
-        value = metrics.get(name, float("nan"))
-        low, high = value.interval() if isinstance(value, Evidence) else (np.nan, np.nan)
-        seeds = len(value.values) if isinstance(value, Evidence) else np.nan
-        rows.append(
-            {"": label, "mean over seeds": estimate(value), "95% low": low, "95% high": high}
-            | {"seeds": seeds}
-        )
-    return pd.DataFrame(rows).set_index("").astype(float).round(4)
