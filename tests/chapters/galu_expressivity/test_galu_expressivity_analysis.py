@@ -65,26 +65,6 @@ def test_fig1_helpers_on_synthetic_results(agg_backend):
     figures.fig1(df)
 
 
-def test_least_favourable_picks_the_interval_edge_on_the_wrong_side():
-    ev = {
-        "far_but_sure": decision.per_seed([0.50, 0.51, 0.52]),
-        "near_and_noisy": decision.per_seed([0.05, 0.40, -0.20]),
-        "small": decision.per_seed([0.10, 0.11, 0.12]),
-    }
-    assert analysis.least_favourable(ev, "low")[0] == "near_and_noisy"  # lowest lower edge
-    assert analysis.least_favourable(ev, "high")[0] == "near_and_noisy"  # highest upper edge
-    assert analysis.least_favourable({"a": ev["far_but_sure"], "b": ev["small"]}, "high")[0] == "a"
-    assert analysis.least_favourable({"a": ev["far_but_sure"], "b": ev["small"]}, "low")[0] == "b"
-    # "similar": farthest from 0 on either side
-    both = {"pos": decision.per_seed([0.1, 0.1, 0.1]), "neg": decision.per_seed([-0.3] * 3)}
-    assert analysis.least_favourable(both, "both")[0] == "neg"
-    # a cell with one seed cannot be decided, so it decides the claim (inconclusive)
-    one = {"ok": ev["far_but_sure"], "one": decision.per_seed([1.0])}
-    assert analysis.least_favourable(one, "low")[0] == "one"
-    with pytest.raises(ValueError):
-        analysis.least_favourable(ev, "up")
-
-
 def test_theorem1_helpers(agg_backend):
     cfg = {
         "thm1_cases": [[24, 4, 3, "step"], [24, 4, 8, "sigmoid"]],

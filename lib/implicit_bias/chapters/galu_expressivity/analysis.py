@@ -10,29 +10,13 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from implicit_bias.core import decision
+from implicit_bias.core.decision import least_favourable
 from implicit_bias.core.evidence import Value
 from implicit_bias.models.galu import linear_fit
 
 # ----------------------------------------------------------------------------------------------
 # Per-seed evidence (core.decision) over a grid of cells
 # ----------------------------------------------------------------------------------------------
-
-
-def least_favourable(cells: dict, side: str) -> tuple[object, decision.Evidence]:
-    """The cell whose evidence is least favourable to a claim that holds in every cell, with
-    its evidence: for a claim "> bound" the cell whose interval reaches lowest (`side` "low"),
-    for "< bound" highest ("high"), for "similar" farthest from 0 on either side ("both").
-    A claim over every cell passes only if this cell's interval lies in its region."""
-    if side not in ("low", "high", "both"):
-        raise ValueError(f"side must be low, high or both, got {side!r}")
-
-    def badness(item) -> float:
-        low, high = item[1].interval()
-        if math.isnan(low):
-            return math.inf  # an undecidable cell decides the claim: inconclusive
-        return {"low": -low, "high": high, "both": max(-low, high)}[side]
-
-    return max(cells.items(), key=badness)
 
 
 def paired_cells(df: pd.DataFrame, cell: list[str], a: str, b: str) -> dict:
