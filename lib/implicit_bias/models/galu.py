@@ -33,9 +33,7 @@ import torch
 GATES = ("step", "sigmoid")
 DEEP_MODELS = ("galu0", "relu", "linear", "relu_readout")
 
-# ----------------------------------------------------------------------------------------------
-# Gates, the feature map and the closed-form fit (Sec. 4)
-# ----------------------------------------------------------------------------------------------
+# ---- Gates, the feature map and the closed-form fit (Sec. 4) -------------------------------
 
 
 def gate_values(z: torch.Tensor, gate: str = "step") -> torch.Tensor:
@@ -106,9 +104,7 @@ def feature_rank(Phi: torch.Tensor) -> int:
     return _svd_rank(torch.linalg.svdvals(Phi), tuple(Phi.shape))
 
 
-# ----------------------------------------------------------------------------------------------
-# Theorem 1 and Lemma 1
-# ----------------------------------------------------------------------------------------------
+# ---- Theorem 1 and Lemma 1 -----------------------------------------------------------------
 
 
 MC_BATCHES = 20  # Monte Carlo batches per case (``batch_means``)
@@ -234,9 +230,7 @@ def lemma1_monte_carlo(
     }
 
 
-# ----------------------------------------------------------------------------------------------
-# Algorithm 1: improving the gates by random replacement (Sec. 4.1.1)
-# ----------------------------------------------------------------------------------------------
+# ---- Algorithm 1: improving the gates by random replacement (Sec. 4.1.1) -------------------
 
 
 def improve_gates(
@@ -303,9 +297,7 @@ def improve_gates(
     return {"losses": losses, "U": U, "accepted": accepted}
 
 
-# ----------------------------------------------------------------------------------------------
-# Alternate convex search for outputs in R^{d'} (Sec. 5)
-# ----------------------------------------------------------------------------------------------
+# ---- Alternate convex search for outputs in R^{d'} (Sec. 5) --------------------------------
 
 
 def _psd_solve(G: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -385,9 +377,7 @@ def acs(
     return {"losses": losses, "W": W, "V": V, "rounds": rounds, "converged": converged}
 
 
-# ----------------------------------------------------------------------------------------------
-# One-hidden-layer networks trained by a gradient method (Sec. 4.1.1, 4.2, 5)
-# ----------------------------------------------------------------------------------------------
+# ---- One-hidden-layer networks trained by a gradient method (Sec. 4.1.1, 4.2, 5) -----------
 
 
 def train_one_hidden(
@@ -617,9 +607,7 @@ def smallest_width(loss_at: Callable[[int], float], threshold: float, k_max: int
     return hi
 
 
-# ----------------------------------------------------------------------------------------------
-# Two-hidden-layer classifiers of Sec. 3 (Fig. 1)
-# ----------------------------------------------------------------------------------------------
+# ---- Two-hidden-layer classifiers of Sec. 3 (Fig. 1) ---------------------------------------
 
 
 class DeepNet(torch.nn.Module):
@@ -709,9 +697,7 @@ def pca_project(Xtr: np.ndarray, Xte: np.ndarray, n_components: int) -> tuple[np
     return Ztr / scale, Zte / scale
 
 
-# ----------------------------------------------------------------------------------------------
-# Data models of Sec. 4
-# ----------------------------------------------------------------------------------------------
+# ---- Data models of Sec. 4 -----------------------------------------------------------------
 
 
 def random_regression(
