@@ -8,12 +8,15 @@ in its own process, and every output is compared with the committed one within t
 `KERNEL_CONFIGS` (the three kernel generations with 1 and 2 threads, and the measuring
 machine's own kernels: `benchmarks/recompute_spread.py`).
 
-To fit the test suite's time, the three processes are Prescott with 1 thread, Sandybridge with 2
-and Haswell with 1: every task function whose cheapest task takes under `HEAVY_SECONDS` runs in
-all three, each heavier one in one of them, balanced by its cost times the configuration's
-slowdown (`SLOWDOWN`: the old generations' kernels are slower, so an even split by recorded
-seconds left the Prescott process the longest by far). `IMPLICIT_BIAS_RECOMPUTE_ALL=1` runs every
-task function under all six foreign configurations instead (about half an hour on 2 cores).
+Every process of the book computes with the pinned AVX2 kernels (`core.kernels`), so the main
+check is one recompute of the cheapest task of every task function under the pin
+(`Haswell-1thread`, what the pin selects), split over two processes balanced by cost. The
+foreign kernel generations cannot occur under the pin; they are checked on request:
+`IMPLICIT_BIAS_RECOMPUTE_FOREIGN=1` runs the earlier plan (Prescott with 1 thread, Sandybridge
+with 2 and Haswell with 1: every task function whose cheapest task takes under `HEAVY_SECONDS`
+in all three, each heavier one in one of them, balanced by cost times the configuration's
+`SLOWDOWN`), and `IMPLICIT_BIAS_RECOMPUTE_ALL=1` every task function under all six foreign
+configurations (about half an hour on 2 cores).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from implicit_bias.core.verify import (
 pytestmark = pytest.mark.book
 
 FOREIGN = ("Prescott-1thread", "Sandybridge-2threads", "Haswell-1thread")
+PINNED = (
+    "Haswell-1thread"  # the kernels core.kernels pins: what every run of the book computes with
+)
 ALL_FOREIGN = tuple(name for name in KERNEL_CONFIGS if not name.startswith("native"))
 HEAVY_SECONDS = 5.0  # recorded compute time of the cheapest task
 # Time of a recompute under each configuration relative to Haswell with 1 thread, measured on the
@@ -91,8 +97,14 @@ def test_assignment_sends_heavy_work_away_from_slow_kernels():
 
 
 def _run(
-    configs_and_functions: dict[str, list[str]], chapters: list[str], tmp_path, parallel: int
+    configs_and_functions: dict[str, list[str]],
+    chapters: list[str],
+    tmp_path,
+    parallel: int,
+    env_of: dict[str, str] | None = None,
 ) -> list[str]:
+    """Run each plan entry in its own process, under the kernel configuration it is named
+    after (or `env_of[name]`)."""
     failures, pending = [], list(configs_and_functions.items())
     running = []
     while pending or running:
@@ -116,7 +128,7 @@ def _run(
                             "--functions",
                             *functions,
                         ],
-                        env=kernel_env(name),
+                        env=kernel_env((env_of or {}).get(name, name)),
                         stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT,
                         text=True,
@@ -143,9 +155,14 @@ def test_committed_results_recompute_under_other_cpu_kernels(tmp_path):
     }
     committed = {e["fn"] for _, _, e in committed_entries() if e and "fn" in e}
     assert set(costs) == committed, "a committed task function has no readable entry"
+    env_of = None
     if os.environ.get("IMPLICIT_BIAS_RECOMPUTE_ALL") == "1":
         plan, parallel = assign(costs, ALL_FOREIGN, heavy=math.inf), 2
-    else:
+    elif os.environ.get("IMPLICIT_BIAS_RECOMPUTE_FOREIGN") == "1":
         plan, parallel = assign(costs, FOREIGN, HEAVY_SECONDS, SLOWDOWN), len(FOREIGN)
-    failures = _run(plan, chapters, tmp_path, parallel)
+    else:  # the pinned kernels, every function once, over two processes
+        halves = ("pinned-a", "pinned-b")
+        plan = {k: v for k, v in assign(costs, halves, heavy=0.0).items() if v}
+        parallel, env_of = 2, dict.fromkeys(halves, PINNED)
+    failures = _run(plan, chapters, tmp_path, parallel, env_of)
     assert not failures, "\n".join(failures)
