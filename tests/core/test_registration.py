@@ -58,6 +58,12 @@ def test_registration_follows_the_order_of_commits(tmp_path):
     # ... until a run stores it: then it was registered first
     _commit_after(tmp_path, rows=[{**a, "expect": "< -1"}, b])
     assert registrations("demo", tmp_path)["a"].pre_registered is True
+    # changed back to the first definition, registered, then run: pre-registered, and the
+    # value stored under that definition long before is reported
+    _commit_after(tmp_path, claims=[a, b])
+    _commit_after(tmp_path, rows=[a, b])
+    reg = registrations("demo", tmp_path)["a"]
+    assert reg.pre_registered is True and reg.earlier_value == stored
 
 
 def _commit_after(root, claims=None, rows=None) -> str:
@@ -98,5 +104,7 @@ def test_claims_changed_from_now_on_are_pre_registered():
                 and order.index(reg.defined) > cutoff
                 and reg.pre_registered is False
             ):
-                late.append(f"{chapter}:{reg.claim} defined and stored in {reg.short}")
+                late.append(
+                    f"{chapter}:{reg.claim} defined in {reg.short}, stored in {reg.stored[:7]}"
+                )
     assert late == [], "commit the claim, then run: " + "; ".join(late)

@@ -30,6 +30,8 @@ class Registration:
     defined: str | None  # first commit since which the definition is unchanged
     stored: str | None  # first commit that stored a value for that definition
     pre_registered: bool | None  # None: no stored value yet
+    # a value stored under this same definition before it was changed and changed back
+    earlier_value: str | None = None
 
     @property
     def short(self) -> str:
@@ -126,11 +128,29 @@ def registrations(chapter: str, root: Path | None = None) -> dict[str, Registrat
             if version.get(cid) != definition:
                 break
             defined = commit
-        stored = next((c for c, version in stored_versions if version.get(cid) == definition), None)
+        # the first value stored for this definition since it was (last) registered; a value
+        # stored under the same definition before an intervening change is reported apart
+        start = order.get(defined, -1) if defined else len(order)
+        stored = next(
+            (
+                c
+                for c, version in stored_versions
+                if version.get(cid) == definition and order.get(c, -1) >= start
+            ),
+            None,
+        )
+        earlier = next(
+            (
+                c
+                for c, version in stored_versions
+                if version.get(cid) == definition and order.get(c, -1) < start
+            ),
+            None,
+        )
         pre = None
         if stored is not None:
             pre = defined is not None and order.get(defined, -1) < order.get(stored, -1)
-        out[cid] = Registration(cid, defined, stored, pre)
+        out[cid] = Registration(cid, defined, stored, pre, earlier)
     return out
 
 
@@ -150,7 +170,11 @@ def format_registrations(chapters: list[str], root: Path | None = None) -> str:
             state = {True: "pre-registered", False: "NOT pre-registered", None: "not stored"}[
                 r.pre_registered
             ]
+            again = (
+                f" (a value of this definition was stored before, at {(r.earlier_value or '')[:7]})"
+            )
             lines.append(
                 f"  {r.claim:<56} defined {r.short}  stored {(r.stored or '-')[:7]:<7}  {state}"
+                + (again if r.earlier_value else "")
             )
     return "\n".join(lines)
