@@ -226,10 +226,20 @@ def test_svm_gln_flags_non_separable_data():
     y = np.r_[p["y"], -p["y"][:1]]
     ctx = np.r_[p["ctx"], p["ctx"][:1]]
     sol = gs.svm_gln(X, y, ctx, 2, max_iter=60)
-    assert sol.status == "infeasible" and sol.zeta is None
+    # Never optimal. Which failure depends on round-off: on the AMD EPYC machines the ridge
+    # feasibility check certifies infeasibility; on an Intel Xeon with torch's thread count set
+    # (as in the test process) it misses by round-off, the IPM meets its stopping test, and the
+    # certificate recomputed in input space (gap inf) downgrades the result (measured).
+    # (the downgraded result keeps its last iterate, marked by its status: chapters use
+    # only optimal solves)
+    assert sol.status in ("infeasible", "numerical_error")
+    if sol.status == "infeasible":
+        assert sol.zeta is None
+    else:
+        assert "certified relative gap is inf" in sol.message
     summary = sol.summary()
     json.dumps(summary)  # JSON-safe even for a failed solve
-    assert summary["status"] == "infeasible"
+    assert summary["status"] == sol.status
 
 
 def test_max_iter_is_reported_not_hidden():

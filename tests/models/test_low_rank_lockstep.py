@@ -53,7 +53,10 @@ def test_run_gd_lockstep_matches_run_gd(arch):
         for snap, snap_ref in zip(got["snapshots"], ref["snapshots"]):
             assert set(snap) == set(snap_ref)
             for k in snap_ref:
-                torch.testing.assert_close(snap[k], snap_ref[k], rtol=1e-11, atol=1e-14)
+                # the same iterates up to round-off: the batched im2col convolutions add in another
+                # order. Measured: 0 on the AMD EPYC machines, 5.0e-11 relative / 4.0e-14 absolute
+                # on an Intel Xeon (residual net, one weight of 36); 10x that
+                torch.testing.assert_close(snap[k], snap_ref[k], rtol=5e-10, atol=4e-13)
         assert set(got["always_active"]) == set(ref["always_active"])
         for k, m in ref["always_active"].items():
             assert torch.equal(got["always_active"][k], m)
