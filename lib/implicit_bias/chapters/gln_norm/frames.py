@@ -278,6 +278,27 @@ def error_vs_h(summary: pd.DataFrame, methods, C: int = 2) -> pd.DataFrame:
 # -------------------------------------------------------------------------------------------
 
 
+def _svm_and_gd_signs(gd_tasks_, gd_results, svm_tasks_, svm_results, method: str):
+    """Per solved `method` SVM with a deep GD-GLN (momentum 0) of the same configuration: the
+    task, both results and the validation signs, per seed, of the SVM (S), the GD-GLN (G) and
+    the GD-GLN with redrawn cutoffs (R: the authors' comparison; with median init their
+    reloaded GD-GLN had random cutoffs, without it the trained ones, then R is G)."""
+    gd = {
+        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
+        for t, r in zip(gd_tasks_, gd_results)
+        if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
+    }
+    for t, r in zip(svm_tasks_, svm_results):
+        key = (t["H"], t["C"], t["N"], t["median_init"])
+        if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
+            continue
+        gt, gr = gd[key]
+        S = [unpack_signs(p, t["n_val"]) for p in r["pred_val"]]
+        G = [unpack_signs(p, gt["n_val"]) for p in gr["pred_val"]]
+        R = [unpack_signs(p, gt["n_val"]) for p in gr.get("pred_val_redrawn_cutoffs", [])] or G
+        yield t, r, gr, S, G, R
+
+
 def seed_pairing_inconsistency(
     gd_tasks_: list[dict],
     gd_results: list[dict],
@@ -289,19 +310,10 @@ def seed_pairing_inconsistency(
     each SVM with the GD network of the same seed (same hyperplanes and training subset: the
     definition) and, for comparison, with GD networks of the other seeds; plus GD vs GD across
     seeds. Shows what the inconsistency of unrelated draws of the same configuration is."""
-    gd = {
-        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
-        for t, r in zip(gd_tasks_, gd_results)
-        if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
-    }
     rows = []
-    for t, r in zip(svm_tasks_, svm_results):
-        key = (t["H"], t["C"], t["N"], t["median_init"])
-        if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
-            continue
-        gt, gr = gd[key]
-        S = [unpack_signs(p, t["n_val"]) for p in r["pred_val"]]
-        G = [unpack_signs(p, gt["n_val"]) for p in gr["pred_val"]]
+    for t, r, gr, S, G, R in _svm_and_gd_signs(
+        gd_tasks_, gd_results, svm_tasks_, svm_results, method
+    ):
         k = len(S)
         row = {
             "H": t["H"],
@@ -316,9 +328,6 @@ def seed_pairing_inconsistency(
                 [inconsistency(G[i], G[j]) for i in range(k) for j in range(i + 1, k)]
             ),
         }
-        # the authors' comparison: with median init their reloaded GD-GLN had random cutoffs;
-        # without it, the trained ones (then it is the definition)
-        R = [unpack_signs(p, gt["n_val"]) for p in gr.get("pred_val_redrawn_cutoffs", [])] or G
         redrawn = [inconsistency(S[i], R[i]) for i in range(k)]
         row[REDRAWN] = np.mean(redrawn)
         bound = [r["val_error"][i] + gr["val_error"][i] for i in range(k)]
@@ -338,20 +347,11 @@ def seed_pairing_points(
     """`seed_pairing_inconsistency`'s same-seed and redrawn-cutoff comparisons before the mean
     over seeds: one row per configuration and seed, with the authors' published cell mean
     beside it where their grid has the cell."""
-    gd = {
-        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
-        for t, r in zip(gd_tasks_, gd_results)
-        if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
-    }
     rows = []
-    for t, r in zip(svm_tasks_, svm_results):
+    for t, _, _, S, G, R in _svm_and_gd_signs(
+        gd_tasks_, gd_results, svm_tasks_, svm_results, method
+    ):
         key = (t["H"], t["C"], t["N"], t["median_init"])
-        if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
-            continue
-        gt, gr = gd[key]
-        S = [unpack_signs(p, t["n_val"]) for p in r["pred_val"]]
-        G = [unpack_signs(p, gt["n_val"]) for p in gr["pred_val"]]
-        R = [unpack_signs(p, gt["n_val"]) for p in gr.get("pred_val_redrawn_cutoffs", [])] or G
         for i, seed in enumerate(t["seeds"]):
             rows.append(
                 {
