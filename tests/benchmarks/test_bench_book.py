@@ -61,3 +61,15 @@ def test_a_whole_book_row_alone_gets_no_total(tmp_path):
     bench.write([whole], out)
     rows = list(csv.DictReader(out.open()))
     assert [(r["chapter"], r["wall_s"]) for r in rows] == [("whole book (run --jobs 2)", "8.0")]
+
+
+def test_make_test_rows_are_not_counted_in_the_total(tmp_path):
+    bench = _bench()
+    out = tmp_path / "book.csv"
+    row = dict(chapter="a", profile="suite", device="cpu", wall_s=10.0, task_s=15.0, tasks=3)
+    timed = dict(row, chapter="make test (clean clone)", wall_s=700.0)
+    bench.write([timed], out)
+    assert [r["chapter"] for r in csv.DictReader(out.open())] == ["make test (clean clone)"]
+    bench.write([row], out)
+    totals = [r for r in csv.DictReader(out.open()) if r["chapter"] == "total"]
+    assert [t["wall_s"] for t in totals] == ["10.0"]
