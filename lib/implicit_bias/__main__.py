@@ -303,6 +303,11 @@ def main(argv=None) -> int:
         try:
             _run_all(args, selected, customs, start, report)
         except KeyboardInterrupt as err:
+            import logging
+
+            # The interrupted kernel's pending asyncio tasks report themselves when the
+            # interpreter exits; the run folder's kernel.log has what they would say.
+            logging.getLogger("asyncio").disabled = True
             chapter = getattr(err, "chapter", None)
             print(
                 f"\ninterrupted{f' in {chapter}' if chapter else ''}: the tasks finished so far "

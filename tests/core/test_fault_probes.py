@@ -107,14 +107,26 @@ def test_bad_names_and_files_are_errors_not_tracebacks(args):
     assert "error:" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("group", [False, True], ids=["parent", "process-group"])
-def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group):
+# A kernel that dies of the signal (as one sometimes does when Ctrl-C reaches it between two
+# cells) made nbclient's logger and asyncio print "Kernel died" and a traceback (CI, 2026-11-26).
+KERNEL_DIES_ON_SIGINT = (
+    "    import os, signal, time\n"
+    "    signal.signal(signal.SIGINT, lambda *_: os._exit(1))\n"
+    "    time.sleep(60)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("group", "kernel_dies"),
+    [(False, False), (True, False), (True, True)],
+    ids=["parent", "process-group", "process-group-kernel-dies"],
+)
+def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group, kernel_dies):
     """Ctrl-C in a terminal reaches the whole process group (the kernel and sweep workers
     too); a signal to the runner alone is what `kill -INT` sends."""
     tasks = demo_project / "tests_demo_tasks.py"
-    tasks.write_text(
-        tasks.read_text().replace("    x = np", "    import time\n    time.sleep(60)\n    x = np")
-    )
+    wait = KERNEL_DIES_ON_SIGINT if kernel_dies else "    import time\n    time.sleep(60)\n"
+    tasks.write_text(tasks.read_text().replace("    x = np", wait + "    x = np"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
         stdout=subprocess.PIPE,
@@ -138,6 +150,34 @@ def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group):
     assert not list(run_folder.rglob("partial.ipynb"))
     record = json.loads((run_folder / "last-failed-run.json").read_text())
     assert record["error"] == "interrupted (Ctrl-C)"
+
+
+def test_a_kernel_that_dies_is_one_clear_error(demo_project):
+    """The kernel killed under a running cell: the run fails with the error and where the
+    failed notebook is, without the kernel-driving libraries' own log lines."""
+    tasks = demo_project / "tests_demo_tasks.py"
+    tasks.write_text(tasks.read_text().replace("    x = np", KERNEL_DIES_ON_SIGINT + "    x = np"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+        start_new_session=True,
+    )
+    run_folder = demo_project / "results/smoke/demo/.run"
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(run_folder.glob("*/progress.json")):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    kernels = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+    for pid in kernels.stdout.split():
+        os.kill(int(pid), signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "DeadKernelError" in err and "failed.ipynb" in err, err
+    assert "Kernel died while waiting" not in err and "Traceback" not in err, err
+    assert "Kernel died" in (run_folder / "kernel.log").read_text()
 
 
 def test_runs_into_another_results_folder_do_not_publish_into_the_book(demo_project, tmp_path):

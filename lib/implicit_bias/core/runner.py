@@ -151,6 +151,37 @@ def _ipc_kernel_manager():
 
 KERNEL_LOG_ENV = "IMPLICIT_BIAS_KERNEL_LOG"
 
+# Loggers of the libraries that drive the kernel: with no logging configured, Python prints
+# their warnings to the terminal (on Ctrl-C: "Kernel died while waiting for execute reply.",
+# asyncio's "Task exception was never retrieved" with nbclient's traceback). What they say is
+# in the run's error summary and the failed notebook; their words go to the run folder.
+LIBRARY_LOGGERS = ("papermill", "nbclient", "traitlets", "asyncio")
+
+
+class _LibraryLog:
+    """Sends LIBRARY_LOGGERS to a file while a chapter executes."""
+
+    def __init__(self, path: Path):
+        import logging
+
+        self.handler = logging.FileHandler(path, delay=True)
+        self.handler.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+        self.saved = []
+        for name in LIBRARY_LOGGERS:
+            logger = logging.getLogger(name)
+            self.saved.append((logger, logger.propagate))
+            logger.addHandler(self.handler)
+            logger.propagate = False
+
+    def close(self) -> None:
+        import gc
+
+        gc.collect()  # a task that died with the kernel reports itself here, not at exit
+        for logger, propagate in self.saved:
+            logger.removeHandler(self.handler)
+            logger.propagate = propagate
+        self.handler.close()
+
 
 def run_chapter(
     chapter: str,
@@ -252,6 +283,7 @@ def _execute_locked(
     error = None
     interrupted = False
     progress = TerminalProgress(chapter, run_dir / "progress.json")
+    quiet = _LibraryLog(run_dir / "kernel.log")
     try:
         executed = pm.execute_notebook(
             nb,
@@ -273,7 +305,10 @@ def _execute_locked(
         executed = nbformat.read(partial, as_version=4) if partial.exists() else None
     finally:
         progress.close()
+        quiet.close()
         os.environ.pop(KERNEL_LOG_ENV, None)
+    if (run_dir / "kernel.log").exists() and (run_dir / "kernel.log").stat().st_size:
+        (run_dir / "kernel.log").replace(chapter_run / "kernel.log")  # kept for whoever debugs
     if (run_dir / "progress.json").exists():  # the last run's progress, for whoever looks
         (run_dir / "progress.json").replace(chapter_run / "progress.json")
     warnings_log = run_dir / "warnings.log"
