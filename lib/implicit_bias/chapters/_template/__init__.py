@@ -1,10 +1,10 @@
-"""__title__: the chapter's task functions (`tasks`), frames and metrics (`analysis`) and
-figures (`figures`).
+"""__title__
 
-This package is `implicit_bias.chapters._template` until `python -m implicit_bias new-chapter`
-copies it: every `__chapter__` becomes the new chapter's id and `__title__` its title. As it
-stands it is a complete small chapter (gradient descent on least squares from zero converges to
-the minimum-norm interpolator), so a new chapter starts green and is edited into the paper's.
+The chapter's task functions (`tasks`), frames and metrics (`analysis`) and figures
+(`figures`). Copied from `implicit_bias.chapters._template` by `python -m implicit_bias
+new-chapter`, it starts as a complete small chapter (gradient descent on least squares from zero
+converges to the minimum-norm interpolator), so a new chapter starts green and is edited into
+the paper's: replace this paragraph with what the chapter reproduces.
 """
 
 PAPER = "__paper__"  # the key in book/references.bib of the paper this chapter reproduces

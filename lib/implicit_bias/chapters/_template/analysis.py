@@ -1,4 +1,6 @@
-"""Frames and metrics of __title__. Every metric a claim names is written here by its literal
+"""__title__
+
+Frames and metrics. Every metric a claim names is written here by its literal
 name, so `grep <metric>` finds where it is computed."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The figures of __title__: one function per figure, each returning a matplotlib Figure
+"""__title__
+
+The figures: one function per figure, each returning a matplotlib Figure
 (saving, with the figure's data and provenance, is `Chapter.save_figure`'s job)."""
 
 from __future__ import annotations

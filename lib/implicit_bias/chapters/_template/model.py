@@ -1,4 +1,6 @@
-"""Pure numerics of __title__ (numpy, scipy, torch, cvxpy only: no pandas, no matplotlib, no
+"""__title__
+
+Pure numerics (numpy, scipy, torch, cvxpy only: no pandas, no matplotlib, no
 project machinery, no files), so that each function can be read and tested on its own.
 
 The example: gradient descent on the least-squares loss of an underdetermined linear problem.

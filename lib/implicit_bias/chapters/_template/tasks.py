@@ -1,4 +1,6 @@
-"""The task functions of __title__: one unit of work each, cached by `Chapter.sweep` under the
+"""__title__
+
+The task functions: one unit of work each, cached by `Chapter.sweep` under the
 fingerprint of its code."""
 
 from __future__ import annotations
