@@ -274,3 +274,37 @@ def test_stale_lists_committed_entries_of_other_kernels(tmp_path):
     path.write_text(json.dumps(entry))
     [item] = stale_entries("paper", root=tmp_path)
     assert "other kernels" in item["reason"]
+
+
+def test_a_result_without_the_asked_key_names_its_entry():
+    """An entry of valid checksum but another shape (code outside the fingerprint changed
+    what the task returns) reaches the chapter with its file named, not as a bare KeyError."""
+    import pickle
+
+    from implicit_bias.core.sweep import MissingResultKey, TaskResult
+
+    result = TaskResult({"status": "ok", "x": 1.0}, "results/smoke/demo/runs/abc.json")
+    assert (
+        result["x"] == 1.0
+        and result.get("y") is None
+        and dict(result) == {"status": "ok", "x": 1.0}
+    )
+    with pytest.raises(MissingResultKey) as err:
+        result["y"]
+    message = str(err.value)
+    assert "results/smoke/demo/runs/abc.json" in message and "'y'" in message
+    assert "status, x" in message
+    copy = pickle.loads(pickle.dumps(result))
+    assert copy == result and copy.entry == result.entry
+    assert json.loads(json.dumps(result)) == {"status": "ok", "x": 1.0}
+
+
+def test_chapter_sweeps_hand_out_results_that_name_their_entries(demo_project):
+    from implicit_bias.core.chapter import Chapter
+    from implicit_bias.core.sweep import MissingResultKey
+
+    ch = Chapter("demo", profile="smoke", device="cpu")
+    (result,) = ch.sweep(square, [{"x": 3}], name="squares")
+    assert result["y"] == 9
+    with pytest.raises(MissingResultKey, match=r"results/smoke/demo/squares/[0-9a-f]{64}\.json"):
+        result["no_such_key"]

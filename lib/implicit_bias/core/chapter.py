@@ -14,10 +14,18 @@ import yaml
 from . import claims as claims_module
 from . import overrides
 from .device import describe_device, resolve_device
-from .paths import chapter_results, project_root, run_log_path
+from .paths import chapter_results, project_root, run_log_path, shown_path
 from .plotting import save_figure
 from .schema import ProfileError, load_profiles_file
-from .sweep import DASK_ENV, WARNINGS_ENV, SweepOutcome, route_warnings, sweep
+from .sweep import (
+    DASK_ENV,
+    WARNINGS_ENV,
+    SweepOutcome,
+    TaskResult,
+    route_warnings,
+    sweep,
+    task_hash,
+)
 
 PROFILES = claims_module.PROFILES
 
@@ -212,7 +220,11 @@ class Chapter:
         self._write_run_log()
         if outcome.errors:
             self._report_errors(outcome)
-        return results
+        folder = self.results_dir / name
+        return [
+            TaskResult(r, shown_path(folder / f"{task_hash(t)}.json")) if isinstance(r, dict) else r
+            for r, t in zip(results, tasks)
+        ]
 
     def _write_run_log(self) -> None:
         """What this run's sweeps did, for the runner: counts, errors, cache entries used."""

@@ -93,6 +93,33 @@ def _jsonable(value):
     return value
 
 
+class MissingResultKey(KeyError):
+    """A key the chapter asked of a cached result that does not hold it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TaskResult(dict):
+    """One task's result as a chapter receives it: a plain dict that, asked for a key it does
+    not hold, names its cache entry and the keys it has (an entry of the right checksum but
+    another shape, e.g. written by code the fingerprint does not cover, would otherwise reach
+    the chapter as a bare KeyError)."""
+
+    def __init__(self, result: dict, entry: str):
+        super().__init__(result)
+        self.entry = entry
+
+    def __missing__(self, key):
+        raise MissingResultKey(
+            f"the result in {self.entry} has no {key!r} (it has: {', '.join(sorted(self))}); "
+            f"if the task function returns {key!r} now, delete the entry or rerun with refresh"
+        )
+
+    def __reduce__(self):  # pickles (joblib, dask) as the dict plus where it came from
+        return (TaskResult, (dict(self), self.entry))
+
+
 def function_name(fn: Callable) -> str:
     """`module:qualname`, so a cached result can be recomputed later (see tests)."""
     return f"{fn.__module__}:{fn.__qualname__}"
