@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 
 from implicit_bias.chapters.warped_imd import analysis, tasks
+from implicit_bias.core.evidence import Value
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)
@@ -242,13 +243,15 @@ def test_leaky_branch_metrics_use_converged_runs_of_the_right_branch():
     )
     assert list(relu["seed"]) == [0, 1] and "status" not in relu
     m = analysis.leaky_branch_metrics(neg, relu)
-    assert m["thm4_neg_a_max_kkt_residual"] == 1e-8 and m["thm4_neg_a_max_gf_err"] == 2e-8
-    assert m["thm4_relu_max_active_kkt_residual"] == 0.2
+    assert m["thm4_neg_a_max_kkt_residual"] == Value(1e-8, dropped=1)
+    assert m["thm4_neg_a_max_gf_err"] == Value(2e-8, dropped=1)
+    assert m["thm4_relu_max_active_kkt_residual"] == Value(0.2, dropped=1)
     # nothing qualifies: NaN, so the claims fail
     neg["converged"] = False
     relu["converged"] = False
     m = analysis.leaky_branch_metrics(neg, relu)
-    assert all(np.isnan(v) for v in m.values())
+    assert all(np.isnan(v.value) for v in m.values())
+    assert [v.dropped for v in m.values()] == [3, 3, 2]
 
 
 def _regime_rows(sweep, seed, alpha, s, l2, ntk, converged=True):

@@ -9,6 +9,7 @@ import pandas as pd
 
 from implicit_bias.core import decision
 from implicit_bias.core.decision import Evidence
+from implicit_bias.core.evidence import Value
 from implicit_bias.models.fully_connected import (
     _orientation,
     _rel,
@@ -210,15 +211,22 @@ def relu_table(results: list[dict], seeds: list[int]) -> pd.DataFrame:
 def leaky_branch_metrics(negative: pd.DataFrame, relu: pd.DataFrame) -> dict:
     """Claim metrics of Theorem 4's a < 0 branch (converged runs that end with a < 0) and of the
     ReLU case it excludes (converged runs: the largest KKT residual with the samples of
-    non-negative pre-activation as constraints). NaN where no run qualifies."""
-    neg = negative[negative["converged"].astype(bool) & (negative["a_inf"] < 0)]
+    non-negative pre-activation as constraints). NaN where no run qualifies; each value says
+    how many unconverged runs it left out."""
+    converged_negative = negative[negative["converged"].astype(bool)]
+    neg = converged_negative[converged_negative["a_inf"] < 0]
     ok = relu[relu["converged"].astype(bool)]
+    dropped_negative, dropped_relu = len(negative) - len(converged_negative), len(relu) - len(ok)
     return {
-        "thm4_neg_a_max_kkt_residual": float(neg["kkt_residual_gf"].max()) if len(neg) else np.nan,
-        "thm4_neg_a_max_gf_err": float(neg["gf_err"].max()) if len(neg) else np.nan,
-        "thm4_relu_max_active_kkt_residual": float(ok["kkt_residual_active"].max())
-        if len(ok)
-        else np.nan,
+        "thm4_neg_a_max_kkt_residual": Value(
+            float(neg["kkt_residual_gf"].max()) if len(neg) else np.nan, dropped_negative
+        ),
+        "thm4_neg_a_max_gf_err": Value(
+            float(neg["gf_err"].max()) if len(neg) else np.nan, dropped_negative
+        ),
+        "thm4_relu_max_active_kkt_residual": Value(
+            float(ok["kkt_residual_active"].max()) if len(ok) else np.nan, dropped_relu
+        ),
     }
 
 

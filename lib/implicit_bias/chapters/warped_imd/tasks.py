@@ -97,6 +97,7 @@ def train_single_neuron(
         "sign_changed": flipped.cpu().numpy(),
         "delta": delta,
         "step": step,
+        "converged": (loss < tol).cpu().numpy(),  # False: stopped by max_steps
     }
 
 
@@ -137,6 +138,7 @@ def train_multi_neuron(
         "loss": loss.cpu().numpy(),
         "steps": steps,
         "step": step,
+        "converged": (loss < tol).cpu().numpy(),  # False: stopped by max_steps
     }
 
 
@@ -286,7 +288,12 @@ def task_theorem2(task: dict) -> dict:
                 "wrong_differs": {k: _rel(v, theory.beta) for k, v in wrong.items()},
             }
         )
-    return {"cases": out, "gd_steps": gd["steps"], "gf_steps": gf["steps"]}
+    return {
+        "cases": out,
+        "gd_steps": gd["steps"],
+        "gf_steps": gf["steps"],
+        **_run_status(gd=gd, gf=gf),
+    }
 
 
 @task(uses_device=True)
@@ -346,6 +353,7 @@ def task_balanced(task: dict) -> dict:
         "balance_drift": float(
             np.abs(np.outer(gf["a"][0], gf["a"][0]) - gf["W"][0] @ gf["W"][0].T).max()
         ),
+        **_run_status(gd=gd, gf=gf, generic=gen),
     }
 
 
@@ -378,6 +386,7 @@ def task_anti_ntk(task: dict) -> dict:
         "slope": float(slope),
         "loss": gf["loss"].tolist(),
         "steps": gf["steps"],
+        **_run_status(gf=gf),
     }
 
 
@@ -441,7 +450,20 @@ def task_leaky(task: dict) -> dict:
                 "sign_changed": bool(gf["sign_changed"][i]),
             }
         )
-    return {"rows": rows, "gf_steps": gf["steps"], "gd_steps": gd["steps"]}
+    return {
+        "rows": rows,
+        "gf_steps": gf["steps"],
+        "gd_steps": gd["steps"],
+        **_run_status(gd=gd, gf=gf),
+    }
+
+
+def _run_status(**batches: dict) -> dict:
+    """Whether every run of the named training batches met its loss tolerance: `status` is
+    `unconverged` if any was stopped by the step cap, and `converged` says which, per batch."""
+    converged = {name: [bool(c) for c in batch["converged"]] for name, batch in batches.items()}
+    done = all(all(flags) for flags in converged.values())
+    return {"converged": converged, "status": "ok" if done else "unconverged"}
 
 
 def _converged(X: Array, y: Array, beta0: Array, beta_scale: Array, loss: Array) -> list[bool]:

@@ -1,0 +1,134 @@
+"""No claim of any chapter rests on an unconverged run, checked on the committed paper results.
+
+Every cached run stopped by a step or iteration cap says so (`status: unconverged`). The test
+copies each chapter that has such runs, changes every number those runs hold (re-signed, so the
+cache still takes them), executes the chapter's paper profile from that copy (nothing is
+recomputed) and compares its claims with the committed ones: a claim whose value moved read an
+unconverged run. A chapter that filters its runs through `implicit_bias.core.evidence.
+converged_runs` gives the same claims bit for bit. Runs inside one batched task that report
+their own convergence (a `converged` list or rows) are the chapter's to filter, and are not
+poisoned here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from implicit_bias.core import sweep as sweep_module
+from implicit_bias.core.chapter import chapters
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "results" / "paper"
+UNCONVERGED = "unconverged"
+
+
+def poisoned(value):
+    """Every float moved far from itself (NaN would hide in pandas' skipna means)."""
+    if isinstance(value, float):
+        return value * 3.0 + 1.0 if math.isfinite(value) else value
+    if isinstance(value, list):
+        return [poisoned(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k == "status" else poisoned(v) for k, v in value.items()}
+    return value
+
+
+def unconverged_entries(folder: Path) -> list[Path]:
+    found = []
+    for path in sorted(folder.glob("*/*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except ValueError:
+            continue
+        result = entry.get("result") if isinstance(entry, dict) else None
+        if isinstance(result, dict) and result.get("status") == UNCONVERGED:
+            found.append(path)
+    return found
+
+
+def poison_entry(path: Path) -> None:
+    entry = json.loads(path.read_text())
+    entry["result"] = poisoned(entry["result"])
+    entry["checksum"] = sweep_module._checksum(entry)
+    path.write_text(json.dumps(entry))
+
+
+def claim_values(report: dict) -> dict:
+    """What a claim was decided on: its value and, for per-seed evidence, the seeds."""
+    keep = ("value", "seeds", "status", "dropped_runs")
+    return {row["id"]: {k: row.get(k) for k in keep} for row in report["claims"]}
+
+
+def test_poisoning_changes_every_float_but_the_status():
+    result = {"status": UNCONVERGED, "loss": 0.5, "steps": 10, "rows": [{"gap": -2.0}]}
+    out = poisoned(result)
+    assert out["status"] == UNCONVERGED and out["steps"] == 10
+    assert out["loss"] != 0.5 and out["rows"][0]["gap"] != -2.0
+
+
+CHAPTERS_WITH_UNCONVERGED = [
+    c for c in chapters() if (PAPER / c).is_dir() and unconverged_entries(PAPER / c)
+]
+
+
+def moved_claims(chapter: str, entries, tmp_path: Path) -> tuple[list[str], int]:
+    """Claims of `chapter` whose values move when the entries `entries(folder)` picks from a
+    copy of its committed paper cache are poisoned, and how many entries that was."""
+    copy = tmp_path / "results"
+    shutil.copytree(PAPER / chapter, copy / "paper" / chapter)
+    paths = entries(copy / "paper" / chapter)
+    for path in paths:
+        poison_entry(path)
+    env = {**os.environ, "IMPLICIT_BIAS_RESULTS": str(copy)}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "implicit_bias",
+            "run",
+            chapter,
+            "--profile",
+            "paper",
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
+    assert "0 computed" in run.stdout + run.stderr, run.stdout + run.stderr
+    committed = claim_values(json.loads((PAPER / "claims" / f"{chapter}.json").read_text()))
+    now = claim_values(json.loads((copy / "paper" / "claims" / f"{chapter}.json").read_text()))
+    return sorted(c for c in committed if committed[c] != now.get(c)), len(paths)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS_WITH_UNCONVERGED)
+def test_no_claim_reads_an_unconverged_run(chapter, tmp_path):
+    moved, n = moved_claims(chapter, unconverged_entries, tmp_path)
+    assert not moved, (
+        f"{chapter}: these claims read one of the {n} unconverged runs (their values moved "
+        f"when those runs' numbers did): {moved}"
+    )
+
+
+def test_a_claim_that_reads_the_poisoned_runs_is_found(tmp_path):
+    """The check can fail: poison warped_imd's converged ReLU runs instead, which Theorem 4's
+    ReLU claim reads (its unconverged ones are filtered out by the chapter)."""
+
+    def converged_relu(folder: Path) -> list[Path]:
+        bad = set(unconverged_entries(folder))
+        return [p for p in sorted((folder / "relu").glob("*.json")) if p not in bad]
+
+    moved, n = moved_claims("warped_imd", converged_relu, tmp_path)
+    assert n == 3
+    assert "thm4_excludes_relu" in moved
