@@ -17,7 +17,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab lock
+.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab lock gpu-kit
 
 setup: $(STAMP) ## create .venv from requirements.lock and install the package (re-runs when either changes)
 
@@ -60,6 +60,12 @@ lock: ## rewrite requirements.lock from the environment (after changing pyprojec
 	@{ sed -n '1,/^# after changing/p' requirements.lock; \
 	  $(PY) -m pip freeze --exclude-editable | grep -v -i '^torch=='; } > requirements.lock.new
 	@mv requirements.lock.new requirements.lock && echo "requirements.lock: $$(grep -vc '^#' requirements.lock) packages"
+
+# The offline GPU run kit (README, "GPU"): cp312 wheels of what the GPU image lacks, the datasets
+# (xz) and gpu-kit/run.sh, in parts of at most 64 MiB with the working tree; it prints the parts,
+# their sizes and the device commands. The build cache stays in .gpu-kit-cache/.
+gpu-kit: setup data ## build the offline GPU run kit (gpu-kit/, gpu-kit-N/): then `bash gpu-kit/run.sh` on the device
+	$(PY) -m implicit_bias.core.gpu_kit build
 
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 

@@ -19,6 +19,10 @@ decorators, closures). Normalization makes it depend on what runs and nothing el
   `implicit_bias.core.tasks`, which returns the function itself) is dropped: it records how a
   task is scheduled (threads, device), not what it computes.
 
+The printing is Python 3.11's on every version (`unparse`): from 3.12 on, `ast.unparse` quotes
+an f-string whose expressions hold quotes differently (`f'{', '.join(x)}'` where 3.11 writes
+`f"{', '.join(x)}"`), which changed the fingerprint of every task reaching one.
+
 Like joblib's `Memory` (which hashes a function's source) and redun (which hashes a task's code
 and, transitively, the tasks it calls), the hash is of source, not bytecode, so it does not
 depend on the Python version's compiler. Code outside the project (numpy, torch, cvxpy) is not
@@ -43,6 +47,40 @@ from typing import Any
 PACKAGE = "implicit_bias"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _CHECKOUT = str(Path(__file__).resolve().parents[3])  # the repository holding lib/
+
+
+class _Unparser311(ast._Unparser):  # type: ignore[name-defined,misc]
+    """`ast.unparse` with f-strings quoted as Python 3.11 quotes them: the quote is chosen to
+    avoid the quotes of every part, expressions included (3.12 looks at the literal parts only,
+    as PEP 701 allows an expression to reuse the f-string's quote)."""
+
+    def visit_JoinedStr(self, node):
+        self.write("f")
+        parts = []
+        for value in node.values:
+            with self.buffered() as buffer:
+                self._write_fstring_inner(value)
+            parts.append(("".join(buffer), isinstance(value, ast.Constant)))
+        quote_types = list(ast._ALL_QUOTES)  # type: ignore[attr-defined]
+        written = []
+        for value, is_constant in parts:
+            escaped, narrowed = self._str_literal_helper(
+                value, quote_types=quote_types, escape_special_whitespace=is_constant
+            )
+            if set(narrowed).isdisjoint(quote_types):  # no common quote: 3.11's repr fallback
+                quote_types = ["'''"]
+                written = [repr('"' + v)[2:-1] for v, _ in parts]
+                break
+            quote_types = narrowed
+            written.append(escaped)
+        self.write(f"{quote_types[0]}{''.join(written)}{quote_types[0]}")
+
+
+def unparse(tree: ast.AST) -> str:
+    """`ast.unparse`, printing f-strings as Python 3.11 does on every Python version."""
+    if sys.version_info < (3, 12) or not hasattr(ast, "_Unparser"):
+        return ast.unparse(tree)
+    return _Unparser311().visit(tree)
 
 
 def _in_project(obj, roots: tuple[str, ...]) -> bool:
@@ -177,7 +215,7 @@ class _Collector:
         _strip_project_imports(tree, self.roots)
         _strip_transparent_decorators(tree, namespace)
         tree = _Rewriter(self, namespace).visit(tree)
-        self.entries[f"{type(obj).__name__} {name}"] = ast.unparse(tree)
+        self.entries[f"{type(obj).__name__} {name}"] = unparse(tree)
 
     # -- values referenced by name --------------------------------------------------------------
     def describe(self, value, depth: int = 0) -> str:

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The offline GPU run kit's entry point (built by `make gpu-kit` as gpu-kit/run.sh): on a GPU
+# machine whose image has Python 3.12, torch (CUDA), numpy, scipy, pandas, matplotlib and the
+# rest of .ci/gpu-image-packages.txt, and no package index:
+#
+#   bash gpu-kit/run.sh [--part N] [--device cuda|cpu] [--budget SECONDS] [--out DIR]
+#                       [--chapters "a b"]
+#
+# installs the wheels of every kit part present (gpu-kit/, gpu-kit-2/, ...) with
+# `pip install --no-index --no-deps --target` into scratch folders (.gpu-kit-work/site-N, put on
+# PYTHONPATH in front of the image's packages), unpacks and verifies the datasets, checks that
+# torch sees CUDA (--device cpu: the dry run without a GPU), and runs the paper profile of the
+# chapters that part N makes runnable (default 1), each within its share of the time budget,
+# from a copy of the committed results/paper/ (only tasks that run on the device recompute).
+# Writes to $OUT (or --out): summary.md, summary.json, gpu.csv, figure-report.tar.gz, run.log.
+# Environment: GPU_KIT_PYTHON (default python3), GPU_KIT_WORK (default .gpu-kit-work: kept
+# between commands on a warm machine, so part 2 finds part 1's install).
+set -euo pipefail
+STARTED=$(date +%s)
+KIT="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$KIT")"
+cd "$ROOT"
+PY="${GPU_KIT_PYTHON:-python3}"
+WORK="${GPU_KIT_WORK:-$ROOT/.gpu-kit-work}"
+[ -f "$KIT/kit.json" ] || { echo "error: $KIT/kit.json missing: build the kit with 'make gpu-kit'" >&2; exit 2; }
+"$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' || {
+  echo "error: the kit's wheels are for Python 3.12; $PY is $("$PY" -V 2>&1) (set GPU_KIT_PYTHON)" >&2; exit 2; }
+mkdir -p "$WORK"
+SITES=""
+for part in "$KIT" "$ROOT"/gpu-kit-[0-9]*; do
+  [ -f "$part/part.json" ] || continue
+  n=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["number"])' "$part/part.json")
+  site="$WORK/site-$n"
+  if [ -d "$part/wheels" ] && ! cmp -s "$part/part.json" "$site/.installed" 2>/dev/null; then
+    echo "installing part $n's wheels ($(ls "$part/wheels" | wc -l)) into $site ..."
+    rm -rf "$site"
+    "$PY" -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check \
+      --target "$site" "$part"/wheels/*.whl
+    cp "$part/part.json" "$site/.installed"
+  fi
+  SITES="$SITES${SITES:+:}$site"
+done
+# A part installed by an earlier command on this machine (its folder not carried this time).
+for site in "$WORK"/site-[0-9]*; do
+  [ -d "$site" ] && case ":$SITES:" in *":$site:"*) ;; *) SITES="$SITES${SITES:+:}$site" ;; esac
+done
+export PYTHONPATH="$SITES:$ROOT/lib${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m implicit_bias.core.gpu_kit run --started "$STARTED" --work "$WORK" "$@"

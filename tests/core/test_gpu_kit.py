@@ -1,0 +1,190 @@
+"""The offline GPU run kit: its packing, budget and summary logic (always), and the built kit
+itself (its size, and that every module the book imports resolves from the kit plus the GPU
+image's packages), skipped where `make gpu-kit` has not been run. Nothing here downloads."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from implicit_bias.core import gpu_kit, gpu_run
+from implicit_bias.core.paths import project_root
+
+ROOT = project_root()
+MANIFEST = ROOT / gpu_kit.KIT / "kit.json"
+
+
+# -- pure logic ------------------------------------------------------------------------------
+def test_budget_shares_follow_the_chapters_and_what_is_left():
+    assert gpu_run.part_budget(540, 6, 8) == pytest.approx(405)
+    assert gpu_run.part_budget(540, 1, 0) == 0
+    # 300 s left, 45 reserved, 3 chapters: 85 s each; a quick first chapter leaves more
+    assert gpu_run.chapter_share(300, 3, reserve=45) == pytest.approx(85)
+    assert gpu_run.chapter_share(280, 2, reserve=45) == pytest.approx(117.5)
+    assert gpu_run.chapter_share(30, 2, reserve=45) == 0
+    assert gpu_run.chapter_share(100, 0) == 0
+
+
+def test_run_order_is_cheapest_first_and_stable():
+    order = gpu_run.run_order({"b": 10.0, "a": 0.0, "c": 0.0, "d": 5.0})
+    assert order == ["a", "c", "d", "b"]
+
+
+def test_claim_changes_lists_status_changes_and_missing_claims():
+    before = {"claims": [{"id": "x", "status": "pass"}, {"id": "y", "status": "pass"}]}
+    after = {"claims": [{"id": "x", "status": "fail"}, {"id": "z", "status": "pass"}]}
+    assert gpu_run.claim_changes(before, after) == [
+        "x: pass -> fail",
+        "y: pass -> missing",
+        "z: missing -> pass",
+    ]
+    assert gpu_run.claim_changes(before, before) == []
+    assert gpu_run.claim_changes(before, None) == []
+    assert gpu_run.outcome({"ok": True}, False, []) == "ok"
+    assert gpu_run.outcome({"ok": True}, False, ["x: pass -> fail"]) == "claims changed"
+    assert gpu_run.outcome(None, True, []) == "timed out"
+    assert gpu_run.outcome({"ok": False}, False, []) == "failed"
+
+
+def _row(chapter, outcome, **kw):
+    row = {
+        "chapter": chapter,
+        "outcome": outcome,
+        "share_s": 100.0,
+        "wall_s": 12.3,
+        "tasks_computed": 4,
+        "tasks_cached": 6,
+        "tasks_failed": 0,
+        "device_tasks_committed": 4,
+        "claims": "3 pass",
+        "changes": [],
+        "largest_rel_dev": 1.5e-6,
+    }
+    return {**row, **kw}
+
+
+def test_summary_and_csv_say_what_ran_and_what_was_skipped():
+    meta = {
+        "date": "2026-11-27",
+        "commit": "abc1234",
+        "part": 1,
+        "device": "cuda",
+        "gpu": "NVIDIA H100",
+        "python": "3.12.1",
+        "torch": "2.11.0",
+        "budget_s": 405.0,
+        "setup_s": 20.0,
+        "wall_s": 390.0,
+        "not_in_part": ["galu_expressivity"],
+    }
+    rows = [
+        _row("a", "ok"),
+        _row("b", "timed out", note="interrupted after 200 s", largest_rel_dev=None),
+        _row("c", "skipped", note="3 s left for it", wall_s=0.0, share_s=3.0),
+    ]
+    text = gpu_run.summary_markdown(meta, rows)
+    assert "| a | ok | 12 | 100 | 4 / 6 / 0 | 4 | 3 pass | none | 1.50e-06 |" in text
+    assert "- b: timed out (interrupted after 200 s)" in text
+    assert "- c: skipped (3 s left for it)" in text
+    assert "Chapters of other parts: galu_expressivity." in text
+    lines = gpu_run.csv_text(meta, rows).splitlines()
+    assert lines[0].split(",") == list(gpu_run.CSV_COLUMNS)
+    assert len(lines) == 4 and lines[1].startswith("2026-11-27,abc1234,1,a,cuda,NVIDIA H100")
+
+
+def _item(tmp_path, key, size, kind="wheel"):
+    path = tmp_path / f"{key or 'base'}-{size}.bin"
+    path.write_bytes(b"x" * size)
+    return gpu_kit.Item(key, [path], kind)
+
+
+def test_pack_puts_what_all_need_first_and_the_most_demanded_extras_next(tmp_path):
+    base = [_item(tmp_path, None, 30)]
+    extras = [
+        _item(tmp_path, "scs", 40),
+        _item(tmp_path, "mnist", 9, "dataset"),
+        _item(tmp_path, "fashion_mnist", 26, "dataset"),
+        _item(tmp_path, "sparsediffpy", 12),
+    ]
+    demand = {"mnist": 3, "scs": 1, "fashion_mnist": 1, "sparsediffpy": 0}
+    parts = gpu_kit.pack(base, extras, 44, demand)
+    held = [[i.key for i in p.items] for p in parts]
+    assert held == [[None, "mnist"], ["scs"], ["fashion_mnist", "sparsediffpy"]]
+    assert [p.folder for p in parts] == ["gpu-kit", "gpu-kit-2", "gpu-kit-3"]
+    needs = {"gln": {"mnist"}, "galu": {"mnist", "fashion_mnist"}, "dmf": {"scs"}, "tn": set()}
+    assert gpu_kit.chapter_parts(needs, parts) == {"gln": 1, "galu": 3, "dmf": 2, "tn": 1}
+    with pytest.raises(ValueError, match="no part holds"):
+        gpu_kit.chapter_parts({"x": {"cifar"}}, parts)
+    with pytest.raises(ValueError, match="every chapter needs"):
+        gpu_kit.pack([_item(tmp_path, None, 50)], [], 44, {})
+    with pytest.raises(ValueError, match="exceeds a part"):
+        gpu_kit.pack(base, [_item(tmp_path, "huge", 45)], 44, {})
+
+
+def test_chapter_needs_tells_mnist_from_fashion_mnist():
+    assert gpu_kit.chapter_needs("X = load_mnist('train')") == {"mnist"}
+    assert gpu_kit.chapter_needs('dataset: [fashion_mnist]\nload_fashion_mnist("test")') == {
+        "fashion_mnist"
+    }
+    assert gpu_kit.chapter_needs('solver = "SCS"') == {"scs"}
+    assert gpu_kit.chapter_needs("scs_tolerance = 1") == set()
+
+
+def test_image_package_list_is_read_as_normalized_names():
+    names = gpu_kit.image_packages(ROOT)
+    assert {"torch", "numpy", "scipy", "pandas", "matplotlib", "seaborn", "pyyaml"} <= names
+    assert "python-dateutil" in names and all(n == gpu_kit.normalize(n) for n in names)
+
+
+def test_run_requirements_leave_out_torch_and_the_website_toolchain():
+    names = {gpu_kit._spec_name(r) for r in gpu_kit.run_requirements(ROOT)}
+    assert {"cvxpy", "papermill", "jupytext", "ipykernel"} <= names
+    assert not names & {"torch", "jupyter-book", "sphinx", "myst-nb"}
+
+
+# -- the built kit ---------------------------------------------------------------------------
+needs_kit = pytest.mark.skipif(
+    not MANIFEST.is_file(), reason="the GPU kit is not built here (make gpu-kit)"
+)
+
+
+@needs_kit
+def test_every_part_fits_one_device_command_beside_the_working_tree():
+    manifest = json.loads(MANIFEST.read_text())
+    tree = gpu_kit.tree_size(ROOT)
+    for part in manifest["parts"]:
+        size = gpu_kit.kit_bytes(ROOT, part["number"])
+        assert size + tree <= gpu_kit.CARRY_LIMIT, (
+            f"part {part['number']}: {size / 2**20:.1f} MiB + tree {tree / 2**20:.1f} MiB "
+            f"exceeds {gpu_kit.CARRY_LIMIT / 2**20:.0f} MiB: rebuild the kit (make gpu-kit)"
+        )
+        for wheel in part["wheels"]:
+            assert re.search(r"-(cp312-cp312|cp3\d+-abi3|py3-none|py2\.py3-none)-", wheel["file"])
+            assert (ROOT / part["folder"] / wheel["file"]).is_file()
+
+
+@needs_kit
+def test_every_module_the_book_imports_resolves_from_the_kit_or_the_image():
+    manifest = json.loads(MANIFEST.read_text())
+    from_kit = {m for p in manifest["parts"] for w in p["wheels"] for m in w["modules"]}
+    image = gpu_kit.image_packages(ROOT)
+    distributions = importlib.metadata.packages_distributions()
+    unresolved = []
+    for module in sorted(gpu_kit.third_party_imports(ROOT)):
+        owners = {gpu_kit.normalize(d) for d in distributions.get(module, [])}
+        if module not in from_kit and not owners & image:
+            unresolved.append(f"{module} (installed here by {sorted(owners) or 'nothing'})")
+    assert not unresolved, f"neither in the kit nor in {gpu_kit.IMAGE_PACKAGES}: {unresolved}"
+    for chapter, entry in manifest["chapters"].items():
+        assert set(entry["needs"]) <= {
+            k for p in manifest["parts"] if p["number"] <= entry["part"] for k in p["data"]
+        } | {
+            gpu_kit.wheel_name(Path(w["file"]).name)
+            for p in manifest["parts"]
+            if p["number"] <= entry["part"]
+            for w in p["wheels"]
+        }, chapter
