@@ -20,13 +20,16 @@ MANIFEST = ROOT / gpu_kit.KIT / "kit.json"
 
 # -- pure logic ------------------------------------------------------------------------------
 def test_budget_shares_follow_the_chapters_and_what_is_left():
-    assert gpu_run.part_budget(540, 6, 8) == pytest.approx(405)
-    assert gpu_run.part_budget(540, 1, 0) == 0
+    assert gpu_run.part_budget(540, [100, 200], [100, 200, 300]) == pytest.approx(270)
+    assert gpu_run.part_budget(540, [], []) == 0
+    assert gpu_run.chapter_weight(0) == gpu_run.CACHED_RUN_S
+    assert gpu_run.chapter_weight(float("inf")) == gpu_run.CACHED_RUN_S + gpu_run.WEIGHT_CAP_S
+    assert gpu_run.reserve_for(3) == gpu_run.RESERVE_FIXED + 3 * gpu_run.RESERVE_PER_CHAPTER
     # 300 s left, 45 reserved, 3 chapters: 85 s each; a quick first chapter leaves more
     assert gpu_run.chapter_share(300, 3, reserve=45) == pytest.approx(85)
     assert gpu_run.chapter_share(280, 2, reserve=45) == pytest.approx(117.5)
     assert gpu_run.chapter_share(30, 2, reserve=45) == 0
-    assert gpu_run.chapter_share(100, 0) == 0
+    assert gpu_run.chapter_share(100, 0, reserve=5) == 0
 
 
 def test_run_order_is_cheapest_first_and_stable():

@@ -90,6 +90,17 @@ def run_requirements(root: Path | None = None) -> list[str]:
     return keep
 
 
+# What the website toolchain (WEBSITE_ONLY, not in the kit) provides: code that imports it runs
+# when the website builds (a Sphinx extension), never in a chapter run.
+WEBSITE_MODULES = (
+    "sphinx",
+    "docutils",
+    "myst_nb",
+    "myst_parser",
+    "jupyter_book",
+    "sphinx_book_theme",
+    "pydata_sphinx_theme",
+)
 # Modules a run needs that no source imports: papermill starts the kernel by name, and cvxpy
 # imports the solvers the chapters name (ECOS, Clarabel, OSQP) when a program asks for them.
 RUNTIME_MODULES = ("ipykernel", "ipykernel_launcher", "ecos", "clarabel", "osqp")
@@ -122,7 +133,9 @@ def third_party_imports(root: Path | None = None) -> set[str]:
     return {
         m
         for m in found
-        if m not in sys.stdlib_module_names and m not in ("implicit_bias", "__future__")
+        if m not in sys.stdlib_module_names
+        and m not in ("implicit_bias", "__future__")
+        and m not in WEBSITE_MODULES
     }
 
 

@@ -11,10 +11,11 @@ fingerprint and the CPU kernel configuration are the committed ones. With `--dev
 run) nothing is missing, and the run shows that the cache is read on this Python and these
 library versions.
 
-Time: the budget (default `DEFAULT_BUDGET`, shared by the parts in proportion to their chapters)
-counts from the moment run.sh started; `RESERVE` seconds of it are kept for the comparison and
-the report. Chapters run cheapest first (by the CPU time of their committed device tasks); each
-gets an equal share of what is left, so time a quick chapter leaves goes to the later ones. A
+Time: the budget (default `DEFAULT_BUDGET` for the whole book, shared by the parts in proportion
+to the weight of their chapters, `chapter_weight`) counts from the moment run.sh started; a
+reserve (`reserve_for`) is kept for the comparison and the report. Chapters run cheapest first
+(by the CPU time of their committed device tasks); each gets an equal share of what is left, so
+time a quick chapter leaves goes to the later ones. A
 chapter that runs out of its share is interrupted (SIGINT: its finished tasks stay cached in the
 scratch copy) and reported as timed out; a chapter whose share would be under `MIN_SHARE` is
 skipped and reported as such.
@@ -37,7 +38,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 DEFAULT_BUDGET = 540  # seconds for the whole book, all parts: one device command is 10 minutes
-RESERVE = 45  # seconds kept for the comparison with the committed results and the report
+# Seconds kept for the comparison with the committed results and the report: a fixed part and
+# one per chapter (the comparison of a chapter's figures and the report take a few seconds).
+RESERVE_FIXED, RESERVE_PER_CHAPTER = 5.0, 5.0
+# A chapter's weight in the split of the budget between parts: a cached run, plus the CPU time
+# of the committed tasks that will recompute, capped (a GPU is faster than the CPU, and a
+# chapter over its share is cut short anyway); a chapter with nothing committed counts the cap.
+CACHED_RUN_S, WEIGHT_CAP_S = 30.0, 600.0
 MIN_SHARE = 15  # a chapter with less than this is skipped (a cached chapter takes ~15-20 s)
 GRACE = 25  # seconds an interrupted chapter gets to stop before it is killed
 OUTCOMES = ("ok", "claims changed", "failed", "timed out", "skipped")
@@ -64,14 +71,22 @@ CSV_COLUMNS = (
 
 
 # -- pure logic (tested without a kit) -----------------------------------------------------------
-def part_budget(total: float, chapters_in_part: int, chapters_in_kit: int) -> float:
-    """A part's share of the whole book's budget, in proportion to its chapters."""
-    if chapters_in_kit <= 0:
-        return 0.0
-    return total * chapters_in_part / chapters_in_kit
+def chapter_weight(recompute_cpu_s: float) -> float:
+    """A chapter's weight in the split of the budget between parts (see CACHED_RUN_S)."""
+    return CACHED_RUN_S + min(recompute_cpu_s, WEIGHT_CAP_S)
 
 
-def chapter_share(remaining: float, chapters_left: int, reserve: float = RESERVE) -> float:
+def part_budget(total: float, part_weights: list[float], all_weights: list[float]) -> float:
+    """A part's share of the whole book's budget, in proportion to its chapters' weights."""
+    whole = sum(all_weights)
+    return total * sum(part_weights) / whole if whole > 0 else 0.0
+
+
+def reserve_for(chapters: int) -> float:
+    return RESERVE_FIXED + RESERVE_PER_CHAPTER * chapters
+
+
+def chapter_share(remaining: float, chapters_left: int, reserve: float) -> float:
     """The seconds the next chapter gets: an equal share of what is left after the reserve."""
     if chapters_left <= 0:
         return 0.0
@@ -369,17 +384,23 @@ def run_kit(args, root: Path) -> int:
         "IMPLICIT_BIAS_DATA": str(data_root),
         "JUPYTER_PATH": str(_kernelspec(work)),
     }
-    budget = args.budget
-    if budget is None:
-        budget = part_budget(DEFAULT_BUDGET, len(selected), len(part_of))
-    deadline = started + budget
-    setup_s = time.time() - started
     estimates, device_tasks = {}, {}
-    for chapter in selected:
+    for chapter in part_of:
         committed = root / "results" / "paper" / chapter
         device_tasks[chapter], estimates[chapter] = committed_device_tasks(committed)
         if not (committed / "run.json").is_file():  # nothing committed: all of it computes
             estimates[chapter] = float("inf")
+    # what recomputes: on CUDA the device tasks; on the CPU nothing that is committed
+    recompute = {
+        c: (e if args.device != "cpu" or e == float("inf") else 0.0) for c, e in estimates.items()
+    }
+    budget = args.budget
+    if budget is None:
+        weights = {c: chapter_weight(e) for c, e in recompute.items()}
+        budget = part_budget(DEFAULT_BUDGET, [weights[c] for c in selected], list(weights.values()))
+    deadline = started + budget
+    reserve = reserve_for(len(selected))
+    setup_s = time.time() - started
     print(
         f"part {args.part}: {len(selected)} chapters ({', '.join(selected) or 'none'}), "
         f"device {args.device} ({gpu}), datasets {', '.join(datasets) or 'none'}, budget "
@@ -388,9 +409,9 @@ def run_kit(args, root: Path) -> int:
     )
     rows = []
     with open(out / "run.log", "a") as log:
-        order = run_order(estimates)
+        order = run_order({c: estimates[c] for c in selected})
         for i, chapter in enumerate(order):
-            share = chapter_share(deadline - time.time(), len(order) - i)
+            share = chapter_share(deadline - time.time(), len(order) - i, reserve)
             row = {
                 "chapter": chapter,
                 "share_s": share,
