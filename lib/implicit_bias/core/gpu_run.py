@@ -251,6 +251,9 @@ def _copy_committed(root: Path, results: Path, chapter: str) -> None:
         shutil.rmtree(dst / sub, ignore_errors=True)
         if (src / sub).is_dir():
             shutil.copytree(src / sub, dst / sub)
+    # the run records are this run's to write: the committed one must not pass for it
+    (dst / chapter / "run.json").unlink(missing_ok=True)
+    shutil.rmtree(dst / chapter / ".run", ignore_errors=True)
     (dst / "claims").mkdir(parents=True, exist_ok=True)
     claims = src / "claims" / f"{chapter}.json"
     (dst / "claims" / f"{chapter}.json").unlink(missing_ok=True)
@@ -293,6 +296,16 @@ def _kernelspec(work: Path) -> Path:
     kernel = {"argv": argv, "display_name": "Python 3", "language": "python"}
     (spec / "kernel.json").write_text(json.dumps(kernel))
     return folder
+
+
+def _run_record(folder: Path) -> dict | None:
+    """The record of the chapter's complete run just made (`run.json`, which the copy of the
+    committed results no longer holds, or the runner's `.run/last-run.json`), None if none."""
+    for path in (folder / "run.json", folder / ".run" / "last-run.json"):
+        record = _read_json(path)
+        if record is not None:
+            return record
+    return None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -432,7 +445,7 @@ def run_kit(args, root: Path) -> int:
             _copy_committed(root, results, chapter)
             wall, timed_out = _run_chapter(chapter, args.device, share, env, log)
             folder = results / "paper" / chapter
-            run = _read_json(folder / "run.json") if not timed_out else None
+            run = None if timed_out else _run_record(folder)
             record = run or _read_json(folder / ".run" / "last-failed-run.json") or {}
             tasks = record.get("tasks") or {}
             changes = claim_changes(
