@@ -14,7 +14,7 @@ library versions.
 Time: the budget (default `DEFAULT_BUDGET` for the whole book, shared by the parts in proportion
 to the weight of their chapters, `chapter_weight`) counts from the moment run.sh started; a
 reserve (`reserve_for`) is kept for the comparison and the report. Chapters run cheapest first
-(by the CPU time of their committed device tasks); each gets an equal share of what is left, so
+(by `chapter_weight`); each gets an equal share of what is left, so
 time a quick chapter leaves goes to the later ones. A
 chapter that runs out of its share is interrupted (SIGINT: its finished tasks stay cached in the
 scratch copy) and reported as timed out; a chapter whose share would be under `MIN_SHARE` is
@@ -71,9 +71,13 @@ CSV_COLUMNS = (
 
 
 # -- pure logic (tested without a kit) -----------------------------------------------------------
-def chapter_weight(recompute_cpu_s: float) -> float:
-    """A chapter's weight in the split of the budget between parts (see CACHED_RUN_S)."""
-    return CACHED_RUN_S + min(recompute_cpu_s, WEIGHT_CAP_S)
+def chapter_weight(recompute_cpu_s: float, cached_run_s: float | None = None) -> float:
+    """A chapter's weight in the split of the budget between parts and in the order of its
+    chapters: the seconds of a run from the cache (the committed record's, where that run read
+    everything from the cache; else CACHED_RUN_S) plus the capped CPU seconds of what
+    recomputes."""
+    cached = CACHED_RUN_S if cached_run_s is None else cached_run_s
+    return cached + min(recompute_cpu_s, WEIGHT_CAP_S)
 
 
 def part_budget(total: float, part_weights: list[float], all_weights: list[float]) -> float:
@@ -94,7 +98,7 @@ def chapter_share(remaining: float, chapters_left: int, reserve: float) -> float
 
 
 def run_order(estimates: dict[str, float]) -> list[str]:
-    """Chapters cheapest first (estimate: CPU seconds of the tasks that will recompute), so the
+    """Chapters cheapest first (by weight: `chapter_weight`), so the
     time a quick one leaves over goes to the expensive ones; ties keep book order."""
     order = list(estimates)
     return sorted(order, key=lambda c: (estimates[c], order.index(c)))
@@ -397,19 +401,20 @@ def run_kit(args, root: Path) -> int:
         "IMPLICIT_BIAS_DATA": str(data_root),
         "JUPYTER_PATH": str(_kernelspec(work)),
     }
-    estimates, device_tasks = {}, {}
+    weights, device_tasks = {}, {}
     for chapter in part_of:
         committed = root / "results" / "paper" / chapter
-        device_tasks[chapter], estimates[chapter] = committed_device_tasks(committed)
-        if not (committed / "run.json").is_file():  # nothing committed: all of it computes
-            estimates[chapter] = float("inf")
-    # what recomputes: on CUDA the device tasks; on the CPU nothing that is committed
-    recompute = {
-        c: (e if args.device != "cpu" or e == float("inf") else 0.0) for c, e in estimates.items()
-    }
+        device_tasks[chapter], seconds = committed_device_tasks(committed)
+        record = _read_json(committed / "run.json")
+        if record is None:  # nothing committed: all of it computes
+            seconds, cached_run = float("inf"), None
+        else:  # on the CPU, committed device tasks are read from the cache
+            seconds = seconds if args.device != "cpu" else 0.0
+            computed = (record.get("tasks") or {}).get("computed")
+            cached_run = record.get("seconds") if computed == 0 else None
+        weights[chapter] = chapter_weight(seconds, cached_run)
     budget = args.budget
     if budget is None:
-        weights = {c: chapter_weight(e) for c, e in recompute.items()}
         budget = part_budget(DEFAULT_BUDGET, [weights[c] for c in selected], list(weights.values()))
     deadline = started + budget
     reserve = reserve_for(len(selected))
@@ -422,7 +427,7 @@ def run_kit(args, root: Path) -> int:
     )
     rows = []
     with open(out / "run.log", "a") as log:
-        order = run_order({c: estimates[c] for c in selected})
+        order = run_order({c: weights[c] for c in selected})
         for i, chapter in enumerate(order):
             share = chapter_share(deadline - time.time(), len(order) - i, reserve)
             row = {
