@@ -192,3 +192,27 @@ def test_every_module_the_book_imports_resolves_from_the_kit_or_the_image():
             if p["number"] <= entry["part"]
             for w in p["wheels"]
         }, chapter
+
+
+def test_a_chapter_starts_from_the_committed_results_without_their_run_record(tmp_path):
+    root, results = tmp_path / "repo", tmp_path / "scratch"
+    committed = root / "results" / "paper"
+    (committed / "ch" / "sweep").mkdir(parents=True)
+    (committed / "ch" / "sweep" / "abc.json").write_text("{}")
+    (committed / "ch" / "run.json").write_text('{"tasks": {"computed": 5}}')
+    (committed / "figures" / "ch").mkdir(parents=True)
+    (committed / "figures" / "ch" / "f.csv").write_text("x\n1\n")
+    (committed / "claims").mkdir()
+    (committed / "claims" / "ch.json").write_text('{"claims": []}')
+    (results / "paper" / "ch" / ".run").mkdir(parents=True)
+    (results / "paper" / "ch" / ".run" / "last-run.json").write_text("{}")  # an earlier run's
+    gpu_run._copy_committed(root, results, "ch")
+    copy = results / "paper"
+    assert (copy / "ch" / "sweep" / "abc.json").is_file()
+    assert (copy / "figures" / "ch" / "f.csv").is_file()
+    assert (copy / "claims" / "ch.json").is_file()
+    assert not (copy / "ch" / "run.json").exists() and not (copy / "ch" / ".run").exists()
+    assert gpu_run._run_record(copy / "ch") is None  # nothing ran: no record to mistake
+    (copy / "ch" / ".run").mkdir()
+    (copy / "ch" / ".run" / "last-run.json").write_text('{"ok": true}')
+    assert gpu_run._run_record(copy / "ch") == {"ok": True}
