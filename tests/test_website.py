@@ -7,7 +7,9 @@ its paper and ends with its bibliography."""
 from __future__ import annotations
 
 import functools
+import html
 import http.server
+import json
 import re
 import shutil
 import subprocess
@@ -195,7 +197,9 @@ def test_chapter_pages_show_figures_and_claims(built_site):
         saved = list(figures_dir("smoke", chapter).glob("*.json"))
         assert len(shown) == len(saved) > 0, f"{chapter}: {len(shown)} of {len(saved)} shown"
         for number, block in enumerate(shown, 1):
-            assert re.search(r"<img[^>]+src=.data:image/png;base64,", block), (chapter, number)
+            image = re.search(r"<img[^>]+src=.([\w./-]+\.png).", block)
+            assert image, f"{chapter}: figure {number} is not a file beside the page"
+            assert (built_site / "book" / "chapters" / image.group(1)).is_file(), image.group(1)
             alt = re.search(r"alt=(['\"])(.*?)\1", block)
             assert alt and len(alt.group(2)) > 10, f"{chapter}: figure {number} has no alt text"
             caption = re.search(r"<figcaption>(.*?)</figcaption>", block, re.S)
@@ -230,38 +234,61 @@ def test_the_leak_scan_finds_what_it_looks_for():
     assert leaks("see /home/user/book") and not leaks("results/paper/figures/fig2a.png")
 
 
-def overflow(page: Path, width: int, tmp_path: Path) -> dict:
-    """Horizontal overflow of `page` in Chromium at `width` px: of the document, and of the
-    widest table beyond its container (a script added to a copy of the page measures them)."""
-    probe = page.with_name(f".probe-{width}-{page.name}")
-    script = (
-        "<script>window.addEventListener('load', () => {"
-        "const doc = document.documentElement.scrollWidth - window.innerWidth;"
-        "let table = 0; for (const t of document.querySelectorAll('table')) {"
-        "table = Math.max(table, t.scrollWidth - t.parentElement.clientWidth); }"
-        "document.body.setAttribute('data-overflow', doc + ',' + table); });</script>"
+def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = False):
+    """What the JavaScript `measure` (statements that set `result`) finds in `page` opened in
+    Chromium at `width` px, once loaded: a script added to a copy of the page runs it and
+    writes `result` as JSON into the page. `dark`: the theme's dark mode (as its switch sets
+    it) with the browser's colour scheme dark too."""
+    name = f".probe-{width}-{'dark-' if dark else ''}{page.name}"
+    probe_page = page.with_name(name)
+    theme = (
+        "document.documentElement.dataset.theme = 'dark';"
+        "document.documentElement.dataset.mode = 'dark';"
+        if dark
+        else ""
     )
-    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    script = (
+        "<script>window.addEventListener('load', () => { setTimeout(() => {"
+        f"{theme} let result = null; {measure};"
+        "document.body.setAttribute('data-probe', JSON.stringify(result)); }, 500); });</script>"
+    )
+    probe_page.write_text(page.read_text().replace("</body>", script + "</body>"))
     try:
         result = subprocess.run(
             [
                 chromium(),
                 *CHROMIUM_FLAGS,
+                *(["--force-dark-mode"] if dark else []),
                 f"--user-data-dir={tmp_path / f'profile-{width}'}",
                 f"--window-size={width},900",
                 "--virtual-time-budget=10000",
                 "--dump-dom",
-                probe.as_uri(),
+                probe_page.as_uri(),
             ],
             capture_output=True,
             text=True,
             timeout=120,
         )
     finally:
-        probe.unlink(missing_ok=True)
-    found = re.search(r'data-overflow="(-?\d+),(-?\d+)"', result.stdout)
+        probe_page.unlink(missing_ok=True)
+    found = re.search(r'data-probe="([^"]*)"', result.stdout)
     assert found, result.stderr[-2000:]
-    return {"document": int(found.group(1)), "table": int(found.group(2))}
+    return json.loads(html.unescape(found.group(1)))
+
+
+def overflow(page: Path, width: int, tmp_path: Path) -> dict:
+    """Horizontal overflow of `page` in Chromium at `width` px: of the document, and of the
+    widest table beyond its container."""
+    doc, table = probe(
+        page,
+        width,
+        tmp_path,
+        "const doc = document.documentElement.scrollWidth - window.innerWidth;"
+        "let table = 0; for (const t of document.querySelectorAll('table')) {"
+        "table = Math.max(table, t.scrollWidth - t.parentElement.clientWidth); }"
+        "result = [doc, table]",
+    )
+    return {"document": int(doc), "table": int(table)}
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -286,7 +313,7 @@ def test_every_figure_shows_its_provenance(built_site):
         assert len(blocks) == len(figures), f"{chapter}: {len(blocks)} of {len(figures)}"
         for block in blocks:
             for part in (
-                'href="data:text/csv;base64,',
+                f'href="{chapter}_files/',
                 "drawn by:",
                 "computed by:",
                 "checks:",
@@ -393,3 +420,238 @@ def test_every_chapter_cites_its_paper_and_ends_with_its_bibliography(built_site
         )
     ]
     assert not problems, "\n".join(problems)
+
+
+def chapter_pages(site: Path) -> list[Path]:
+    from implicit_bias.core.chapter import chapters
+
+    return [site / "book" / "chapters" / f"{chapter}.html" for chapter in chapters()]
+
+
+FIGURE_SIZES = (
+    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
+    "i.getAttribute('src'), i.getBoundingClientRect().width, i.naturalWidth,"
+    "JSON.parse(i.dataset.legibility || '{}')])"
+)
+MIN_PANEL_PX, MIN_FONT_PT = 350, 9.0
+
+
+def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple]]:
+    """Figures of a page too small to read at the window measured: a panel narrower than
+    MIN_PANEL_PX, a font below MIN_FONT_PT as shown (a figure inch is `shown / width_in` CSS
+    px, a point 96 / 72 of them), an image of less than 2 pixels per CSS pixel, overlapping
+    tick labels. Also returns (figure, narrowest panel px, smallest font pt) for the report."""
+    problems, sizes = [], []
+    for src, shown, natural, record in figures:
+        name = f"{page}: {src}"
+        if not record.get("panels"):
+            problems.append(f"{name}: no legibility record")
+            continue
+        panel = min(record["panels"]) * shown
+        font = record["min_font_pt"] * shown / (record["width_in"] * 96)
+        sizes.append((name, round(panel), round(font, 2)))
+        if panel < MIN_PANEL_PX:
+            problems.append(f"{name}: a panel is {panel:.0f} px wide (< {MIN_PANEL_PX})")
+        if font < MIN_FONT_PT:
+            problems.append(f"{name}: a font shows at {font:.1f} pt (< {MIN_FONT_PT})")
+        if natural < 2 * shown - 1:
+            problems.append(f"{name}: {natural} px image shown {shown:.0f} px wide (not 2x)")
+        if record["tick_overlaps"]:
+            problems.append(f"{name}: {record['tick_overlaps']} overlapping tick labels")
+    return problems, sizes
+
+
+def test_figures_are_legible_at_page_width(built_site, tmp_path):
+    """At a 1280 px window every figure's panels are at least 350 px wide, its smallest font
+    shows at 9 pt or more, its image has 2 pixels per CSS pixel and no tick labels overlap."""
+    problems, sizes = [], []
+    for page in chapter_pages(built_site):
+        found, measured = legibility_problems(page.name, probe(page, 1280, tmp_path, FIGURE_SIZES))
+        problems, sizes = problems + found, sizes + measured
+    assert sizes, "no figure measured"
+    print(
+        f"\n{len(sizes)} figures at 1280 px: narrowest panel {min(s[1] for s in sizes)} px, "
+        f"smallest font {min(s[2] for s in sizes)} pt"
+    )
+    assert not problems, "\n".join(problems)
+
+
+def test_the_legibility_check_finds_small_figures():
+    record = {"panels": [0.5, 0.5], "min_font_pt": 9.0, "width_in": 7.4, "tick_overlaps": 0}
+    assert legibility_problems("p", [("a.png", 740, 1480, record)])[0] == []
+    shrunk = legibility_problems("p", [("a.png", 600, 1480, record)])[0]
+    assert any("px wide" in p for p in shrunk) and any("pt" in p for p in shrunk)
+    assert legibility_problems("p", [("a.png", 740, 740, record)])[0]  # 1x image
+    crowded = {**record, "tick_overlaps": 2}
+    assert legibility_problems("p", [("a.png", 740, 1480, crowded)])[0]
+
+
+INLINE_DATA = re.compile(r"data:text/csv;base64,")
+
+
+def test_pages_link_figure_data_as_files_and_report_the_site_size(built_site):
+    """No page inlines a figure's data (it downloads from a file beside the page); prints the
+    site's size (whole site, pages, largest page)."""
+    from implicit_bias.core.website import site_size
+
+    size = site_size(built_site)
+    print(
+        f"\nsite: {size['total'] / 1e6:.1f} MB in all, pages {size['pages'] / 1e6:.1f} MB, "
+        f"largest page {size['largest_page']} {size['largest_page_bytes'] / 1e6:.2f} MB"
+    )
+    inlined = [
+        str(page.relative_to(built_site))
+        for page in built_site.rglob("*.html")
+        if INLINE_DATA.search(page.read_text())
+    ]
+    assert not inlined, f"pages inlining CSV data: {inlined}"
+    assert size["largest_page_bytes"] < 1_000_000, size
+
+
+def relative_luminance(rgb) -> float:
+    def channel(c):
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(fg, bg) -> float:
+    """WCAG contrast ratio of two sRGB colours."""
+    a, b = sorted((relative_luminance(fg), relative_luminance(bg)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+# The colour of an element's text and of the first ancestor with an opaque background.
+COLOURS = (
+    "const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);"
+    "const colours = el => { let e = el, bg = null; while (e) {"
+    "const c = rgb(getComputedStyle(e).backgroundColor);"
+    "if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { bg = c; break; }"
+    "e = e.parentElement; } return [rgb(getComputedStyle(el).color), bg || [255, 255, 255]]; };"
+    "result = {};"
+    "for (const [k, sel] of [['caption', 'figure.book-figure figcaption'],"
+    "['provenance', 'p.figure-provenance small'], ['provenance link', 'p.figure-provenance a'],"
+    "['provenance code', 'p.figure-provenance code'],"
+    "['body', 'article p']]) {"
+    "const el = document.querySelector(sel); if (el) result[k] = colours(el); }"
+    "result.theme = document.documentElement.dataset.theme"
+)
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_captions_and_provenance_are_readable_in_both_modes(built_site, tmp_path, dark):
+    """In the theme's light and dark modes, caption and provenance text keep a WCAG contrast
+    of at least 4.5 against their background (and the page really is in that mode)."""
+    page = chapter_pages(built_site)[0]
+    found = probe(page, 1280, tmp_path, COLOURS, dark=dark)
+    assert (found.pop("theme") == "dark") == dark
+    ratios = {k: round(contrast(fg, bg), 2) for k, (fg, bg) in found.items()}
+    print(f"\n{'dark' if dark else 'light'} mode contrast ({page.name}): {ratios}")
+    page_dark = relative_luminance(found["body"][1]) < 0.1
+    assert page_dark == dark, f"the page is not in {'dark' if dark else 'light'} mode: {found}"
+    low = {k: r for k, r in ratios.items() if r < 4.5}
+    assert not low and {"caption", "provenance"} <= set(ratios), (low, found)
+
+
+def test_the_contrast_check_can_fail():
+    assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
+    assert contrast((40, 40, 40), (20, 20, 20)) < 4.5
+
+
+def repository_url() -> str:
+    import yaml
+
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+
+
+@functools.cache
+def tracked_files() -> frozenset[str]:
+    """The files of the repository (tracked, or new and not ignored: about to be committed)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return frozenset(listed.splitlines())
+
+
+def in_repository(path: str) -> bool:
+    """Whether `path` is a file, or a folder (ending in /) holding files, of the repository:
+    not a built or ignored one (book/chapters/*.ipynb), not spelled with ./ segments."""
+    if not path or path.startswith("./") or "/./" in path:
+        return False
+    if path.endswith("/"):
+        return any(f.startswith(path) for f in tracked_files())
+    return path in tracked_files()
+
+
+def source_link_problems(page: str, hrefs: list[str], url: str) -> list[str]:
+    """Links of a page into the repository (`url`, from _config.yml) that are malformed or
+    name a file the repository does not have: the repository, issue, edit and Binder
+    buttons and the `{repo}` links of the text."""
+    owner_repo = url.removeprefix("https://github.com/")
+    binder = f"https://mybinder.org/v2/gh/{owner_repo}/main?urlpath=lab/tree/"
+    problems = []
+    for href in hrefs:
+        if href == url or href.startswith(f"{url}/issues/new?"):
+            continue
+        if href.startswith(binder):
+            path = href[len(binder) :]
+        elif re.match(rf"{re.escape(url)}/(blob|tree|edit)/main/", href):
+            path = href.split("/main/", 1)[1]
+        elif "mybinder.org" in href or "colab." in href or href.startswith(url):
+            problems.append(f"{page}: malformed link {href}")
+            continue
+        else:
+            continue
+        if not in_repository(unquote(path.split("#")[0])):
+            problems.append(f"{page}: {href} names no file of the repository")
+    return problems
+
+
+def test_source_citation_and_launch_links_are_well_formed(built_site):
+    """The intro links the repository, its citation and licence; every chapter page has a
+    repository, issue, edit and Binder button, the edit and Binder ones on its source
+    (notebooks/<id>.md); every link into the repository names a file it has."""
+    from implicit_bias.core.chapter import chapters
+
+    url = repository_url()
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+    problems, counted = [], 0
+    for page in [built_site / "book" / "intro.html", *chapter_pages(built_site)]:
+        parser = PageParser()
+        parser.feed(page.read_text())
+        counted += len(parser.links)
+        problems += source_link_problems(page.name, parser.links, url)
+        links = set(parser.links)
+        if url not in links or not any(h.startswith(f"{url}/issues/new?") for h in links):
+            problems.append(f"{page.name}: no repository or issue button")
+        if page.stem in chapters():
+            for wanted in (
+                f"{url}/edit/main/notebooks/{page.stem}.md",
+                f"notebooks/{page.stem}.md",
+            ):
+                if not any(h.endswith(wanted) or h == wanted for h in links):
+                    problems.append(f"{page.name}: no link to {wanted}")
+            if not any("mybinder.org" in h for h in links):
+                problems.append(f"{page.name}: no Binder button")
+        elif not {f"{url}/blob/main/LICENSE", f"{url}/blob/main/CITATION.cff"} <= links:
+            problems.append(f"{page.name}: no link to LICENSE and CITATION.cff")
+    assert counted and not problems, "\n".join(problems)
+
+
+def test_the_source_link_check_can_fail():
+    url = "https://github.com/o/r"
+    good = [url, f"{url}/blob/main/LICENSE", f"{url}/issues/new?title=x"]
+    assert source_link_problems("p", good, url) == []
+    bad = [
+        f"{url}/blob/main/no-such-file.txt",
+        f"{url}/edit/main/./book/chapters/gln_norm.ipynb",
+        "https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/book/chapters/x.ipynb",
+        "https://colab.research.google.com/github/o/r/blob/main/x.ipynb",
+    ]
+    assert len(source_link_problems("p", bad, url)) == len(bad)

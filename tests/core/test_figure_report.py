@@ -20,7 +20,7 @@ CHAPTER, FIGURE = "warped_imd", "fig7_2"
 @pytest.fixture
 def perturbed_run(tmp_path, monkeypatch):
     """A copy of the warped_imd smoke baselines as the 'current' run, with fig7_2's data moved
-    beyond its tolerance and a white band across its image (as a real regression redraws it)."""
+    beyond its tolerance and a black band across its image (as a real regression redraws it)."""
     monkeypatch.setenv("IMPLICIT_BIAS_RESULTS", str(tmp_path / "results"))
     current = tmp_path / "results" / "smoke" / "figures" / CHAPTER
     shutil.copytree(baseline_dir(CHAPTER), current)
@@ -31,7 +31,8 @@ def perturbed_run(tmp_path, monkeypatch):
     frame.loc[3:8, column] = frame.loc[3:8, column] * 1.05  # six values up 5 %
     frame.to_csv(table, index=False, float_format="%.10g")
     image = imread(str(current / f"{FIGURE}.png")).copy()
-    image[image.shape[0] // 3 : image.shape[0] // 3 + 25, :, :3] = 1.0
+    band = image.shape[0] // 3, image.shape[0] // 3 + image.shape[0] // 16  # 1/16 of it
+    image[band[0] : band[1], :, :3] = 0.0
     imsave(str(current / f"{FIGURE}.png"), image)
     return current, column
 

@@ -20,7 +20,7 @@ def test_style_is_pinned():
 
     figure()
     assert mpl.rcParams["font.family"] == ["DejaVu Sans"]
-    assert mpl.rcParams["savefig.dpi"] == 100
+    assert mpl.rcParams["savefig.dpi"] == 200 and mpl.rcParams["figure.dpi"] == 100
     cycle = [c.lower().lstrip("#") for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]]
     assert cycle == [c.lower().lstrip("#") for c in PALETTE]
 
@@ -81,3 +81,34 @@ def test_a_figure_drawn_by_the_library_names_its_function():
     assert fig.drawn_by == ("lib/implicit_bias/chapters/_template/figures.py, distance_to_min_norm")
     own, _ = figure()  # drawn here, outside the library: the notebook cell is named instead
     assert own.drawn_by is None
+
+
+def test_a_row_of_more_than_two_panels_wraps_and_keeps_its_shape():
+    from implicit_bias.core.plotting import MAX_WIDTH, legibility
+
+    fig, axes = figure(1, 3, width=10.2, height=2.8)
+    assert axes.shape == (1, 3) and tuple(fig.get_size_inches()) == (MAX_WIDTH, 5.6)
+    rows = sorted({round(ax.get_position().y0, 3) for ax in axes.ravel()})
+    assert len(rows) == 2, "three panels on one row"
+    assert legibility(fig)["panels"] == [0.5, 0.5, 0.5]
+    fig, axes = figure(2, 5, width=15, height=6, sharey=True)
+    assert axes.shape == (2, 5) and fig.get_size_inches()[1] == 3 * 6
+    assert axes[1, 4].get_shared_y_axes().joined(axes[1, 4], axes[0, 0])
+    fig, ax = figure(1, 1, width=12)
+    assert fig.get_size_inches()[0] == MAX_WIDTH  # never wider than the page shows unscaled
+
+
+def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
+    from implicit_bias.core.plotting import MIN_FONT_PT, legibility
+    from implicit_bias.core.website import png_legibility
+
+    fig, ax = figure()
+    ax.plot(np.arange(40), np.arange(40))
+    ax.set_xticks(np.arange(40), [f"label {i}" for i in range(40)])
+    ax.legend(["a series"], fontsize=6)
+    before = legibility(fig)
+    assert before["tick_overlaps"] > 0 and before["min_font_pt"] == 6
+    png = save_figure(fig, "demo", "crowded", pd.DataFrame({"x": [1]}), "smoke")
+    record = png_legibility(png.read_bytes())
+    assert record["tick_overlaps"] == 0 and record["min_font_pt"] == MIN_FONT_PT
+    assert record["pixel_width"] == 2 * 100 * record["width_in"]  # 2 pixels per CSS pixel

@@ -13,7 +13,20 @@ from .paths import figures_dir
 STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
 # Okabe-Ito palette (colorblind-safe), in the style's cycle order.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-PANEL_WIDTH, PANEL_HEIGHT = 3.4, 2.8  # inches
+# Legibility on the website. A figure inch is DISPLAY_DPI CSS pixels on the page (the website
+# sets the image's width so; the PNG holds SAVE_DPI / DISPLAY_DPI = 2 pixels per CSS pixel for
+# sharp text on high-density screens). MAX_WIDTH is the page's column at a 1280 px wide window
+# (740 px: `book/_css/book.css` lets figures use the article's full width), so no figure is
+# scaled down there and a font of MIN_FONT_PT points shows at MIN_FONT_PT * 100 / 96 >= 9 pt.
+# Panels go at most MAX_COLUMNS to a row (each then at least 370 px wide); a figure asked for
+# with more columns wraps them into further rows. Smaller fonts are raised to MIN_FONT_PT and
+# overlapping tick labels are turned, when the figure is saved (`legibility` measures it all).
+DISPLAY_DPI, SAVE_DPI = 100, 200
+MAX_WIDTH = 7.4  # inches
+MAX_COLUMNS = 2
+PANEL_WIDTH, PANEL_HEIGHT = MAX_WIDTH / MAX_COLUMNS, 2.8  # inches: a panel, by default
+MIN_FONT_PT = 9.0
+LEGIBILITY_KEY = "implicit-bias-legibility"  # the PNG text chunk holding `legibility(fig)`
 
 
 def use_style() -> None:
@@ -29,12 +42,48 @@ def figure(
 ):
     """A new figure in the book's style: `fig, axes = figure(1, 2)`.
 
+    `axes` has the shape asked for (a single Axes for one panel), but a row of more than
+    MAX_COLUMNS panels is laid out over several rows of MAX_COLUMNS (the last one centred), and
+    the figure is at most MAX_WIDTH wide: a figure of several columns spans it, with the
+    height of a row as asked (`height / nrows`).
+
     The figure remembers the function that asked for it (`drawn_by`, e.g.
     `lib/implicit_bias/chapters/gln_norm/figures.py, fig2a`), which its provenance line shows."""
     use_style()
-    size = (width or PANEL_WIDTH * ncols, height or PANEL_HEIGHT * nrows)
-    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=ncols * nrows == 1, **kwargs)
+    row_height = (height or PANEL_HEIGHT * nrows) / nrows
+    if ncols == 1:
+        size = (min(width or PANEL_WIDTH, MAX_WIDTH), row_height * nrows)
+    else:
+        size = (MAX_WIDTH, row_height * nrows * -(-ncols // MAX_COLUMNS))
+    if ncols <= MAX_COLUMNS:
+        fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=ncols * nrows == 1, **kwargs)
+    else:
+        fig, axes = _wrapped(nrows, ncols, size, **kwargs)
     fig.drawn_by = _caller()  # type: ignore[attr-defined]
+    return fig, axes
+
+
+def _wrapped(nrows: int, ncols: int, size, sharex=False, sharey=False, subplot_kw=None):
+    """`nrows` x `ncols` axes on rows of MAX_COLUMNS panels: each asked-for row becomes
+    ceil(ncols / MAX_COLUMNS) rows, its last one centred (a grid of half-panel columns)."""
+    import numpy as np
+
+    per_row = -(-ncols // MAX_COLUMNS)
+    fig = plt.figure(figsize=size)
+    grid = fig.add_gridspec(nrows * per_row, 2 * MAX_COLUMNS)
+    axes = np.empty((nrows, ncols), dtype=object)
+    for i in range(nrows):
+        for j in range(ncols):
+            line, slot = divmod(j, MAX_COLUMNS)
+            on_line = min(MAX_COLUMNS, ncols - line * MAX_COLUMNS)
+            start = MAX_COLUMNS - on_line + 2 * slot
+            share = {
+                "sharex": axes[0, 0] if sharex and (i or j) else None,
+                "sharey": axes[0, 0] if sharey and (i or j) else None,
+            }
+            axes[i, j] = fig.add_subplot(
+                grid[i * per_row + line, start : start + 2], **share, **(subplot_kw or {})
+            )
     return fig, axes
 
 
@@ -127,6 +176,117 @@ def save_figure(
     }
     (out / f"{fig_id}.json").write_text(json.dumps(meta, indent=2))
     png = out / f"{fig_id}.png"
-    # Fixed metadata so identical figures give identical files.
-    fig.savefig(png, metadata={"Software": None})
+    measured = make_legible(fig)
+    # Fixed metadata so identical figures give identical files; the legibility measurements
+    # travel in the PNG, for the website (`implicit_bias.core.website`) and its test.
+    fig.savefig(
+        png, dpi=SAVE_DPI, metadata={"Software": None, LEGIBILITY_KEY: json.dumps(measured)}
+    )
     return png
+
+
+def _texts(fig):
+    """The visible, non-empty texts of the figure (tick labels, labels, titles, legends)."""
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _centre(box, horizontal: bool) -> float:
+    return (box.x0 + box.x1) / 2 if horizontal else (box.y0 + box.y1) / 2
+
+
+def _drawn_labels(ax, axis, renderer) -> list:
+    """The tick labels of `axis` that are drawn (visible, not empty, inside the axes' span)."""
+    frame = ax.get_window_extent(renderer)
+    horizontal = axis is ax.xaxis
+    lo, hi = (frame.x0, frame.x1) if horizontal else (frame.y0, frame.y1)
+    labels = [
+        t
+        for t in axis.get_ticklabels()
+        if t.get_visible()
+        and t.get_text().strip()
+        and lo - 1 <= _centre(t.get_window_extent(renderer), horizontal) <= hi + 1
+    ]
+    return sorted(labels, key=lambda t: _centre(t.get_window_extent(renderer), horizontal))
+
+
+def _axis_overlaps(ax, axis, renderer) -> int:
+    """Pairs of neighbouring drawn tick labels of `axis` that overlap. Turned labels (x axis)
+    overlap when their anchors are closer, across the text's direction, than a line of text."""
+    import math
+
+    labels, count = _drawn_labels(ax, axis, renderer), 0
+    for a, b in zip(labels, labels[1:]):
+        box_a, box_b = a.get_window_extent(renderer), b.get_window_extent(renderer)
+        angle = a.get_rotation() % 180
+        if axis is ax.xaxis and angle:
+            lines = max(a.get_text().count("\n"), b.get_text().count("\n")) + 1
+            height = 1.2 * lines * a.get_fontsize() * renderer.dpi / 72
+            gap = abs(_centre(box_b, True) - _centre(box_a, True))
+            count += int(gap * math.sin(math.radians(angle)) < height)
+        else:
+            count += int(box_a.overlaps(box_b))
+    return count
+
+
+def _tick_overlaps(ax, renderer) -> int:
+    """How many pairs of neighbouring tick labels of `ax` overlap (x and y axes)."""
+    return sum(_axis_overlaps(ax, axis, renderer) for axis in (ax.xaxis, ax.yaxis))
+
+
+def _thin(ax, axis, renderer) -> None:
+    """Keep every k-th tick label of `axis`, with the smallest k at which none overlap."""
+    drawn = {id(t) for t in _drawn_labels(ax, axis, renderer)}
+    ticks = [tick for tick in axis.get_major_ticks() if id(tick.label1) in drawn]
+    locs, texts = [tick.get_loc() for tick in ticks], [tick.label1.get_text() for tick in ticks]
+    for k in range(2, len(texts) + 1):
+        axis.set_ticks(locs[::k], texts[::k])
+        ax.figure.draw_without_rendering()
+        if not _axis_overlaps(ax, axis, renderer):
+            return
+
+
+def legibility(fig) -> dict:
+    """What the website test checks: the figure's width (inches), the smallest font (points),
+    the panels' widths as fractions of the figure (the grid slot of each panel, colorbars
+    left out) and the number of overlapping neighbouring tick labels."""
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    slots = {}
+    for ax in fig.get_axes():
+        spec = ax.get_subplotspec()
+        if spec is None or ax.get_label() == "<colorbar>":
+            continue
+        top = spec.get_topmost_subplotspec()  # twin axes share their panel's slot
+        key = (id(top.get_gridspec()), top.rowspan.start, top.colspan.start)
+        slots[key] = round(len(top.colspan) / top.get_gridspec().ncols, 4)
+    panels = list(slots.values())
+    return {
+        "width_in": round(float(fig.get_figwidth()), 4),
+        "min_font_pt": min((float(t.get_fontsize()) for t in _texts(fig)), default=MIN_FONT_PT),
+        "panels": panels,
+        "tick_overlaps": int(sum(_tick_overlaps(ax, renderer) for ax in fig.get_axes())),
+    }
+
+
+def make_legible(fig) -> dict:
+    """Raise every font below MIN_FONT_PT to it; where neighbouring tick labels overlap, turn
+    the x labels by 45 degrees, then keep every k-th label (the smallest k at which none
+    overlap); returns `legibility`."""
+    for text in _texts(fig):
+        if text.get_fontsize() < MIN_FONT_PT:
+            text.set_fontsize(MIN_FONT_PT)
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    for ax in fig.get_axes():
+        if _axis_overlaps(ax, ax.xaxis, renderer):
+            for label in ax.get_xticklabels():
+                label.set_rotation(45)
+                label.set_horizontalalignment("right")
+                label.set_rotation_mode("anchor")
+            fig.draw_without_rendering()
+        for axis in (ax.xaxis, ax.yaxis):
+            if _axis_overlaps(ax, axis, renderer):
+                _thin(ax, axis, renderer)
+    return legibility(fig)

@@ -1,0 +1,53 @@
+"""The website's finishing step: inlined figures and data become files beside the page."""
+
+import base64
+import json
+
+import pandas as pd
+
+from implicit_bias.core.plotting import figure, save_figure
+from implicit_bias.core.website import externalize, site_size
+
+
+def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
+    fig, axes = figure(1, 2)
+    for ax in axes.ravel():
+        ax.plot([0, 1], [1, 0])
+    png = save_figure(fig, "demo", "fig1", pd.DataFrame({"x": [1.5]}), "smoke")
+    image = base64.b64encode(png.read_bytes()).decode()
+    csv = base64.b64encode(b"x\n1.5\n").decode()
+    page = tmp_path / "chapter.html"
+    page.write_text(
+        f"<p><figure class='book-figure' id='figure-fig1'><img src='data:image/png;base64,"
+        f"{image}' alt='two panels' style='max-width:100%;height:auto'></figure>"
+        f"<a download='fig1.csv' href='data:text/csv;base64,{csv}'>fig1.csv</a></p>"
+    )
+    assert externalize(page) == 2
+    text = page.read_text()
+    assert "base64" not in text
+    assert (tmp_path / "chapter_files" / "fig1.png").read_bytes() == png.read_bytes()
+    assert (tmp_path / "chapter_files" / "fig1.csv").read_text() == "x\n1.5\n"
+    assert "src='chapter_files/fig1.png' width='740'" in text
+    assert "href='chapter_files/fig1.csv'" in text
+    record = json.loads(text.split("data-legibility='")[1].split("'")[0].replace("&quot;", '"'))
+    assert record["panels"] == [0.5, 0.5] and record["display_width_px"] == 740
+    assert externalize(page) == 0  # nothing left inline
+    size = site_size(tmp_path)
+    assert size["largest_page"] == "chapter.html" and size["total"] > size["pages"]
+
+
+def test_edit_and_launch_links_go_to_the_chapter_source():
+    from implicit_bias.core.website import retarget_source_links
+
+    page = (
+        'href="https://github.com/o/r/edit/main/./book/chapters/gln_norm.ipynb" '
+        'href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/./book/chapters/x.ipynb" '
+        'href="https://github.com/o/r/edit/main/./book/intro.md" '
+        'href="../../_sources/book/chapters/gln_norm.ipynb"'
+    )
+    assert retarget_source_links(page) == (
+        'href="https://github.com/o/r/edit/main/notebooks/gln_norm.md" '
+        'href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/notebooks/x.md" '
+        'href="https://github.com/o/r/edit/main/book/intro.md" '
+        'href="../../_sources/book/chapters/gln_norm.ipynb"'  # the download stays
+    )
