@@ -1,0 +1,84 @@
+"""What the book's pages say must be reachable by their readers: no mention of material only
+the project had (its notes, its own copy of a paper, the machine it ran on), and no bare path
+of the repository in a chapter's prose without a link (the `{repo}` role links it)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from implicit_bias.core.paths import project_root
+
+ROOT = project_root()
+UNREACHABLE = re.compile(
+    r"verified notes|our copy of the paper|our copy\b|project notes|project's notes"
+    r"|Zen 5 machine|Zen machine|\.\./shared|seed files?",
+    re.I,
+)
+# A path of the repository: a top-level folder of it, then a file or folder name.
+REPO_PATH = re.compile(
+    r"(?<![\w./`-])`?((?:tests|lib|benchmarks|data|results|notebooks)/[\w<>./-]+)"
+)
+LINKED = re.compile(r"\{repo\}`[^`]*`|\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+
+
+def prose(text: str) -> str:
+    """A MyST page without its code (code cells and fenced blocks) and front matter: what a
+    reader sees as text. Removed lines are left empty, so line numbers are the file's."""
+    blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731
+    text = re.sub(r"\A---\n.*?\n---\n", blank, text, flags=re.S)
+    return re.sub(r"^(```|~~~).*?^\1[ \t]*$", blank, text, flags=re.S | re.M)
+
+
+def problems(name: str, text: str, paths: bool) -> list[str]:
+    found = []
+    body = prose(text)
+    for number, line in enumerate(body.splitlines(), 1):
+        for match in UNREACHABLE.finditer(line):
+            found.append(f"{name}:{number}: mentions {match.group(0)!r}")
+        if paths:
+            for match in REPO_PATH.finditer(LINKED.sub("", line)):
+                found.append(f"{name}:{number}: bare repository path {match.group(1)!r}")
+    return found
+
+
+def pages() -> list[tuple[str, bool]]:
+    """(page source, whether bare paths count): the chapters and the introduction; the
+    rerun guides (how-to-rerun, cluster) name the paths of the reader's own clone."""
+    chapters = [(p, True) for p in sorted((ROOT / "notebooks").glob("*.md"))]
+    book = [(p, p.name == "intro.md") for p in sorted((ROOT / "book").glob("*.md"))]
+    return [(str(p.relative_to(ROOT)), paths) for p, paths in chapters + book]
+
+
+@pytest.mark.parametrize(("page", "paths"), pages())
+def test_pages_mention_only_what_readers_can_reach(page, paths):
+    found = problems(page, (ROOT / page).read_text(), paths)
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_finds_what_it_looks_for():
+    text = (
+        "We use the project's verified notes.\nSee `tests/test_book.py` here.\n"
+        "```python\nopen('lib/x.py')\n```\nLinked: {repo}`data/claims/x.yaml`, "
+        "[the file](https://example.org/lib/y.py).\n"
+    )
+    found = problems("p", text, paths=True)
+    assert any("verified notes" in f for f in found)
+    assert any("tests/test_book.py" in f for f in found)
+    assert not any("lib/x.py" in f or "data/claims" in f or "lib/y.py" in f for f in found)
+    assert not any("tests/" in f for f in problems("p", text, paths=False))
+
+
+def test_the_introduction_gives_the_citation_and_licence_of_citation_cff():
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    intro = " ".join((ROOT / "book" / "intro.md").read_text().replace("\n>", " ").split())
+    title = " ".join(cff["title"].split())
+    assert title in intro.replace("*", ""), (
+        "the introduction does not cite the book as CITATION.cff"
+    )
+    assert f"version {cff['version']}" in intro and cff["authors"][0]["name"] in intro
+    assert "MIT" in intro and "CC BY 4.0" in intro and set(cff["license"]) == {"MIT", "CC-BY-4.0"}
+    assert "{repo}`LICENSE`" in intro and "{repo}`CITATION.cff`" in intro
