@@ -43,7 +43,7 @@ def test_a_run_does_not_prune_while_another_run_holds_the_chapter(demo_project):
         result = cli("run", "demo", "--device", "cpu")
     assert result.returncode == 0, result.stderr
     assert orphan.exists()  # kept: the other run may be using it
-    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    run = json.loads((demo_project / "results/smoke/demo/.run/last-run.json").read_text())
     assert run["pruned_entries"] == 0 and "another run" in run["not_pruned"]
     assert not list((demo_project / "results/smoke/demo/.run").glob("*/sweeps.json"))
     assert cli("run", "demo", "--device", "cpu").returncode == 0  # alone again: pruned

@@ -167,7 +167,7 @@ def test_run_record_counts_tasks_and_prunes_what_the_run_no_longer_uses(demo_pro
     orphan = folder / ("0" * 64 + ".json")
     orphan.write_text("{}")
     assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
-    run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
+    run = json.loads((demo_project / "results/smoke/demo/.run/last-run.json").read_text())
     assert run["tasks"]["cached"] == 3 and run["tasks"]["computed"] == 0
     assert not orphan.exists() and len(list(folder.glob("*.json"))) == 3
 
@@ -262,3 +262,43 @@ def test_warnings_go_to_the_terminal_not_the_page(demo_project):
     executed = json.loads((demo_project / "book" / "chapters" / "demo.ipynb").read_text())
     streams = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("name")]
     assert not [o for o in streams if o["name"] == "stderr"]  # not in the page
+
+
+def test_rendering_again_from_the_cache_leaves_the_results_as_committed(demo_project):
+    """`make book` on a fresh clone executes every chapter from its committed cache: the run
+    record and each figure's provenance stay those of the run that computed the results (a
+    clean commit), and the new run's record goes to the run folder."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=demo_project, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "code")
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    results = demo_project / "results"
+    tracked = [
+        results / "smoke/demo/run.json",
+        results / "smoke/figures/demo/provenance/moments.json",
+    ]
+    first = [p.read_bytes() for p in tracked]
+    provenance = json.loads(tracked[1].read_text())
+    assert "+" not in provenance["commit"] and provenance["commit"] != "unknown"
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "results")
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    assert [p.read_bytes() for p in tracked] == first
+    again = json.loads((results / "smoke/demo/.run/last-run.json").read_text())
+    assert again["tasks"]["computed"] == 0
+    # a run with other results (the profile's sample size changed, not committed) writes them
+    profiles = demo_project / "data/profiles/demo.yaml"
+    profiles.write_text(profiles.read_text().replace("n: 50", "n: 60"))
+    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    run = json.loads(tracked[0].read_text())
+    assert run["tasks"]["computed"] == 3
+    assert json.loads(tracked[1].read_text())["commit"].endswith("+ changes")

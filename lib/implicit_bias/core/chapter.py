@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -293,13 +294,16 @@ class Chapter:
                 f"figure {fig_id!r}: no claim {unknown} in data/claims/{self.chapter}.yaml"
             )
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
+        tables = sorted(
+            p
+            for p in png.parent.glob(f"{fig_id}*.csv")
+            if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")
+        )
         provenance = {
             "figure": fig_id,
-            "data": sorted(
-                p.name
-                for p in png.parent.glob(f"{fig_id}*.csv")
-                if p.stem == fig_id or p.stem.startswith(f"{fig_id}__")
-            ),
+            "data": [p.name for p in tables],
+            # what the figure plots: a run that draws other numbers is a new provenance
+            "data_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tables},
             "drawn_by": drawn_by
             or getattr(fig, "drawn_by", None)
             or f"notebooks/{self.chapter}.md, this cell",
@@ -310,7 +314,7 @@ class Chapter:
             "commit": self.commit,
         }
         (png.parent / "provenance").mkdir(exist_ok=True)
-        (png.parent / "provenance" / f"{fig_id}.json").write_text(json.dumps(provenance, indent=1))
+        provenance = kept_or_written(png.parent / "provenance" / f"{fig_id}.json", provenance)
         try:
             from IPython import get_ipython
             from IPython.display import HTML, display
@@ -333,6 +337,28 @@ class Chapter:
             failed_tasks=self.failed_tasks,
             code={o.fn: o.fingerprint for o in self.outcomes},
         )
+
+
+def clean_commit(commit) -> bool:
+    """Whether `commit` names a commit of the repository as it was (not "+ changes")."""
+    return isinstance(commit, str) and commit not in ("", "unknown") and "+" not in commit
+
+
+def kept_or_written(path: Path, record: dict, volatile=("commit",)) -> dict:
+    """Write `record` to `path` unless the file already holds it but for the `volatile` keys
+    and names a clean commit; returns the record in effect. Rendering committed results again
+    from their cache (`make book` on a fresh clone) then leaves the tracked files as they are,
+    and the provenance keeps naming the commit whose run produced them."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and clean_commit(old.get("commit")):
+        strip = lambda r: {k: v for k, v in r.items() if k not in volatile}  # noqa: E731
+        if strip(old) == strip(json.loads(json.dumps(record))):
+            return old
+    path.write_text(json.dumps(record, indent=1))
+    return record
 
 
 def source_commit() -> str:

@@ -387,11 +387,43 @@ def _execute_locked(
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
     # The committed run record of the paper profile changes only with a complete run; a
     # failed or interrupted run keeps its record in the run folder.
-    record_path = folder / "run.json" if error is None else chapter_run / "last-failed-run.json"
-    claims_module.write_json_atomic(record_path, summary)
+    # Every complete run's record is `.run/last-run.json`; `run.json`, committed with the paper
+    # results, is the record of the run that produced them: a run that rendered them again from
+    # the cache with the same claims (`make book` on a fresh clone) leaves it alone.
+    if error is None:
+        claims_module.write_json_atomic(chapter_run / LAST_RUN, summary)
+        if not _same_results_as_recorded(folder / "run.json", summary):
+            claims_module.write_json_atomic(folder / "run.json", summary)
+    else:
+        claims_module.write_json_atomic(chapter_run / "last-failed-run.json", summary)
     if interrupted:
         raise Interrupted(chapter, summary)
     return summary
+
+
+LAST_RUN = "last-run.json"
+
+
+def latest_run_record(folder: Path) -> Path:
+    """The record of the latest complete run of the chapter whose results are in `folder`
+    (`run.json` is the one of the run that produced them, see `_execute_locked`)."""
+    last = folder / ".run" / LAST_RUN
+    return last if last.exists() else folder / "run.json"
+
+
+def _same_results_as_recorded(path: Path, summary: dict) -> bool:
+    """Whether a complete run computed nothing and found the claims its recorded run found."""
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    keys = ("chapter", "profile", "ok", "claims", "claims_ok", "bad_claims", "custom")
+    return (
+        summary["tasks"]["computed"] == 0
+        and recorded.get("ok") is True
+        and recorded.get("tasks", {}).get("code") == summary["tasks"].get("code")
+        and all(recorded.get(k) == json.loads(json.dumps(summary.get(k))) for k in keys)
+    )
 
 
 def _print_warnings(chapter: str, path: Path) -> None:
@@ -729,7 +761,7 @@ def compare_with_reference(
     summary, failed = {}, False
     for chapter in selected:
         cand_root, ref_root = Path(candidate), Path(reference)
-        run_path = cand_root / profile / chapter / "run.json"
+        run_path = latest_run_record(cand_root / profile / chapter)
         run = json.loads(run_path.read_text()) if run_path.exists() else {}
         claims_path = cand_root / profile / "claims" / f"{chapter}.json"
         claims_report = json.loads(claims_path.read_text()) if claims_path.exists() else None
