@@ -1,0 +1,192 @@
+"""The task functions of the deep matrix factorization chapter (Arora et al., 2019): one unit of
+work each, cached by `Chapter.sweep` under the fingerprint of its code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from implicit_bias.core.tasks import task
+from implicit_bias.models.deep_matrix_factorization import (
+    ground_truth,
+    min_nuclear_norm_completion,
+    observation_masks,
+    ode_integrated,
+    rate_exponent,
+    singular_value_dynamics,
+    tail_share,
+    train_completion,
+)
+
+
+def base_step(target: np.ndarray, depth: int) -> float:
+    """The step scale n^2 / (N ||W*||_2^(2 - 2/N)): near a solution of spectral norm ||W*||_2,
+    the loss sum_Omega (W - W*)^2 / (2m) seen through the depth-N product has curvature of about
+    N ||W*||_2^(2 - 2/N) / n^2 along the top singular direction (observations cover m / n^2 of
+    it), so steps below this scale are stable at the end of training for every depth."""
+    n = target.shape[0]
+    return n * n / (depth * np.linalg.norm(target, 2) ** (2 - 2 / depth))
+
+
+@task
+def completion_task(task: dict) -> dict:
+    """Gradient descent on a depth-N factorization (Sec. 2.2, Fig. 1 and 2) for every
+    observation count of one seed's ground truth, batched; plain gradient descent with step
+    lr_factor x `base_step`, from a balanced initialization whose end-to-end singular values
+    are all `scale`. A run stopped by the step cap is "unconverged"."""
+    target = ground_truth(task["n"], task["rank"], task["seed"])
+    masks = observation_masks(task["n"], task["counts"], task["seed"])
+    lr = task["lr_factor"] * base_step(target, task["depth"])
+    run = train_completion(
+        target,
+        masks,
+        task["depth"],
+        task["scale"],
+        lr,
+        task["max_steps"],
+        task["tol"],
+        seed=1000 * task["seed"] + task["depth"],
+        adaptive=False,
+    )
+    runs = []
+    for k, count in enumerate(task["counts"]):
+        w = run.w[k]
+        runs.append(
+            {
+                "count": count,
+                "status": "ok" if run.converged[k] else "unconverged",
+                "steps": int(run.steps[k]),
+                "train_mse": float(run.train_mse[k]),
+                "rel_error": float(np.linalg.norm(w - target) / np.linalg.norm(target)),
+                "nuclear_norm": float(np.linalg.norm(w, "nuc")),
+                "tail_share": tail_share(w, task["rank"]),
+            }
+        )
+    return {"status": "ok", "lr": lr, "runs": runs}
+
+
+@task
+def nuclear_task(task: dict) -> dict:
+    """The minimum nuclear-norm completion of one seed's observations (cvxpy), the comparison
+    of Fig. 1 and the denominator of Fig. 2's nuclear-norm ratio. The solver's status is the
+    result's status."""
+    target = ground_truth(task["n"], task["rank"], task["seed"])
+    mask = observation_masks(task["n"], [task["count"]], task["seed"])[0]
+    x, status = min_nuclear_norm_completion(target, mask, task["solver"])
+    if x is None:
+        return {"status": status}
+    return {
+        "status": status,
+        "rel_error": float(np.linalg.norm(x - target) / np.linalg.norm(target)),
+        "nuclear_norm": float(np.linalg.norm(x, "nuc")),
+        "tail_share": tail_share(x, task["rank"]),
+        "max_violation": float(np.abs(x - target)[mask].max()),
+    }
+
+
+@task
+def dynamics_task(task: dict) -> dict:
+    """Plain gradient descent with step lr_factor x `base_step` up to the flow time horizon x
+    `base_step` (Theorem 3, Sec. 3): the measured top singular values against Theorem 3's
+    equation integrated along the run, and the fitted exponent of the rate's dependence on
+    sigma_r. The trajectories come back subsampled to `records` points."""
+    target = ground_truth(task["n"], task["rank"], task["seed"])
+    mask = observation_masks(task["n"], [task["count"]], task["seed"])[0]
+    base = base_step(target, task["depth"])
+    lr = task["lr_factor"] * base
+    run = singular_value_dynamics(
+        target,
+        mask,
+        task["depth"],
+        task["scale"],
+        lr,
+        task["horizon"] * base,
+        task["rank"],
+        seed=task["seed"],
+        init=task.get("init", "balanced"),
+    )
+    integrated = ode_integrated(run.sigma, run.ode_rate, lr)
+    exponent, points = rate_exponent(run.sigma, run.inner, lr, 10 * task["scale"])
+    pick = np.unique(np.linspace(0, len(run.times) - 1, task["records"]).round().astype(int))
+    return {
+        "status": "ok",
+        "lr": lr,
+        "steps": run.steps,
+        "deviation": float(np.abs(integrated - run.sigma).max() / run.sigma[-1, 0]),
+        "exponent": exponent,
+        "exponent_points": points,
+        "times": run.times[pick].tolist(),
+        "sigma": run.sigma[pick].tolist(),
+        "sigma_ode": integrated[pick].tolist(),
+        "sigma_target": np.linalg.svd(target, compute_uv=False)[: task["rank"]].tolist(),
+    }
+
+
+# ---- the task lists of the notebook's sweeps, from the profile's parameters ----
+
+
+def completion_tasks(cfg: dict) -> list[dict]:
+    """Fig. 1: one task per depth and seed, all counts of the seed in one batch."""
+    return [
+        {
+            "n": cfg["n"],
+            "rank": cfg["rank"],
+            "seed": s,
+            "depth": d,
+            "scale": cfg["init_scale"],
+            "counts": cfg["counts"],
+            "lr_factor": cfg["lr_factor"],
+            "max_steps": cfg["max_steps"],
+            "tol": cfg["tol"],
+        }
+        for d in cfg["depths"]
+        for s in cfg["seeds"]
+    ]
+
+
+def init_scale_tasks(cfg: dict) -> list[dict]:
+    """Fig. 2: one task per depth, initialization scale and seed, at Fig. 2's two counts."""
+    return [
+        {
+            "n": cfg["n"],
+            "rank": cfg["rank"],
+            "seed": s,
+            "depth": d,
+            "scale": a,
+            "counts": cfg["fig2_counts"],
+            "lr_factor": cfg["lr_factor"],
+            "max_steps": cfg["max_steps"],
+            "tol": cfg["tol"],
+        }
+        for d in cfg["fig2_depths"]
+        for a in cfg["fig2_scales"]
+        for s in cfg["seeds"]
+    ]
+
+
+def nuclear_tasks(cfg: dict) -> list[dict]:
+    """The minimum nuclear-norm completions of every seed at every count of Fig. 1 and 2."""
+    counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]))
+    return [
+        {"n": cfg["n"], "rank": cfg["rank"], "seed": s, "count": m, "solver": cfg["solver"]}
+        for s in cfg["seeds"]
+        for m in counts
+    ]
+
+
+def dynamics_tasks(cfg: dict) -> list[dict]:
+    """Theorem 3: one run per depth and step size, on one small problem (seed 0)."""
+    return [
+        {
+            "n": cfg["dyn_n"],
+            "rank": cfg["dyn_rank"],
+            "count": cfg["dyn_count"],
+            "seed": 0,
+            "depth": d,
+            "scale": cfg["dyn_scale"],
+            "lr_factor": c,
+            "horizon": cfg["dyn_horizon"],
+            "records": cfg["dyn_records"],
+        }
+        for d in cfg["depths"]
+        for c in cfg["dyn_lr_factors"]
+    ]

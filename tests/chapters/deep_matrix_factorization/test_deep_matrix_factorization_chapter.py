@@ -1,0 +1,157 @@
+"""Tests of the deep_matrix_factorization chapter's tasks, analysis and figures on small runs,
+including inputs broken on purpose so that each metric shows it can fail."""
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from implicit_bias.chapters.deep_matrix_factorization import analysis, figures, tasks
+from implicit_bias.core import decision
+
+matplotlib.use("Agg")
+torch.set_num_threads(1)
+
+BASE = {"n": 12, "rank": 1, "lr_factor": 1.0, "max_steps": 4000, "tol": 1e-6}
+COUNTS = [50, 70]
+SEEDS = [0, 1, 2]
+
+
+@pytest.fixture(scope="module")
+def runs():
+    fig1 = [
+        {**BASE, "seed": s, "depth": d, "scale": 1e-3, "counts": COUNTS}
+        for d in (2, 3, 4)
+        for s in SEEDS
+    ]
+    frame = analysis.completion_frame(fig1, [tasks.completion_task(t) for t in fig1])
+    nuc = [
+        {"n": 12, "rank": 1, "seed": s, "count": m, "solver": "SCS"} for s in SEEDS for m in COUNTS
+    ]
+    nuclear = analysis.nuclear_frame(nuc, [tasks.nuclear_task(t) for t in nuc])
+    return frame, nuclear
+
+
+def test_completion_task_reports_every_count(runs):
+    frame, nuclear = runs
+    assert len(frame) == 3 * len(SEEDS) * len(COUNTS)
+    assert set(frame["status"]) <= {"ok", "unconverged"}
+    assert (nuclear["status"] == "optimal").all() and (nuclear["max_violation"] < 1e-5).all()
+
+
+def test_a_step_cap_makes_runs_unconverged_and_they_are_dropped(runs):
+    capped = {**BASE, "seed": 0, "depth": 3, "scale": 1e-3, "counts": COUNTS, "max_steps": 2}
+    frame, nuclear = runs
+    bad = analysis.completion_frame([capped], [tasks.completion_task(capped)])
+    assert (bad["status"] == "unconverged").all()
+    mixed = pd.concat([frame[~((frame["depth"] == 3) & (frame["seed"] == 0))], bad])
+    m = analysis.recovery_metrics(mixed, nuclear, 1e-3)
+    ev = m["fig1_error_depth3_minus_depth2"]
+    assert ev.dropped == len(COUNTS) and len(ev.values) == len(SEEDS) - 1
+
+
+def test_recovery_metrics_are_per_seed_evidence(runs):
+    frame, nuclear = runs
+    m = analysis.recovery_metrics(frame, nuclear, 1e-3)
+    for key in (
+        "fig1_error_depth3_minus_depth2",
+        "fig1_error_depth4_minus_depth2",
+        "fig1_error_depth3_minus_nuclear",
+        "tail_share_depth3_minus_depth2",
+        "tail_share_depth4_minus_depth3",
+    ):
+        assert isinstance(m[key], decision.Evidence) and m[key].test == "paired t"
+    # the difference is computed against an independent frame: swapping the depths flips it
+    swapped = frame.assign(depth=frame["depth"].map({2: 3, 3: 2, 4: 4}))
+    flipped = analysis.recovery_metrics(swapped, nuclear, 1e-3)
+    assert np.allclose(
+        flipped["fig1_error_depth3_minus_depth2"].values,
+        [-v for v in m["fig1_error_depth3_minus_depth2"].values],
+    )
+
+
+def test_init_metrics_can_fail():
+    """A frame in which the smaller initialization has the smaller nuclear norm gives a
+    negative difference: the claim '> 0' would fail."""
+    rows = [
+        {
+            "depth": 2,
+            "scale": a,
+            "seed": s,
+            "count": c,
+            "status": "ok",
+            "nuclear_norm": 10 + (a if c == 20 else 0) + 0.01 * s,
+            "rel_error": 0.1 + a,
+        }
+        for a in (1e-1, 1e-3)
+        for s in SEEDS
+        for c in (20, 40)
+    ]
+    nuclear = pd.DataFrame(
+        [
+            {"seed": s, "count": c, "status": "optimal", "nuclear_norm": 10.0}
+            for s in SEEDS
+            for c in (20, 40)
+        ]
+    )
+    m = analysis.init_metrics(analysis.ratio_frame(pd.DataFrame(rows), nuclear), 20, 40, 2)
+    assert m["fig2_few_ratio_small_minus_large_init"].estimate < 0
+    assert m["fig2_few_error_small_minus_large_init"].estimate < 0
+    assert np.allclose(m["fig2_many_ratio_minus_one"].values, [0.0, 0.001, 0.002])
+
+
+def test_dynamics_task_metrics_and_figures(runs):
+    dyn_tasks = [
+        {
+            "n": 8,
+            "rank": 2,
+            "count": 44,
+            "seed": 0,
+            "depth": d,
+            "scale": 1e-3,
+            "lr_factor": c,
+            "horizon": 150.0,
+            "records": 20,
+        }
+        for d in (2, 3)
+        for c in (0.1, 0.05)
+    ]
+    results = [tasks.dynamics_task(t) for t in dyn_tasks]
+    dyn = analysis.dynamics_frame(dyn_tasks, results)
+    m = analysis.dynamics_metrics(dyn)
+    assert m["thm3_deviation_at_smallest_step_max"].value < 0.01
+    assert 0.8 < m["thm3_deviation_slope_min"].value <= m["thm3_deviation_slope_max"].value < 1.2
+    assert abs(m["thm3_rate_exponent_depth3"].value - 2 / 3) < 0.02
+    assert np.isnan(m["thm3_rate_exponent_depth4"].value)  # no depth-4 run: no value, never a pass
+    traj = analysis.trajectories_frame(dyn_tasks, results)
+    assert isinstance(figures.singular_values(traj, dyn), Figure)
+    frame, nuclear = runs
+    assert isinstance(figures.recovery(analysis.recovery_table(frame, nuclear, 1e-3)), Figure)
+    ratios = analysis.ratio_frame(frame, nuclear)
+    assert isinstance(figures.init_scale(ratios), Figure)
+
+
+def test_a_step_that_does_not_shrink_breaks_the_slope():
+    """Deviations that do not shrink with the step give slope 0, outside [0.8, 1.2]."""
+    dyn = pd.DataFrame(
+        {
+            "depth": [2, 2],
+            "lr_factor": [0.1, 0.05],
+            "lr": [0.1, 0.05],
+            "deviation": [0.01, 0.01],
+            "exponent": [0.5, 0.5],
+        }
+    )
+    assert abs(analysis.dynamics_metrics(dyn)["thm3_deviation_slope_max"].value) < 1e-12
+
+
+def test_recovery_table_counts_unconverged(runs):
+    frame, nuclear = runs
+    before = analysis.recovery_table(frame, nuclear, 1e-3)["unconverged"].sum()
+    broken = frame.copy()
+    first_ok = broken.index[broken["status"] == "ok"][0]
+    broken.loc[first_ok, "status"] = "unconverged"
+    table = analysis.recovery_table(broken, nuclear, 1e-3)
+    assert table["unconverged"].sum() == before + 1
