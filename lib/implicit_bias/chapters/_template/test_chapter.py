@@ -1,8 +1,11 @@
 """Tests of the __chapter__ chapter's tasks, analysis and figures."""
 
+import torch
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.__chapter__ import analysis, figures, tasks
+
+torch.set_num_threads(1)  # called directly, task functions are not pinned by the runner
 
 
 def test_task_metrics_and_figure():
