@@ -47,7 +47,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def built_site(smoke_book):
-    from implicit_bias.core.runner import write_status_page
+    from implicit_bias.core.status_page import write_status_page
 
     write_status_page()
     shutil.rmtree(HTML, ignore_errors=True)  # no stale pages from earlier builds
@@ -655,3 +655,35 @@ def test_the_source_link_check_can_fail():
         "https://colab.research.google.com/github/o/r/blob/main/x.ipynb",
     ]
     assert len(source_link_problems("p", bad, url)) == len(bad)
+
+
+def status_link_problems(status_html: str, page_text) -> tuple[list[str], int]:
+    """Claim links of the status page's smoke section (the profile the test site is built
+    with) that do not land on a row of the chapter's claims table; and how many were checked.
+    `page_text(chapter)` returns a chapter page's HTML."""
+    smoke = status_html[status_html.index('id="profile-smoke"') :]
+    links = re.findall(r"href=.chapters/([\w-]+)\.html#claim-([\w-]+).", smoke)
+    missing = [
+        f"{chapter}#claim-{cid}"
+        for chapter, cid in links
+        if not re.search(rf"id=.claim-{re.escape(cid)}.", page_text(chapter))
+    ]
+    return missing, len(links)
+
+
+def test_the_status_page_links_each_claim_to_its_row(built_site):
+    from implicit_bias.core.chapter import chapters
+    from implicit_bias.core.status_page import chapter_title
+
+    status = (built_site / "book" / "status.html").read_text()
+    pages = functools.cache(lambda c: (built_site / "book" / "chapters" / f"{c}.html").read_text())
+    missing, checked = status_link_problems(status, pages)
+    assert checked > 0 and not missing, missing[:10]
+    for chapter in chapters():
+        assert html.escape(chapter_title(chapter), quote=False) in status, chapter
+
+
+def test_the_status_link_check_can_fail():
+    status = '<section id="profile-smoke"><a href="chapters/c.html#claim-a_b">a_b</a>'
+    assert status_link_problems(status, lambda c: "<tr id='claim-a_b'>") == ([], 1)
+    assert status_link_problems(status, lambda c: "<tr id='claim-other'>") == (["c#claim-a_b"], 1)

@@ -384,7 +384,7 @@ def _other_commands(args) -> int:
             return 2
         return 0
     if args.command == "status-page":
-        from .core.runner import write_status_page
+        from .core.status_page import write_status_page
 
         print(write_status_page())
         return 0

@@ -1,0 +1,150 @@
+"""The book's status page, `book/status.md` (`python -m implicit_bias status-page`): every
+claim of every chapter, the paper profile first; per chapter its title (linked to the chapter),
+its counts, and one row per claim, the claim's id linked to its row of the chapter's claims
+table, a known deviation with the first sentence of its evidence, statuses as text badges."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from . import claims as claims_module
+from .paths import project_root
+from .runner import PROFILES, dashboard_rows, status_badge
+
+INTRO = (
+    "Each row is one quantitative claim of a paper, written down in the chapter's claims "
+    "file ({repo}`data/claims/`), and checked automatically when the chapter executes. "
+    "*paper* is the papers' full protocol, whose results are committed "
+    "({repo}`results/paper/`) and shown in the chapters; *smoke* is the small profile that CI "
+    "runs on every change. A *known deviation* is a claim that did not reproduce: the row gives "
+    "the first sentence of the evidence, the chapter the rest, and CI fails if it ever starts "
+    "passing unnoticed. A claim that rests on several seeds is decided on its 95% interval: "
+    "*inconclusive* means these seeds cannot decide it (see "
+    "[How claims are decided](decision-rule.md)). Each claim links to its row in the chapter; "
+    "under it, the commit that registered its current wording and expectation, and whether "
+    "that commit came before the first one that stored its paper result "
+    "(`python -m implicit_bias claims registered` lists them)."
+)
+# Statuses in the order the counts show them.
+ORDER = ("pass", "known deviation", "inconclusive", "fail", "unexpected pass")
+
+
+def chapter_title(chapter: str) -> str:
+    """The chapter's title: the first level-1 heading of `notebooks/<chapter>.md`."""
+    path = project_root() / "notebooks" / f"{chapter}.md"
+    try:
+        found = re.search(r"^# (.+)$", path.read_text(), re.M)
+    except OSError:
+        found = None
+    return found.group(1).strip() if found else chapter
+
+
+def first_sentence(text: str | None, limit: int = 160) -> str:
+    """The first sentence of `text` (up to a full stop, ! or ? followed by a capital, an opening
+    bracket or the end), at most `limit` characters."""
+    text = " ".join((text or "").split())
+    found = re.match(r"(.+?[.!?])(?=\s+[A-Z(\"']|$)", text)
+    sentence = found.group(1) if found else text
+    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+
+
+def counts_text(rows: list[dict]) -> str:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    ordered = sorted(counts, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
+    return ", ".join(f"{counts[s]} {s}" for s in ordered)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _html(text: str) -> str:
+    """Text for a table cell, as it is: escaped for HTML, and the characters markdown would
+    read (a table's |, emphasis, math, code) as entities."""
+    marks = {"|": "&#124;", "*": "&#42;", "_": "&#95;", "$": "&#36;", "`": "&#96;"}
+    return "".join(marks.get(c, c) for c in html.escape(text))
+
+
+def _registrations(chapter: str) -> dict[str, str]:
+    """Per claim: the commit that registered its current definition, and whether it came before
+    its first stored paper value (from git)."""
+    from .registration import HistoryError, registrations
+
+    try:
+        regs = registrations(chapter)
+    except HistoryError:
+        return {}
+    words = {True: "before its result", False: "with or after its result", None: "no result yet"}
+    return {
+        cid: f"<br><small>registered {r.short}, {words[r.pre_registered]}</small>"
+        for cid, r in regs.items()
+    }
+
+
+def claim_row(row: dict, registered: str) -> str:
+    chapter, cid = row["chapter"], row["id"]
+    cid = html.escape(cid)  # snake_case: markdown reads no emphasis inside a word
+    claim = f"<a href='chapters/{chapter}.html#claim-{cid}'>{cid}</a>{registered}"
+    paper = "" if row["paper_value"] is None else f" ({_cell(row['paper_value'])})"
+    seeds = claims_module.seeds_summary(row.get("seeds"))
+    ours = _cell(row["value"]) + (f"<br><small>{_cell(seeds)}</small>" if seeds else "")
+    status = status_badge(row["status"]) + (" (stale)" if row["stale"] else "")
+    if row["status"] == "known deviation" and row.get("evidence"):  # in the widest column
+        claim += f"<br><small><em>Why:</em> {_html(first_sentence(row['evidence']))}</small>"
+    return (
+        f"| {claim} | {_cell(row['where'])} | {ours} | "
+        f"{_cell(claims_module.expect_text(row))}{paper} | {status} |"
+    )
+
+
+def status_markdown(rows: list[dict]) -> str:
+    out = ["# Status of every claim", "", INTRO, ""]
+    for profile in sorted(PROFILES, key=lambda p: p != "paper"):  # the site shows paper results
+        prof_rows = [r for r in rows if r["profile"] == profile]
+        out += [f"## Profile `{profile}`", ""]
+        if not prof_rows:
+            out += ["No results for this profile yet.", ""]
+            continue
+        out += [f"All chapters: {counts_text(prof_rows)}.", ""]
+        stale = sorted({r["chapter"] for r in prof_rows if r["stale"]})
+        if stale:
+            out += [
+                "**Stale:** the results of " + ", ".join(stale) + " were computed by code "
+                "that has changed since (their rows say *stale*); recompute with "
+                f"`python -m implicit_bias run <chapter> --profile {profile}`.",
+                "",
+            ]
+        for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
+            ch_rows = [r for r in prof_rows if r["chapter"] == chapter]
+            registered = _registrations(chapter)
+            # one narrow table per chapter (a phone shows it without scrolling sideways); the
+            # wrapper's class lets book/_css/book.css wrap long claim ids
+            out += [
+                f"### {chapter_title(chapter)}",
+                "",
+                f"{counts_text(ch_rows)} · [read the chapter](chapters/{chapter}.ipynb)",
+                "",
+                ":::{div} status-table",
+                "| claim | where | ours | expected (paper) | status |",
+                "|---|---|---|---|---|",
+                *(claim_row(r, registered.get(r["id"], "")) for r in ch_rows),
+                ":::",
+                "",
+            ]
+    return "\n".join(out)
+
+
+def write_status_page(path: Path | None = None) -> Path:
+    """Write `book/status.md` from the claims reports on disk."""
+    path = path or project_root() / "book" / "status.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(status_markdown(dashboard_rows()))
+    return path

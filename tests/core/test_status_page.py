@@ -1,0 +1,60 @@
+"""The status page: chapter titles, counts, claims linked to their rows, a reason for each
+known deviation, text badges."""
+
+import re
+
+from implicit_bias.core import status_page
+from implicit_bias.core.status_page import claim_row, counts_text, first_sentence
+
+EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u2b50\u2705\u274c]")
+
+
+def row(status="pass", **extra):
+    base = {
+        "chapter": "gln_norm",
+        "profile": "paper",
+        "id": "svm_gln_matches_gd_gln",
+        "where": "Fig. 2a",
+        "value": 0.5,
+        "paper_value": None,
+        "expect": "<= 0.01",
+        "status": status,
+        "stale": False,
+    }
+    return {**base, **extra}
+
+
+def test_first_sentence():
+    assert first_sentence("At s = 1 the gap is 0.11 (Fig. 2). Later runs agree.") == (
+        "At s = 1 the gap is 0.11 (Fig. 2)."
+    )
+    assert first_sentence("No full stop here") == "No full stop here"
+    assert len(first_sentence("word " * 100)) == 160 and first_sentence("a " * 150).endswith("...")
+
+
+def test_counts_in_a_fixed_order():
+    rows = [row("inconclusive"), row("pass"), row("known deviation"), row("pass")]
+    assert counts_text(rows) == "2 pass, 1 known deviation, 1 inconclusive"
+
+
+def test_a_row_links_its_claim_and_gives_a_deviation_its_reason():
+    evidence = "Eq. 21 is twice |b|_2^2 with $x$ *exactly*. The rest is long."
+    line = claim_row(row("known deviation", evidence=evidence), "")
+    assert "<a href='chapters/gln_norm.html#claim-svm_gln_matches_gd_gln'>" in line
+    assert "status-known-deviation'>known deviation</span>" in line
+    reason = re.search(r"<small><em>Why:</em> (.*?)</small>", line).group(1)
+    assert reason.startswith("Eq. 21 is twice") and "The rest" not in reason
+    assert not re.search(r"[|*$`]|_2", reason), reason  # nothing markdown would read
+    assert line.count(" | ") == 4  # five cells
+    assert "<small>" not in claim_row(row("pass", evidence=evidence), "")
+
+
+def test_the_page_has_titles_counts_and_no_emoji(monkeypatch):
+    monkeypatch.setattr(status_page, "_registrations", lambda chapter: {})
+    rows = [row(), row("known deviation", evidence="Too small."), row(profile="smoke")]
+    page = status_page.status_markdown(rows)
+    assert page.index("## Profile `paper`") < page.index("## Profile `smoke`")
+    assert "### Gated linear networks" in page and "### gln_norm" not in page
+    assert "1 pass, 1 known deviation · [read the chapter](chapters/gln_norm.ipynb)" in page
+    assert not EMOJI.search(page)
+    assert EMOJI.search("status \u2705")  # the scan sees an emoji badge
