@@ -34,8 +34,24 @@ for part in "$KIT" "$ROOT"/gpu-kit-[0-9]*; do
   if [ -d "$part/wheels" ] && ! cmp -s "$part/part.json" "$site/.installed" 2>/dev/null; then
     echo "installing part $n's wheels ($(ls "$part/wheels" | wc -l)) into $site ..."
     rm -rf "$site"
-    "$PY" -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check \
-      --target "$site" "$part"/wheels/*.whl
+    if [ -z "${GPU_KIT_NO_PIP:-}" ] && "$PY" -m pip --version >/dev/null 2>&1; then
+      "$PY" -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check \
+        --target "$site" "$part"/wheels/*.whl
+    else  # no pip in the image: a wheel is a zip of what pip would copy (its .data lib folders moved up)
+      echo "  (pip is not available to $PY: unpacking the wheels)"
+      "$PY" - "$site" "$part"/wheels/*.whl <<'PYEOF'
+import pathlib, shutil, sys, zipfile
+site = pathlib.Path(sys.argv[1])
+site.mkdir(parents=True, exist_ok=True)
+for wheel in sys.argv[2:]:
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+for data in site.glob("*.data"):
+    for lib in ("purelib", "platlib"):
+        for item in (data / lib).glob("*"):
+            shutil.move(str(item), str(site / item.name))
+PYEOF
+    fi
     cp "$part/part.json" "$site/.installed"
   fi
   SITES="$SITES${SITES:+:}$site"

@@ -89,15 +89,17 @@ def test_summary_and_csv_say_what_ran_and_what_was_skipped():
         _row("a", "ok"),
         _row("b", "timed out", note="interrupted after 200 s", largest_rel_dev=None),
         _row("c", "skipped", note="3 s left for it", wall_s=0.0, share_s=3.0),
+        _row("d", "figures differ", figure_problems=["d/f1: f1.csv: x differs"]),
     ]
     text = gpu_run.summary_markdown(meta, rows)
     assert "| a | ok | 12 | 100 | 4 / 6 / 0 | 4 | 3 pass | none | 1.50e-06 |" in text
     assert "- b: timed out (interrupted after 200 s)" in text
     assert "- c: skipped (3 s left for it)" in text
     assert "Chapters of other parts: galu_expressivity." in text
+    assert "- d/f1: f1.csv: x differs" in text
     lines = gpu_run.csv_text(meta, rows).splitlines()
     assert lines[0].split(",") == list(gpu_run.CSV_COLUMNS)
-    assert len(lines) == 4 and lines[1].startswith("2026-11-27,abc1234,1,a,cuda,NVIDIA H100")
+    assert len(lines) == 5 and lines[1].startswith("2026-11-27,abc1234,1,a,cuda,NVIDIA H100")
 
 
 def _item(tmp_path, key, size, kind="wheel"):

@@ -7,8 +7,9 @@ book's paper profile on CUDA, in parts that each fit what one device command may
   each part makes runnable) and part 1; `gpu-kit-2/`, `gpu-kit-3/`, ...: the parts that did not
   fit beside it. A part holds cp312 manylinux wheels (`wheels/`) and datasets (`data/`, the idx
   files xz-compressed; the loader checks their SHA-256 once unpacked).
-- The wheels are the project's run dependencies (pyproject.toml's, less the website toolchain,
-  which a run does not use) and everything they require, at the versions of requirements.lock,
+- The wheels (those over RECOMPRESS_ABOVE recompressed with LZMA, same files) are the
+  project's run dependencies (pyproject.toml's, less the website toolchain, which a run does
+  not use) and everything they require, at the versions of requirements.lock,
   less what the GPU image has (`.ci/gpu-image-packages.txt`). Part 1 holds every wheel that all
   chapters need; datasets and the wheels only some chapters need (SCS) fill the parts after it.
 - Each part, with the working tree beside it, stays under `CARRY_LIMIT`.
@@ -47,6 +48,9 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux2014_x86_64")  # torch 2.11 needs glibc 2.28
 # Project dependencies a chapter run never imports: they build the website.
 WEBSITE_ONLY = ("jupyter-book", "sphinx", "myst-nb")
+# Wheels larger than this travel LZMA-compressed (`recompress`): scs, 41 MiB as served, no longer
+# fitted beside the working tree in one device command.
+RECOMPRESS_ABOVE = 8 * 2**20
 # Wheels that only some chapters need, with the pattern that marks a chapter as needing them
 # (None: no chapter does). Every other wheel is needed by all and goes into part 1.
 # sparsediffpy: cvxpy's nonlinear-programming engine (cvxpy requires it; imported only by its
@@ -285,6 +289,26 @@ def _spec_name(spec: str) -> str:
     return normalize(re.split(r"[<>=!~ \[;]", spec, maxsplit=1)[0])
 
 
+def recompress(wheel: Path, cache: Path) -> Path:
+    """The wheel with its members LZMA-compressed (ZIP_LZMA, which pip, like Python's zipfile,
+    reads): the same files in the same order, so the same RECORD and the same install, in about
+    half the bytes for wheels of large shared libraries (scs: 41 -> 21 MiB). Cached in `cache`
+    by the original's SHA-256."""
+    target = cache / sha256(wheel)[:16] / wheel.name
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(partial, "w") as packed:
+        for info in source.infolist():
+            member = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            member.external_attr = info.external_attr
+            member.compress_type = zipfile.ZIP_LZMA
+            packed.writestr(member, source.read(info))
+    partial.replace(target)
+    return target
+
+
 def compress_dataset(dataset: str, cache: Path) -> list[Path]:
     """The dataset's idx files, verified, xz-compressed into `cache/<dataset>/` (reused when
     present and newer than the source)."""
@@ -332,7 +356,17 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     root = root or project_root()
     cache = root / CACHE
     image = image_packages(root)
-    wheels = download_wheels(root, cache / "wheels", image)
+    downloaded = download_wheels(root, cache / "wheels", image)
+    original = {}  # shipped wheel -> the wheel as PyPI serves it
+    wheels = []
+    for wheel in downloaded:
+        shipped = (
+            recompress(wheel, cache / "recompressed")
+            if wheel.stat().st_size > RECOMPRESS_ABOVE
+            else wheel
+        )
+        original[shipped] = wheel
+        wheels.append(shipped)
     optional = {normalize(k) for k in OPTIONAL_WHEELS}
     base = [Item(None, [w], "wheel") for w in wheels if wheel_name(w.name) not in optional]
     extras = [
@@ -370,6 +404,8 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
                 (folder / sub).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, folder / sub / src.name)
                 record: dict = {"file": f"{sub}/{src.name}", "sha256": sha256(src)}
+                if src in original and original[src] != src:
+                    record["recompressed_from_sha256"] = sha256(original[src])
                 if item.kind == "wheel":
                     record["modules"] = sorted(wheel_modules(src))
                     entry["wheels"].append(record)

@@ -46,8 +46,8 @@ RESERVE_FIXED, RESERVE_PER_CHAPTER = 5.0, 5.0
 # chapter over its share is cut short anyway); a chapter with nothing committed counts the cap.
 CACHED_RUN_S, WEIGHT_CAP_S = 30.0, 600.0
 MIN_SHARE = 15  # a chapter with less than this is skipped (a cached chapter takes ~15-20 s)
-GRACE = 25  # seconds an interrupted chapter gets to stop before it is killed
-OUTCOMES = ("ok", "claims changed", "failed", "timed out", "skipped")
+GRACE = 15  # seconds of a chapter's share kept for it to stop when interrupted (then killed)
+OUTCOMES = ("ok", "claims changed", "figures differ", "failed", "timed out", "skipped")
 CSV_COLUMNS = (
     "date",
     "commit",
@@ -157,6 +157,10 @@ def summary_markdown(meta: dict, rows: list[dict]) -> str:
     if skipped:
         lines += ["", "Not completed within the budget (no comparison; rerun with more time):"]
         lines += [f"- {r['chapter']}: {r['outcome']} ({r.get('note', '')})" for r in skipped]
+    differ = [r for r in rows if r.get("figure_problems")]
+    if differ:
+        lines += ["", "Figures outside their tolerances (figure-report.tar.gz shows them):"]
+        lines += [f"- {p}" for r in differ for p in r["figure_problems"][:10]]
     if meta.get("not_in_part"):
         lines += ["", f"Chapters of other parts: {', '.join(meta['not_in_part'])}."]
     return "\n".join(lines) + "\n"
@@ -277,7 +281,7 @@ def _run_chapter(chapter: str, device: str, share: float, env: dict, log) -> tup
     )
     timed_out = False
     try:
-        process.wait(timeout=max(1.0, share))
+        process.wait(timeout=max(1.0, share - GRACE))
     except subprocess.TimeoutExpired:
         timed_out = True
         os.killpg(process.pid, signal.SIGINT)  # the runner keeps every finished task
@@ -536,6 +540,9 @@ def _compare(root: Path, results: Path, out: Path, completed, rows, work: Path) 
         if entry:
             row["largest_rel_dev"] = entry.get("largest_relative_deviation")
             row["figure_problems"] = entry.get("problems", [])
+            if row["figure_problems"] and row["outcome"] == "ok":
+                row["outcome"] = "figures differ"
+                row["note"] = "; ".join(row["figure_problems"][:3])
     if report.is_dir():
         with tarfile.open(out / "figure-report.tar.gz", "w:gz") as tar:
             tar.add(report, arcname="figure-report")
