@@ -43,7 +43,8 @@ DEFAULT_BUDGET = 540  # seconds for the whole book, all parts: one device comman
 RESERVE_FIXED, RESERVE_PER_CHAPTER = 5.0, 5.0
 # A chapter's weight in the split of the budget between parts: a cached run, plus the CPU time
 # of the committed tasks that will recompute, capped (a GPU is faster than the CPU, and a
-# chapter over its share is cut short anyway); a chapter with nothing committed counts the cap.
+# chapter over its share is cut short anyway). A chapter with no committed results (nothing to
+# check a GPU run against) weighs a cached run and runs last in its part.
 CACHED_RUN_S, WEIGHT_CAP_S = 30.0, 600.0
 MIN_SHARE = 15  # a chapter with less than this is skipped (a cached chapter takes ~15-20 s)
 GRACE = 15  # seconds of a chapter's share kept for it to stop when interrupted (then killed)
@@ -405,13 +406,14 @@ def run_kit(args, root: Path) -> int:
         "IMPLICIT_BIAS_DATA": str(data_root),
         "JUPYTER_PATH": str(_kernelspec(work)),
     }
-    weights, device_tasks = {}, {}
+    weights, device_tasks, last = {}, {}, set()
     for chapter in part_of:
         committed = root / "results" / "paper" / chapter
         device_tasks[chapter], seconds = committed_device_tasks(committed)
         record = _read_json(committed / "run.json")
-        if record is None:  # nothing committed: all of it computes
-            seconds, cached_run = float("inf"), None
+        if record is None:  # nothing committed to check: it runs last, with what is left
+            seconds, cached_run = 0.0, None
+            last.add(chapter)
         else:  # on the CPU, committed device tasks are read from the cache
             seconds = seconds if args.device != "cpu" else 0.0
             computed = (record.get("tasks") or {}).get("computed")
@@ -431,7 +433,7 @@ def run_kit(args, root: Path) -> int:
     )
     rows = []
     with open(out / "run.log", "a") as log:
-        order = run_order({c: weights[c] for c in selected})
+        order = run_order({c: float("inf") if c in last else weights[c] for c in selected})
         for i, chapter in enumerate(order):
             share = chapter_share(deadline - time.time(), len(order) - i, reserve)
             row = {
