@@ -16,6 +16,7 @@
 # Environment: GPU_KIT_PYTHON (default python3), GPU_KIT_WORK (default .gpu-kit-work: kept
 # between commands on a warm machine, so part 2 finds part 1's install).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n 2,18p "$0"; exit 0 ;; esac
 STARTED=$(date +%s)
 KIT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$KIT")"
