@@ -461,7 +461,7 @@ def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple
     return problems, sizes
 
 
-def test_figures_are_legible_at_page_width(built_site, tmp_path):
+def test_figures_are_legible_at_page_width(built_site, tmp_path, capsys):
     """At a 1280 px window every figure's panels are at least 350 px wide, its smallest font
     shows at 9 pt or more, its image has 2 pixels per CSS pixel and no tick labels overlap."""
     problems, sizes = [], []
@@ -469,10 +469,11 @@ def test_figures_are_legible_at_page_width(built_site, tmp_path):
         found, measured = legibility_problems(page.name, probe(page, 1280, tmp_path, FIGURE_SIZES))
         problems, sizes = problems + found, sizes + measured
     assert sizes, "no figure measured"
-    print(
-        f"\n{len(sizes)} figures at 1280 px: narrowest panel {min(s[1] for s in sizes)} px, "
-        f"smallest font {min(s[2] for s in sizes)} pt"
-    )
+    with capsys.disabled():  # in the test run's output, also when it passes
+        print(
+            f"\n{len(sizes)} figures at 1280 px: narrowest panel {min(s[1] for s in sizes)} px, "
+            f"smallest font {min(s[2] for s in sizes)} pt"
+        )
     assert not problems, "\n".join(problems)
 
 
@@ -489,16 +490,17 @@ def test_the_legibility_check_finds_small_figures():
 INLINE_DATA = re.compile(r"data:text/csv;base64,")
 
 
-def test_pages_link_figure_data_as_files_and_report_the_site_size(built_site):
+def test_pages_link_figure_data_as_files_and_report_the_site_size(built_site, capsys):
     """No page inlines a figure's data (it downloads from a file beside the page); prints the
     site's size (whole site, pages, largest page)."""
     from implicit_bias.core.website import site_size
 
     size = site_size(built_site)
-    print(
-        f"\nsite: {size['total'] / 1e6:.1f} MB in all, pages {size['pages'] / 1e6:.1f} MB, "
-        f"largest page {size['largest_page']} {size['largest_page_bytes'] / 1e6:.2f} MB"
-    )
+    with capsys.disabled():  # in the test run's output, also when it passes
+        print(
+            f"\nsite: {size['total'] / 1e6:.1f} MB in all, pages {size['pages'] / 1e6:.1f} MB, "
+            f"largest page {size['largest_page']} {size['largest_page_bytes'] / 1e6:.2f} MB"
+        )
     inlined = [
         str(page.relative_to(built_site))
         for page in built_site.rglob("*.html")
@@ -541,14 +543,15 @@ COLOURS = (
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_captions_and_provenance_are_readable_in_both_modes(built_site, tmp_path, dark):
+def test_captions_and_provenance_are_readable_in_both_modes(built_site, tmp_path, dark, capsys):
     """In the theme's light and dark modes, caption and provenance text keep a WCAG contrast
     of at least 4.5 against their background (and the page really is in that mode)."""
     page = chapter_pages(built_site)[0]
     found = probe(page, 1280, tmp_path, COLOURS, dark=dark)
     assert (found.pop("theme") == "dark") == dark
     ratios = {k: round(contrast(fg, bg), 2) for k, (fg, bg) in found.items()}
-    print(f"\n{'dark' if dark else 'light'} mode contrast ({page.name}): {ratios}")
+    with capsys.disabled():  # in the test run's output, also when it passes
+        print(f"\n{'dark' if dark else 'light'} mode contrast ({page.name}): {ratios}")
     page_dark = relative_luminance(found["body"][1]) < 0.1
     assert page_dark == dark, f"the page is not in {'dark' if dark else 'light'} mode: {found}"
     low = {k: r for k, r in ratios.items() if r < 4.5}
