@@ -96,6 +96,13 @@ def test_nuclear_norm_completion_meets_the_rank_one_lower_bound():
     assert np.isclose(np.linalg.norm(x, "nuc"), np.linalg.norm(target, "nuc"), rtol=1e-6)
 
 
+def test_a_capped_nuclear_norm_solve_is_not_optimal():
+    target = ground_truth(10, 2, seed=0)
+    mask = observation_masks(10, [50], seed=0)[0]
+    _, status = min_nuclear_norm_completion(target, mask, "SCS", eps=1e-12, max_iters=5)
+    assert status != "optimal"
+
+
 def test_tail_share():
     assert tail_share(np.diag([3.0, 1.0, 0.0]), 2) == 0.0
     assert np.isclose(tail_share(np.diag([3.0, 1.0, 1.0]), 2), 0.2)

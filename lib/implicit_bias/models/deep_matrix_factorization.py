@@ -9,6 +9,7 @@ problems (seeds, observation counts) as one tensor program (`torch.bmm`), in flo
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,19 +158,28 @@ def train_completion(
     return CompletionRun(w_out.numpy(), steps.numpy(), converged.numpy(), mse_out.numpy())
 
 
-def min_nuclear_norm_completion(target: np.ndarray, mask: np.ndarray, solver: str = "SCS"):
+def min_nuclear_norm_completion(
+    target: np.ndarray,
+    mask: np.ndarray,
+    solver: str = "SCS",
+    eps: float = 1e-9,
+    max_iters: int = 100_000,
+):
     """argmin ||X||_* subject to X_ij = W*_ij on the observed entries (cvxpy): the solution
     Conjecture 1 (Sec. 2) says gradient descent on a depth-2 factorization tends to. Returns
-    (X or None, the solver's status)."""
+    (X or None, the solver's status). `eps` and `max_iters` are SCS's stopping tolerance and
+    iteration cap: a solve stopped by the cap reports "optimal_inaccurate", and no claim uses it."""
     import cvxpy as cp
 
     x = cp.Variable(target.shape)
     idx = np.nonzero(mask)
     cons = [x[idx] == target[idx]]
     prob = cp.Problem(cp.Minimize(cp.normNuc(x)), cons)
-    kwargs = {"eps": 1e-9, "max_iters": 100_000} if solver == "SCS" else {}
+    kwargs = {"eps": eps, "max_iters": max_iters} if solver == "SCS" else {}
     try:
-        prob.solve(solver=solver, **kwargs)
+        with warnings.catch_warnings():  # an inaccurate solve is reported by its status
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            prob.solve(solver=solver, **kwargs)
     except cp.error.SolverError as e:
         return None, f"solver_error: {e}"
     return (None if x.value is None else np.asarray(x.value)), prob.status

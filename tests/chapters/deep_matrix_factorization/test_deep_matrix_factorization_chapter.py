@@ -28,7 +28,17 @@ def runs():
     ]
     frame = analysis.completion_frame(fig1, [tasks.completion_task(t) for t in fig1])
     nuc = [
-        {"n": 12, "rank": 1, "seed": s, "count": m, "solver": "SCS"} for s in SEEDS for m in COUNTS
+        {
+            "n": 12,
+            "rank": 1,
+            "seed": s,
+            "count": m,
+            "solver": "SCS",
+            "solver_eps": 1e-9,
+            "solver_max_iters": 100_000,
+        }
+        for s in SEEDS
+        for m in COUNTS
     ]
     nuclear = analysis.nuclear_frame(nuc, [tasks.nuclear_task(t) for t in nuc])
     return frame, nuclear

@@ -71,7 +71,9 @@ def nuclear_task(task: dict) -> dict:
     result's status."""
     target = ground_truth(task["n"], task["rank"], task["seed"])
     mask = observation_masks(task["n"], [task["count"]], task["seed"])[0]
-    x, status = min_nuclear_norm_completion(target, mask, task["solver"])
+    x, status = min_nuclear_norm_completion(
+        target, mask, task["solver"], task["solver_eps"], task["solver_max_iters"]
+    )
     if x is None:
         return {"status": status}
     return {
@@ -167,7 +169,15 @@ def nuclear_tasks(cfg: dict) -> list[dict]:
     """The minimum nuclear-norm completions of every seed at every count of Fig. 1 and 2."""
     counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]))
     return [
-        {"n": cfg["n"], "rank": cfg["rank"], "seed": s, "count": m, "solver": cfg["solver"]}
+        {
+            "n": cfg["n"],
+            "rank": cfg["rank"],
+            "seed": s,
+            "count": m,
+            "solver": cfg["solver"],
+            "solver_eps": cfg["solver_eps"],
+            "solver_max_iters": cfg["solver_max_iters"],
+        }
         for s in cfg["seeds"]
         for m in counts
     ]
