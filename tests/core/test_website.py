@@ -51,3 +51,17 @@ def test_edit_and_launch_links_go_to_the_chapter_source():
         'href="https://github.com/o/r/edit/main/book/intro.md" '
         'href="../../_sources/book/chapters/gln_norm.ipynb"'  # the download stays
     )
+
+
+def test_data_table_headers_break_after_underscores():
+    from implicit_bias.core.website import breakable_headers
+
+    table = (
+        '<table border="1" class="dataframe">\n  <thead>\n    <tr>\n      <th></th>\n'
+        "      <th>acs_max_rounds</th>\n    </tr>\n  </thead>\n  <tbody><tr><th>row_1</th>"
+        "<td>a_b</td></tr></tbody></table>"
+    )
+    out = breakable_headers(table)
+    assert "<th>acs_<wbr>max_<wbr>rounds</th>" in out
+    assert "<th>row_1</th><td>a_b</td>" in out  # the body stays as it is
+    assert breakable_headers("<table><thead><th>a_b</th></thead></table>").count("wbr") == 0

@@ -62,6 +62,26 @@ EXECUTED = re.compile(
 )
 
 
+DATAFRAME_HEAD = re.compile(
+    r"(<table[^>]*class=\"dataframe\"[^>]*>\s*<thead>)(.*?)(</thead>)", re.S
+)
+
+
+def breakable_headers(text: str) -> str:
+    """Let the column names of the chapters' data tables (pandas, snake_case) break after an
+    underscore (`<wbr>`), so a table of long names fits the column in fewer lines."""
+
+    def head(match: re.Match) -> str:
+        cells = re.sub(
+            r"(<th[^>]*>)([^<]*)(</th>)",
+            lambda c: c.group(1) + c.group(2).replace("_", "_<wbr>") + c.group(3),
+            match.group(2),
+        )
+        return match.group(1) + cells + match.group(3)
+
+    return DATAFRAME_HEAD.sub(head, text)
+
+
 def retarget_source_links(text: str) -> str:
     text = EXECUTED.sub(r"\1notebooks/\2.md", text)
     return re.sub(r"(href=\"https://[^\"]*?)/\./", r"\1/", text)
@@ -69,8 +89,9 @@ def retarget_source_links(text: str) -> str:
 
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
-    them from there (and `retarget_source_links`); returns the number of files written."""
-    text = retarget_source_links(page.read_text())
+    them from there (and `retarget_source_links`, `breakable_headers`); returns the number of
+    files written."""
+    text = breakable_headers(retarget_source_links(page.read_text()))
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
         return 0
