@@ -690,3 +690,39 @@ def test_the_status_link_check_can_fail():
     status = '<section id="profile-smoke"><a href="chapters/c.html#claim-a_b">a_b</a>'
     assert status_link_problems(status, lambda c: "<tr id='claim-a_b'>") == ([], 1)
     assert status_link_problems(status, lambda c: "<tr id='claim-other'>") == (["c#claim-a_b"], 1)
+
+
+PHONE_FIGURES = (
+    "const width = document.documentElement.clientWidth;"
+    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
+    "i.getAttribute('src'), Math.round(i.getBoundingClientRect().right - width),"
+    "i.parentElement.tagName === 'A'"
+    " && i.parentElement.getAttribute('href') === i.getAttribute('src')"
+    "])"
+)
+
+
+def phone_problems(page: str, figures: list) -> list[str]:
+    """Figures that stick out of a phone's screen, or do not open full size when tapped."""
+    problems = []
+    for src, beyond, linked in figures:
+        if beyond > 1:
+            problems.append(f"{page}: {src} sticks out {beyond} px beyond the screen")
+        if not linked:
+            problems.append(f"{page}: {src} does not link to its full-size image")
+    return problems
+
+
+def test_figures_fit_a_phone_and_open_full_size(built_site, tmp_path):
+    """At a phone's 390 px every figure fits the screen, and tapping it opens the full image."""
+    problems, seen = [], 0
+    for page in chapter_pages(built_site):
+        figures = probe(page, 390, tmp_path, PHONE_FIGURES)
+        seen += len(figures)
+        problems += phone_problems(page.name, figures)
+    assert seen and not problems, "\n".join(problems)
+
+
+def test_the_phone_check_can_fail():
+    assert phone_problems("p", [("a.png", 0, True)]) == []
+    assert len(phone_problems("p", [("a.png", 30, True), ("b.png", 0, False)])) == 2

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 
 import pandas as pd
 
@@ -27,7 +28,11 @@ def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
     assert "base64" not in text
     assert (tmp_path / "chapter_files" / "fig1.png").read_bytes() == png.read_bytes()
     assert (tmp_path / "chapter_files" / "fig1.csv").read_text() == "x\n1.5\n"
-    assert "src='chapter_files/fig1.png' width='740'" in text
+    assert (
+        "<a class='figure-full' href='chapter_files/fig1.png'><img src='chapter_files/fig1.png'"
+        in text
+    )
+    assert "width='740'" in text and re.search(r"<img [^>]*height:auto'></a></figure>", text)
     assert "href='chapter_files/fig1.csv'" in text
     record = json.loads(text.split("data-legibility='")[1].split("'")[0].replace("&quot;", '"'))
     assert record["panels"] == [0.5, 0.5] and record["display_width_px"] == 740

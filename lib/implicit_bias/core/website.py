@@ -103,8 +103,17 @@ def externalize(page: Path) -> int:
         image = IMAGE.search(text, figure.end())
         if image is None or image.start() - figure.end() > 20:  # not the figure's own image
             continue
-        pieces += [text[last : image.start()], _image_tag(image, figure.group(3), folder)]
-        last = image.end()
+        # the image links to itself, full size: a phone's reader taps it to zoom
+        end = text.index(">", image.end()) + 1  # the img tag's end (its alt text is escaped)
+        src = f"{folder.name}/{figure.group(3)}.png"
+        pieces += [
+            text[last : image.start()],
+            f"<a class='figure-full' href='{src}'>",
+            _image_tag(image, figure.group(3), folder),
+            text[image.end() : end],
+            "</a>",
+        ]
+        last = end
         written += 1
     text = "".join(pieces) + text[last:]
 
