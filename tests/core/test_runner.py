@@ -6,7 +6,8 @@ import pytest
 
 from implicit_bias.core.chapter import Chapter, ProfileError, load_profile
 from implicit_bias.core.device import resolve_device
-from implicit_bias.core.runner import format_status, write_status_page
+from implicit_bias.core.runner import format_status
+from implicit_bias.core.status_page import write_status_page
 
 
 def cli(*args, env=None):
@@ -97,7 +98,7 @@ def test_demo_chapter_executes_end_to_end(demo_project):
     assert (demo_project / "results/smoke/figures/demo/moments.png").exists()
     assert "mean_is_small" in format_status()
     page = write_status_page().read_text()
-    assert "known deviation" in page and "### demo" in page and "| mean_is_small |" in page
+    assert "known deviation" in page and "mean_is_small" in page
 
 
 def test_failing_chapter_exits_nonzero(demo_project):

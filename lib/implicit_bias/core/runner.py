@@ -637,99 +637,9 @@ def format_status(profiles=PROFILES) -> str:
     return "\n".join(lines)
 
 
-def _md_cell(value) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def status_badge(status: str) -> str:
     """The status as a coloured text badge (book/_css/book.css), readable without an emoji font."""
     return f"<span class='claim-status status-{status.replace(' ', '-')}'>{status}</span>"
-
-
-def _registrations(chapter: str) -> dict[str, str]:
-    """Per claim, a line for the status page: the commit that registered its current
-    definition and whether that came before its first stored paper value (from git)."""
-    from .registration import HistoryError, registrations
-
-    try:
-        regs = registrations(chapter)
-    except HistoryError:
-        return {}
-    words = {True: "before its result", False: "with or after its result", None: "no result yet"}
-    return {
-        cid: f"<br><small>registered {r.short}, {words[r.pre_registered]}</small>"
-        for cid, r in regs.items()
-    }
-
-
-def write_status_page(path: Path | None = None) -> Path:
-    """Write `book/status.md`: every claim of every chapter, per profile."""
-    path = path or project_root() / "book" / "status.md"
-    rows = dashboard_rows()
-    out = [
-        "# Status of every claim",
-        "",
-        "Each row is one quantitative claim of a paper, written down in "
-        "`data/claims/<chapter>.yaml`, and checked "
-        "automatically when the chapter executes. *smoke* is the small profile that CI runs "
-        "on every change; *paper* is the papers' full protocol, whose results are committed "
-        "under `results/paper/`. A *known deviation* is a claim that did not reproduce; the "
-        "chapter explains why, and CI fails if it ever starts passing unnoticed. A claim "
-        "that rests on several seeds is decided on its 95% interval: *inconclusive* means "
-        "these seeds cannot decide it (see [How claims are decided](decision-rule.md)). Under "
-        "each claim: the commit that registered its current wording and expectation, and "
-        "whether that commit came before the first one that stored its paper result "
-        "(`python -m implicit_bias claims registered` lists them).",
-        "",
-    ]
-    for profile in sorted(PROFILES, key=lambda p: p != "paper"):  # the site shows paper results
-        prof_rows = [r for r in rows if r["profile"] == profile]
-        out += [f"## Profile `{profile}`", ""]
-        if not prof_rows:
-            out += ["No results for this profile yet.", ""]
-            continue
-        counts: dict[str, int] = {}
-        for r in prof_rows:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
-        out += ["Summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), ""]
-        stale_chapters = sorted({r["chapter"] for r in prof_rows if r["stale"]})
-        if stale_chapters:
-            out += [
-                "**Stale:** the results of " + ", ".join(stale_chapters) + " were computed "
-                "by code that has changed since (their rows say *stale*); recompute with "
-                f"`python -m implicit_bias run <chapter> --profile {profile}`.",
-                "",
-            ]
-        for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
-            registered = _registrations(chapter)
-            # one narrow table per chapter (a phone shows it without scrolling sideways);
-            # the wrapper's class lets book/_css/book.css wrap long claim ids
-            out += [
-                f"### {chapter}",
-                "",
-                ":::{div} status-table",
-                "| claim | where | ours | expected (paper) | status |",
-                "|---|---|---|---|---|",
-            ]
-            for r in (r for r in prof_rows if r["chapter"] == chapter):
-                paper = "" if r["paper_value"] is None else f" ({_md_cell(r['paper_value'])})"
-                seeds = claims_module.seeds_summary(r.get("seeds"))
-                out.append(
-                    f"| {r['id']}{registered.get(r['id'], '')} | {_md_cell(r['where'])} | "
-                    f"{_md_cell(r['value'])}"
-                    f"{'<br><small>' + _md_cell(seeds) + '</small>' if seeds else ''} | "
-                    f"{_md_cell(claims_module.expect_text(r))}{paper} | "
-                    f"{status_badge(r['status'])}"
-                    f"{' (stale)' if r['stale'] else ''} |"
-                )
-            out += [":::", ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(out))
-    return path
 
 
 def compare_with_reference(
