@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -116,16 +117,10 @@ KERNEL_DIES_ON_SIGINT = (
 )
 
 
-@pytest.mark.parametrize(
-    ("group", "kernel_dies"),
-    [(False, False), (True, False), (True, True)],
-    ids=["parent", "process-group", "process-group-kernel-dies"],
-)
-def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group, kernel_dies):
-    """Ctrl-C in a terminal reaches the whole process group (the kernel and sweep workers
-    too); a signal to the runner alone is what `kill -INT` sends."""
+def _demo_run_inside_a_task(demo_project, wait: str):
+    """Start `run demo` in a session of its own whose first task runs `wait` (source lines)
+    before computing; return the process and the chapter's run folder once a task runs."""
     tasks = demo_project / "tests_demo_tasks.py"
-    wait = KERNEL_DIES_ON_SIGINT if kernel_dies else "    import time\n    time.sleep(60)\n"
     tasks.write_text(tasks.read_text().replace("    x = np", wait + "    x = np"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
@@ -140,6 +135,32 @@ def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group, 
     while time.time() < deadline and not list(run_folder.glob("*/progress.json")):
         time.sleep(0.2)
     time.sleep(1.0)
+    return proc, run_folder
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc: pgrep is not on every machine)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("group", "kernel_dies"),
+    [(False, False), (True, False), (True, True)],
+    ids=["parent", "process-group", "process-group-kernel-dies"],
+)
+def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group, kernel_dies):
+    """Ctrl-C in a terminal reaches the whole process group (the kernel and sweep workers
+    too); a signal to the runner alone is what `kill -INT` sends."""
+    wait = KERNEL_DIES_ON_SIGINT if kernel_dies else "    import time\n    time.sleep(60)\n"
+    proc, run_folder = _demo_run_inside_a_task(demo_project, wait)
     if group:
         os.killpg(proc.pid, signal.SIGINT)
     else:
@@ -155,24 +176,11 @@ def test_ctrl_c_is_one_line_and_leaves_no_partial_notebook(demo_project, group, 
 def test_a_kernel_that_dies_is_one_clear_error(demo_project):
     """The kernel killed under a running cell: the run fails with the error and where the
     failed notebook is, without the kernel-driving libraries' own log lines."""
-    tasks = demo_project / "tests_demo_tasks.py"
-    tasks.write_text(tasks.read_text().replace("    x = np", KERNEL_DIES_ON_SIGINT + "    x = np"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-        start_new_session=True,
-    )
-    run_folder = demo_project / "results/smoke/demo/.run"
-    deadline = time.time() + 60
-    while time.time() < deadline and not list(run_folder.glob("*/progress.json")):
-        time.sleep(0.2)
-    time.sleep(1.0)
-    kernels = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
-    for pid in kernels.stdout.split():
-        os.kill(int(pid), signal.SIGINT)
+    proc, run_folder = _demo_run_inside_a_task(demo_project, KERNEL_DIES_ON_SIGINT)
+    kernels = _children(proc.pid)
+    assert kernels, "no kernel process found under the runner"
+    for pid in kernels:
+        os.kill(pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "DeadKernelError" in err and "failed.ipynb" in err, err
