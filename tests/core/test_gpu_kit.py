@@ -25,6 +25,7 @@ def test_budget_shares_follow_the_chapters_and_what_is_left():
     assert gpu_run.chapter_weight(0) == gpu_run.CACHED_RUN_S
     assert gpu_run.chapter_weight(float("inf")) == gpu_run.CACHED_RUN_S + gpu_run.WEIGHT_CAP_S
     assert gpu_run.chapter_weight(100.0, cached_run_s=130.0) == 230.0
+    assert gpu_run.chapter_weight(0.0, cached_run_s=6.0) == gpu_run.CACHED_RUN_S  # a floor
     assert gpu_run.reserve_for(3) == gpu_run.RESERVE_FIXED + 3 * gpu_run.RESERVE_PER_CHAPTER
     # 300 s left, 45 reserved, 3 chapters: 85 s each; a quick first chapter leaves more
     assert gpu_run.chapter_share(300, 3, reserve=45) == pytest.approx(85)

@@ -75,9 +75,10 @@ CSV_COLUMNS = (
 def chapter_weight(recompute_cpu_s: float, cached_run_s: float | None = None) -> float:
     """A chapter's weight in the split of the budget between parts and in the order of its
     chapters: the seconds of a run from the cache (the committed record's, where that run read
-    everything from the cache; else CACHED_RUN_S) plus the capped CPU seconds of what
+    everything from the cache, at least CACHED_RUN_S: a 6 s record gave part 3 a 12 s budget
+    and its chapter was skipped; else CACHED_RUN_S) plus the capped CPU seconds of what
     recomputes."""
-    cached = CACHED_RUN_S if cached_run_s is None else cached_run_s
+    cached = CACHED_RUN_S if cached_run_s is None else max(cached_run_s, CACHED_RUN_S)
     return cached + min(recompute_cpu_s, WEIGHT_CAP_S)
 
 
