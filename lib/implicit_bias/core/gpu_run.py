@@ -389,14 +389,18 @@ def run_kit(args, root: Path) -> int:
         return 2
     import torch
 
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
+    from .device import describe_device, resolve_device
+
+    try:  # only the device module asks torch about CUDA (tests/core/test_device.py)
+        device = resolve_device(args.device)
+    except ValueError:
         print(
             f"error: torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device "
             f"(is the driver visible? nvidia-smi); --device cpu runs the dry run",
             file=sys.stderr,
         )
         return 3
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    gpu = describe_device(device) if device.type == "cuda" else "no GPU"
     data_root = work / "data"
     os.environ["IMPLICIT_BIAS_DATA"] = str(data_root)
     datasets = _unpack_datasets([present[n] for n in sorted(present)], data_root)
