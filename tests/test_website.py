@@ -206,6 +206,36 @@ def test_chapter_pages_show_figures_and_claims(built_site):
             assert caption and f"Figure {number}." in caption.group(1), (chapter, number)
 
 
+# What stripped TeX leaves in words a screen reader speaks ("langle x, betarangle").
+TEX_RESIDUE = re.compile(r"[\\$]|langle|rangle|mathrm|varepsilon|timesepsilon|\^\{|_\{")
+
+
+def tex_residue(text: str) -> list[str]:
+    return sorted({m.group(0) for m in TEX_RESIDUE.finditer(html.unescape(text))})
+
+
+def test_alt_text_and_captions_carry_no_tex(built_site):
+    """Alt text and generated captions are spoken: TeX becomes Unicode (core.plotting._clean)."""
+    problems = []
+    for chapter in sorted((built_site / "book" / "chapters").glob("*.html")):
+        page = chapter.read_text()
+        texts = re.findall(r"<img[^>]+alt=(['\"])(.*?)\1", page) + [
+            ("", c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page, re.S)
+        ]
+        for _, text in texts:
+            if "MathJax" in text or "\\(" in text:  # a written caption's math renders
+                continue
+            if tex_residue(re.sub(r"<[^>]+>", "", text)):
+                problems.append(f"{chapter.name}: {tex_residue(text)} in {text[:120]!r}")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_tex_residue_scan_can_fail():
+    assert tex_residue("mirror flow, langle x, betarangle = 3.51") == ["langle", "rangle"]
+    assert tex_residue("initialization $\\times\\epsilon$") == ["$", "\\"]
+    assert tex_residue("‖w‖₂², ⟨x, β⟩ = 3.51, ×ε") == []
+
+
 ABSOLUTE_PATHS = ("/home/", "/root/", "/tmp/", "/work/", "/Users/", "site-packages")
 
 

@@ -112,3 +112,34 @@ def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
     record = png_legibility(png.read_bytes())
     assert record["tick_overlaps"] == 0 and record["min_font_pt"] == MIN_FONT_PT
     assert record["pixel_width"] == 2 * 100 * record["width_in"]  # 2 pixels per CSS pixel
+
+
+@pytest.mark.parametrize(
+    ("tex", "spoken"),
+    [
+        (r"$\langle x, \beta\rangle = 3.51$", "⟨ x, β⟩ = 3.51"),  # was "langle x, betarangle"
+        (r"initialization $\times\epsilon$", "initialization ×ε"),  # was "timesepsilon"
+        (r"$\|w\|_2^2$", "‖w‖₂²"),
+        (r"min-$\ell_1$", "min-ℓ₁"),
+        (r"$h_L^{-1}(t)$", "h_L⁻¹(t)"),
+        (r"$|\beta_{GD} - \beta_Q|$", "|β_(GD) - β_Q|"),
+        (r"$\mathrm{rank}(\bar X)$", "rank(X bar)"),
+    ],
+)
+def test_axis_text_is_spoken_without_tex(tex, spoken):
+    from implicit_bias.core.plotting import _clean
+
+    assert _clean(tex) == spoken
+
+
+def test_alt_text_of_a_tex_labelled_figure_has_no_markup():
+    from implicit_bias.core.plotting import alt_text, figure
+
+    fig, ax = figure()
+    ax.plot([0, 1], [0, 1], label=r"$\langle x, \beta\rangle$")
+    ax.set_xlabel(r"scale $\alpha$")
+    ax.set_ylabel(r"$\|\beta_\infty - X^+ y\|$")
+    ax.legend()
+    text = alt_text(fig)
+    assert "⟨ x, β⟩" in text and "scale α" in text and "‖β_∞ - X⁺ y‖" in text
+    assert not set(text) & set("\\${}")

@@ -100,12 +100,50 @@ def _caller() -> str | None:
     return f"{path.relative_to(lib.parent).as_posix()}, {frame.f_code.co_name}"
 
 
+# TeX commands of axis labels and titles, as a screen reader should speak them (Unicode it
+# reads out), for alt text and generated captions; unknown commands lose their backslash.
+TEX_WORDS = {
+    **dict(
+        zip(
+            "alpha beta gamma delta epsilon varepsilon zeta eta theta kappa lambda mu nu xi pi "
+            "rho sigma tau phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Phi "
+            "Psi Omega".split(),
+            "αβγδεεζηθκλμνξπρστφφχψωΓΔΘΛΞΠΣΦΨΩ",
+        )
+    ),
+    "ell": "ℓ", "infty": "∞", "langle": "⟨", "rangle": "⟩", "times": "×", "cdot": "·",
+    "circ": "∘", "star": "*", "ast": "*", "to": "→", "rightarrow": "→", "leq": "≤", "le": "≤",
+    "geq": "≥", "ge": "≥", "approx": "≈", "sim": "~", "propto": "∝", "perp": "⊥",
+    "top": "ᵀ", "partial": "∂", "nabla": "∇", "sum": "Σ", "int": "∫", "log": "log",
+    "exp": "exp", "min": "min", "max": "max", "in": "∈", "pm": "±", "neq": "≠", "ne": "≠",
+}  # fmt: skip
+_SUPERSCRIPT = str.maketrans("0123456789+-=()niT*", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵀ*")
+_SUBSCRIPT = str.maketrans("0123456789+-=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ")
+
+
+def _script(body: str, table: dict, word: str) -> str:
+    """A sub- or superscript in Unicode where every character has one, else in words."""
+    mapped = body.translate(table)
+    if all(a != b or a == "*" for a, b in zip(body, mapped)) and body:
+        return mapped
+    return f"{word}{body}" if len(body) == 1 else f"{word}({body})"
+
+
 def _clean(text: str) -> str:
-    """Axis text without TeX markup, for words: `$\\|w\\|$` -> `|w|`."""
+    """Axis text in words a screen reader speaks: TeX markup to Unicode, `$\\|w\\|_2^2$` ->
+    `‖w‖₂²`, `$\\langle x, \\beta\\rangle$` -> `⟨x, β⟩` (never `betarangle`)."""
     import re
 
-    text = text.replace("$", "").replace("\\mathrm", "").replace("\\|", "|")
-    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    text = text.replace("$", "").replace("\\|", "‖").replace("\\!", "").replace("\\,", " ")
+    text = re.sub(r"\\(?:mathrm|mathbf|mathit|mathcal|text|operatorname)\s*", "", text)
+    text = re.sub(r"\\(hat|tilde|bar)\s*\{?([A-Za-z])\}?", r"\2 \1", text)
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: TEX_WORDS.get(m[1], m[1]), text)
+    for mark, table, word in (("^", _SUPERSCRIPT, "^"), ("_", _SUBSCRIPT, "_")):
+        text = re.sub(
+            re.escape(mark) + r"(?:\{([^{}]*)\}|(.))",
+            lambda m, t=table, w=word: _script(m[1] if m[1] is not None else m[2], t, w),
+            text,
+        )
     return " ".join(re.sub(r"[{}]", "", text).split())  # one line: titles may break lines
 
 
