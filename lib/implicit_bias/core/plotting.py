@@ -129,6 +129,16 @@ def _script(body: str, table: dict, word: str) -> str:
     return f"{word}{body}" if len(body) == 1 else f"{word}({body})"
 
 
+def _scripted(table: dict, mark: str):
+    """A `re.sub` replacement writing the matched script (braced or one character)."""
+
+    def replace(match) -> str:
+        body = match[1] if match[1] is not None else match[2]
+        return _script(body, table, mark)
+
+    return replace
+
+
 def _clean(text: str) -> str:
     """Axis text in words a screen reader speaks: TeX markup to Unicode, `$\\|w\\|_2^2$` ->
     `‖w‖₂²`, `$\\langle x, \\beta\\rangle$` -> `⟨x, β⟩` (never `betarangle`)."""
@@ -138,12 +148,8 @@ def _clean(text: str) -> str:
     text = re.sub(r"\\(?:mathrm|mathbf|mathit|mathcal|text|operatorname)\s*", "", text)
     text = re.sub(r"\\(hat|tilde|bar)\s*\{?([A-Za-z])\}?", r"\2 \1", text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: TEX_WORDS.get(m[1], m[1]), text)
-    for mark, table, word in (("^", _SUPERSCRIPT, "^"), ("_", _SUBSCRIPT, "_")):
-        text = re.sub(
-            re.escape(mark) + r"(?:\{([^{}]*)\}|(.))",
-            lambda m, t=table, w=word: _script(m[1] if m[1] is not None else m[2], t, w),
-            text,
-        )
+    for mark, table in (("^", _SUPERSCRIPT), ("_", _SUBSCRIPT)):
+        text = re.sub(re.escape(mark) + r"(?:\{([^{}]*)\}|(.))", _scripted(table, mark), text)
     return " ".join(re.sub(r"[{}]", "", text).split())  # one line: titles may break lines
 
 
