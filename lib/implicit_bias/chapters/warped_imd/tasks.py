@@ -466,13 +466,6 @@ def _run_status(**batches: dict) -> dict:
     return {"converged": converged, "status": "ok" if done else "unconverged"}
 
 
-def _converged(X: Array, y: Array, beta0: Array, beta_scale: Array, loss: Array) -> list[bool]:
-    """Whether each run of `train_single_neuron` (default rtol) reached its loss tolerance:
-    a run left above it was stopped by the step cap (unconverged)."""
-    r = np.maximum(np.linalg.norm(np.atleast_2d(beta0), axis=1), np.asarray(beta_scale, float))
-    return (np.asarray(loss) < _loss_tol(X, y, r, 1e-11)).tolist()
-
-
 @task(uses_device=True)
 def task_leaky_negative(task: dict) -> dict:
     """Thm 4's branch a < 0: leaky-ReLU neurons started with a0 < 0 (one per slope rho,
@@ -501,7 +494,7 @@ def task_leaky_negative(task: dict) -> dict:
         beta_scale=size,
         device=task["device"],
     )
-    done = _converged(X, y, np.tile(a0 * w0, (k, 1)), size, gf["loss"])
+    done = [bool(c) for c in gf["converged"]]
     rows = []
     for i, rho in enumerate(rhos):
         s_inf = float(np.sign(gf["a"][i]))
@@ -555,7 +548,7 @@ def task_relu(task: dict) -> dict:
     z0, z = X @ w0, X @ w
     floor = 1e-9 * float(np.abs(z).max())
     active = z > -floor
-    done = _converged(X, y, (a0 * w0)[None], size, gf["loss"])[0]
+    done = bool(gf["converged"][0])
     return {
         "a_inf": a,
         "gf_loss": float(gf["loss"][0]),
@@ -597,7 +590,7 @@ def task_regimes(task: dict) -> dict:
         beta_scale=np.array(sizes),
         device=task["device"],
     )
-    done = _converged(X, y, a0[:, None] * w0, np.array(sizes), gf["loss"])
+    done = [bool(c) for c in gf["converged"]]
     rows = [
         _regime_row(
             X,
