@@ -214,8 +214,21 @@ def tex_residue(text: str) -> list[str]:
     return sorted({m.group(0) for m in TEX_RESIDUE.finditer(html.unescape(text))})
 
 
+# A written caption's inline math as `core.chapter.figure_html` writes it (Sphinx's form):
+# MathJax typesets it, so its TeX is allowed; TeX anywhere else in a caption is residue.
+INLINE_MATH = re.compile(
+    r"<span class=(['\"])math notranslate nohighlight\1>\\\(.*?\\\)</span>", re.S
+)
+
+
+def outside_math(text: str) -> str:
+    return INLINE_MATH.sub(" ", text)
+
+
 def test_alt_text_and_captions_carry_no_tex(built_site):
-    """Alt text and generated captions are spoken: TeX becomes Unicode (core.plotting._clean)."""
+    """Alt text and generated captions are spoken: TeX becomes Unicode (core.plotting._clean).
+    A written caption's TeX is allowed only inside its inline math, which MathJax typesets
+    (`test_caption_math_is_typeset_by_mathjax`)."""
     problems = []
     for chapter in sorted((built_site / "book" / "chapters").glob("*.html")):
         page = chapter.read_text()
@@ -223,10 +236,9 @@ def test_alt_text_and_captions_carry_no_tex(built_site):
             ("", c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page, re.S)
         ]
         for _, text in texts:
-            if "MathJax" in text or "\\(" in text:  # a written caption's math renders
-                continue
-            if tex_residue(re.sub(r"<[^>]+>", "", text)):
-                problems.append(f"{chapter.name}: {tex_residue(text)} in {text[:120]!r}")
+            bare = re.sub(r"<[^>]+>", "", outside_math(text))
+            if tex_residue(bare):
+                problems.append(f"{chapter.name}: {tex_residue(bare)} in {text[:120]!r}")
     assert not problems, "\n".join(problems[:20])
 
 
@@ -234,6 +246,14 @@ def test_the_tex_residue_scan_can_fail():
     assert tex_residue("mirror flow, langle x, betarangle = 3.51") == ["langle", "rangle"]
     assert tex_residue("initialization $\\times\\epsilon$") == ["$", "\\"]
     assert tex_residue("‖w‖₂², ⟨x, β⟩ = 3.51, ×ε") == []
+    math = '<span class="math notranslate nohighlight">\\(\\|w\\|_2^2\\)</span>'
+    assert tex_residue(outside_math(f"the norm {math} grows")) == []
+    assert tex_residue(outside_math(f"the norm {math} grows like $\\alpha$")) == ["$", "\\"]
+    assert tex_residue(outside_math(f"{math} against \\langle x\\rangle")) == [
+        "\\",
+        "langle",
+        "rangle",
+    ]
 
 
 ABSOLUTE_PATHS = ("/home/", "/root/", "/tmp/", "/work/", "/Users/", "site-packages")
@@ -756,3 +776,114 @@ def test_figures_fit_a_phone_and_open_full_size(built_site, tmp_path):
 def test_the_phone_check_can_fail():
     assert phone_problems("p", [("a.png", 0, True)]) == []
     assert len(phone_problems("p", [("a.png", 30, True), ("b.png", 0, False)])) == 2
+
+
+# Written captions (`caption=` of `Chapter.save_figure`): prose that says what is plotted, then
+# a one-line takeaway, as `core.chapter.figure_html` marks them; never the generated fallback.
+TAKEAWAY_MAX_CHARS = 250  # one line of prose at the page's width, give or take
+SNAKE_CASE = re.compile(r"\b[a-z0-9]+_[a-z0-9_]+\b")  # a claim id or a column name
+
+
+def written_caption_problems(page: str) -> list[str]:
+    """What the figures of a chapter page lack: a written caption (not the one generated from
+    the axes), a description before its takeaway, and one takeaway of one line; no claim ids
+    and no second figure number ("Figure 3. Fig. 2a: ...")."""
+    problems = []
+    blocks = re.findall(r"<figure class=.book-figure.(.*?)</figure>", page, re.S)
+    for number, block in enumerate(blocks, 1):
+        caption = re.search(r"<figcaption>(.*?)</figcaption>", block, re.S)
+        if not caption or "<span class='written-caption'>" not in caption.group(1):
+            problems.append(f"figure {number}: no written caption")
+            continue
+        text = caption.group(1)
+        words = html.unescape(re.sub(r"<[^>]+>", "", outside_math(text)))
+        if text.count("<em>Takeaway:</em>") != 1 or words.count("Takeaway:") != 1:
+            problems.append(f"figure {number}: not one takeaway")
+            continue
+        described, takeaway = words.split("Takeaway:")
+        described = described.removeprefix(f"Figure {number}.").strip()
+        if len(described) < 80:
+            problems.append(f"figure {number}: says little of what it plots: {described!r}")
+        if not takeaway.strip() or len(takeaway.strip()) > TAKEAWAY_MAX_CHARS:
+            problems.append(f"figure {number}: takeaway not one line: {takeaway.strip()!r}")
+        if SNAKE_CASE.search(words):
+            problems.append(f"figure {number}: {SNAKE_CASE.findall(words)} in {words[:80]!r}")
+        if re.match(r"(Fig\.|Figure) ?\d", described):
+            problems.append(f"figure {number}: numbered twice: {described[:40]!r}")
+    return problems
+
+
+def test_every_figure_has_a_written_caption_with_a_takeaway(built_site):
+    counts, problems = {}, []
+    for page in chapter_pages(built_site):
+        text = page.read_text()
+        counts[page.stem] = len(re.findall(r"<figure class=.book-figure.", text))
+        problems += [f"{page.stem}: {p}" for p in written_caption_problems(text)]
+    assert sum(counts.values()) > 0, counts
+    assert not problems, "\n".join(problems)
+
+
+def test_the_written_caption_check_can_fail():
+    math = '<span class="math notranslate nohighlight">\\(x_1\\)</span>'
+    prose = f"Left: the error of {math} against the step size (log-log), mean of three seeds. "
+    prose += "Right: its slope. "
+    good = (
+        "<figure class='book-figure' id='figure-a'><img src='a.png' alt='a'><figcaption>"
+        f"<strong>Figure 1.</strong> <span class='written-caption'>{prose}"
+        "<span class='figure-takeaway'><br><em>Takeaway:</em> the error falls.</span></span>"
+        "</figcaption></figure>"
+    )
+    assert written_caption_problems(good) == []
+    generated = good.replace("written-caption", "generated-caption")
+    assert "no written caption" in written_caption_problems(generated)[0]
+    no_takeaway = good.replace("<em>Takeaway:</em> the error falls.", "")
+    assert "not one takeaway" in written_caption_problems(no_takeaway)[0]
+    claim_id = good.replace("the error falls", "checks theorem1_gd_close")
+    assert "theorem1_gd_close" in written_caption_problems(claim_id)[0]
+    twice = good.replace("Left: the error", "Fig. 2a: the error")
+    assert "numbered twice" in written_caption_problems(twice)[0]
+    long_takeaway = good.replace("the error falls", "the error falls " * 30)
+    assert "not one line" in written_caption_problems(long_takeaway)[0]
+
+
+# In each figure caption of a page opened in Chromium: the inline math spans, the MathJax
+# containers typeset in it, and its text outside them (where no TeX delimiter may be left).
+CAPTION_MATH = (
+    "result = []; for (const c of document.querySelectorAll('figure.book-figure figcaption')) {"
+    "const bare = c.cloneNode(true);"
+    "bare.querySelectorAll('mjx-container').forEach(m => m.remove());"
+    "result.push([c.querySelectorAll('span.math').length,"
+    " c.querySelectorAll('span.math mjx-container').length, bare.textContent]); }"
+)
+
+
+def caption_math_problems(found: list) -> list[str]:
+    """`found`: [math spans, typeset containers, text outside them] per caption (CAPTION_MATH)."""
+    problems = []
+    for number, (spans, typeset, bare) in enumerate(found, 1):
+        if typeset != spans:
+            problems.append(f"figure {number}: {typeset} of {spans} math spans typeset")
+        left = sorted({d for d in ("\\(", "\\)", "$", "\\") if d in bare})
+        if left:
+            problems.append(f"figure {number}: TeX left in the caption: {left} in {bare[:100]!r}")
+    return problems
+
+
+def test_caption_math_is_typeset_by_mathjax(built_site, tmp_path, capsys):
+    """Every written caption's inline math is typeset by MathJax in Chromium: one
+    `mjx-container` per math span, and no TeX delimiter left in the caption's text."""
+    problems, typeset = [], {}
+    for page in chapter_pages(built_site):
+        found = probe(page, 1280, tmp_path, CAPTION_MATH)
+        typeset[page.stem] = sum(row[1] for row in found)
+        problems += [f"{page.stem}: {p}" for p in caption_math_problems(found)]
+    with capsys.disabled():
+        print(f"\ncaption math typeset by MathJax: {typeset}")
+    assert sum(typeset.values()) > 0, typeset
+    assert not problems, "\n".join(problems)
+
+
+def test_the_caption_math_check_can_fail():
+    assert caption_math_problems([[2, 2, "Figure 1. The norm  grows."], [0, 0, "Figure 2."]]) == []
+    assert "1 of 2 math spans" in caption_math_problems([[2, 1, "Figure 1."]])[0]
+    assert "TeX left" in caption_math_problems([[1, 1, "Figure 1. \\(x\\) and $y$"]])[0]

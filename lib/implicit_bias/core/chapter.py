@@ -400,24 +400,56 @@ def source_commit() -> str:
 
 def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, claims) -> str:
     """The figure as the page shows it: the saved PNG (inlined, so the notebook and the website
-    show the same file) with alt text, numbered, with its caption."""
+    show the same file) with alt text, numbered, with its caption.
+
+    A written caption (`caption`) is prose: its `$...$` math becomes
+    `<span class="math notranslate nohighlight">\\(...\\)</span>`, as Sphinx writes inline math,
+    so MathJax typesets it inside the output cell (the notebook page's section is
+    `mathjax_ignore`; the `math` class is processed), and a closing "Takeaway: ..." sentence is
+    set on its own line (`figure-takeaway`); the prose is marked `<span class='written-caption'>`.
+    Without one, the caption says what the panels plot (`generated-caption`). The figure tag
+    itself stays `<figure class='book-figure' id='figure-<id>'>`, right before its image, as
+    `core.website.externalize` finds it."""
     import base64
     import html
+    import re
 
     from .plotting import alt_text, describe_panels
 
-    if caption is None:
-        panels = describe_panels(fig)
-        caption = "; ".join(p[0].upper() + p[1:] for p in panels) + "." if panels else fig_id
-        if claims:
-            caption += f" Checks {', '.join(claims)}."
-    payload = base64.b64encode(png.read_bytes()).decode()
     esc = html.escape
+
+    def prose(text: str) -> str:  # escaped text, $...$ as Sphinx's inline math
+        parts = re.split(r"(?<!\\)\$(.+?)(?<!\\)\$", text)
+        return "".join(
+            f'<span class="math notranslate nohighlight">\\({esc(part)}\\)</span>'
+            if i % 2
+            else esc(part.replace("\\$", "$"))
+            for i, part in enumerate(parts)
+        )
+
+    if caption is None:
+        kind = "generated-caption"
+        panels = describe_panels(fig)
+        text = "; ".join(p[0].upper() + p[1:] for p in panels) + "." if panels else fig_id
+        if claims:
+            text += f" Checks {', '.join(claims)}."
+        body = esc(text)
+    else:
+        kind = "written-caption"
+        described, _, takeaway = caption.strip().partition("Takeaway:")
+        body = prose(described.strip())
+        if takeaway.strip():
+            body += (
+                "<span class='figure-takeaway'><br><em>Takeaway:</em> "
+                f"{prose(takeaway.strip())}</span>"
+            )
+    payload = base64.b64encode(png.read_bytes()).decode()
     return (
         f"<figure class='book-figure' id='figure-{esc(fig_id)}'>"
         f"<img src='data:image/png;base64,{payload}' alt='{esc(alt_text(fig), quote=True)}' "
         "style='max-width:100%;height:auto'>"
-        f"<figcaption><strong>Figure {number}.</strong> {esc(caption)}</figcaption></figure>"
+        f"<figcaption><strong>Figure {number}.</strong> <span class='{kind}'>{body}</span>"
+        "</figcaption></figure>"
     )
 
 

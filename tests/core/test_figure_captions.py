@@ -1,0 +1,57 @@
+"""`figure_html`: a written caption is marked as written, its `$...$` math becomes Sphinx's
+inline math (which MathJax typesets inside an output cell), its takeaway gets its own line;
+a figure given no caption keeps the caption generated from its panels."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from implicit_bias.core.chapter import figure_html  # noqa: E402
+
+
+def drawn(tmp_path):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0], label="GD")
+    ax.set_xlabel(r"initialization scale $\alpha$")
+    ax.set_ylabel(r"$\|w\|_2^2$")
+    ax.legend()
+    png = tmp_path / "fig.png"
+    fig.savefig(png)
+    return fig, png
+
+
+def test_a_written_caption_is_marked_and_its_math_is_inline_math(tmp_path):
+    fig, png = drawn(tmp_path)
+    caption = (
+        r"The norm $\|w\|_2^2$ against $\alpha < 1$, mean of 5 seeds & a band. "
+        "Takeaway: the norm shrinks with $\\alpha$."
+    )
+    page = figure_html(png, 3, "fig_x", caption, fig, ["some_claim"])
+    plt.close(fig)
+    assert page.startswith("<figure class='book-figure' id='figure-fig_x'><img src=")
+    assert "<figcaption><strong>Figure 3.</strong> <span class='written-caption'>" in page
+    assert 'class="math notranslate nohighlight">\\(\\|w\\|_2^2\\)</span>' in page
+    assert "\\(\\alpha &lt; 1\\)" in page and "seeds &amp; a band" in page  # escaped
+    assert "<span class='figure-takeaway'><br><em>Takeaway:</em> the norm shrinks with " in page
+    caption_html = page.split("<figcaption>")[1]
+    assert "$" not in caption_html and "some_claim" not in caption_html
+    assert caption_html.count("Takeaway:") == 1
+
+
+def test_no_caption_keeps_the_generated_one(tmp_path):
+    fig, png = drawn(tmp_path)
+    page = figure_html(png, 1, "fig_x", None, fig, ["some_claim"])
+    plt.close(fig)
+    assert "<span class='generated-caption'>" in page and "written-caption" not in page
+    assert "‖w‖₂² against initialization scale α" in page
+    assert "Checks some_claim." in page and "math notranslate" not in page
+
+
+def test_an_escaped_dollar_stays_text(tmp_path):
+    fig, png = drawn(tmp_path)
+    page = figure_html(png, 1, "fig_x", r"Costs \$5 and $x$. Takeaway: cheap.", fig, [])
+    plt.close(fig)
+    assert "Costs $5 and <span class=" in page and "\\(x\\)</span>" in page
