@@ -284,11 +284,15 @@ def test_the_leak_scan_finds_what_it_looks_for():
     assert leaks("see /home/user/book") and not leaks("results/paper/figures/fig2a.png")
 
 
+MIN_WINDOW_PX = 500  # Chromium's headless window is never narrower: it would lay out at 500
+
+
 def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = False):
     """What the JavaScript `measure` (statements that set `result`) finds in `page` opened in
     Chromium at `width` px, once loaded: a script added to a copy of the page runs it and
     writes `result` as JSON into the page. `dark`: the theme's dark mode (as its switch sets
-    it) with the browser's colour scheme dark too."""
+    it) with the browser's colour scheme dark too. A width below MIN_WINDOW_PX (a phone's)
+    opens the page in an iframe of that width, which passes `result` up to the window."""
     name = f".probe-{width}-{'dark-' if dark else ''}{page.name}"
     probe_page = page.with_name(name)
     theme = (
@@ -299,10 +303,21 @@ def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = Fal
     )
     script = (
         "<script>window.addEventListener('load', () => { setTimeout(() => {"
-        f"{theme} let result = null; {measure};"
-        "document.body.setAttribute('data-probe', JSON.stringify(result)); }, 500); });</script>"
+        f"{theme} let result = null; {measure}; const found = JSON.stringify(result);"
+        "document.body.setAttribute('data-probe', found);"
+        "if (window.parent !== window) window.parent.postMessage(found, '*'); }, 500); });"
+        "</script>"
     )
     probe_page.write_text(page.read_text().replace("</body>", script + "</body>"))
+    opened = probe_page
+    if width < MIN_WINDOW_PX:
+        opened = page.with_name(f".frame-{name}")
+        opened.write_text(
+            "<!DOCTYPE html><html><body style='margin:0'>"
+            f"<iframe src='{probe_page.name}' width='{width}' height='900' style='border:0'>"
+            "</iframe><script>window.addEventListener('message', e =>"
+            " document.body.setAttribute('data-probe', e.data));</script></body></html>"
+        )
     try:
         result = subprocess.run(
             [
@@ -310,10 +325,10 @@ def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = Fal
                 *CHROMIUM_FLAGS,
                 *(["--force-dark-mode"] if dark else []),
                 f"--user-data-dir={tmp_path / f'profile-{width}'}",
-                f"--window-size={width},900",
+                f"--window-size={max(width, MIN_WINDOW_PX)},900",
                 "--virtual-time-budget=10000",
                 "--dump-dom",
-                probe_page.as_uri(),
+                opened.as_uri(),
             ],
             capture_output=True,
             text=True,
@@ -321,6 +336,7 @@ def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = Fal
         )
     finally:
         probe_page.unlink(missing_ok=True)
+        opened.unlink(missing_ok=True)
     found = re.search(r'data-probe="([^"]*)"', result.stdout)
     assert found, result.stderr[-2000:]
     return json.loads(html.unescape(found.group(1)))
@@ -887,3 +903,117 @@ def test_the_caption_math_check_can_fail():
     assert caption_math_problems([[2, 2, "Figure 1. The norm  grows."], [0, 0, "Figure 2."]]) == []
     assert "1 of 2 math spans" in caption_math_problems([[2, 1, "Figure 1."]])[0]
     assert "TeX left" in caption_math_problems([[1, 1, "Figure 1. \\(x\\) and $y$"]])[0]
+
+
+# Every table of a chapter fits its column, at a laptop's 1280 px and at a phone's 390 px.
+TABLE_FIT = (
+    "const number = /^[-+]?((\\d+\\.?\\d*|\\.\\d+)([eE][-+]?\\d+)?%?|inf|nan|NaN|True|False)$/;"
+    "const tables = [...document.querySelectorAll('article table')].map((t, i) => {"
+    "const column = t.closest('.cell_output') || t.parentElement;"
+    "const style = getComputedStyle(column);"
+    "const room = column.clientWidth - parseFloat(style.paddingLeft)"
+    " - parseFloat(style.paddingRight);"
+    "let scrolls = false;"
+    "for (let e = t.parentElement; e && e !== column.parentElement; e = e.parentElement) {"
+    "const o = getComputedStyle(e).overflowX;"
+    "if ((o === 'auto' || o === 'scroll') && e.clientWidth <= room + 1) scrolls = true; }"
+    "const values = [...t.querySelectorAll('tbody td')]"
+    ".map(c => c.textContent.trim().replace(/,/g, '')).filter(s => s);"
+    "const row = t.querySelector('tbody tr') || t.querySelector('thead tr:last-child');"
+    "const section = t.closest('section');"
+    "const head = [...t.querySelectorAll('thead th, tbody tr:first-child th')]"
+    ".map(h => h.textContent.trim()).filter(s => s).slice(0, 3).join(' | ');"
+    "return {index: i, class: t.className, section: section ? section.id : '', head: head,"
+    "overflow: Math.round(Math.max(t.scrollWidth, t.offsetWidth) - room),"
+    "columns: row ? row.querySelectorAll('td, th').length : 0,"
+    "numeric: values.length ? values.filter(s => number.test(s)).length / values.length : 0,"
+    "scrolls: scrolls}; });"
+    "result = {document: document.documentElement.scrollWidth - window.innerWidth,"
+    "viewport: window.innerWidth, tables: tables}"
+)
+PHONE_PX = 390
+SCROLL_MIN_COLUMNS, SCROLL_MIN_NUMERIC = 4, 0.5
+
+
+def may_scroll(table: dict, width: int) -> bool:
+    """The one exception to "every table fits its column": on a phone (below 600 px, where
+    book.css switches to its phone layout) a genuinely wide numeric data table, a pandas
+    table of at least SCROLL_MIN_COLUMNS columns (row labels included) of which at least
+    SCROLL_MIN_NUMERIC of the values are numbers, may scroll sideways inside its own output
+    box, never the page. Claims tables, tables of words and every table at 1280 px fit."""
+    return (
+        width < 600
+        and "dataframe" in table["class"].split()
+        and table["columns"] >= SCROLL_MIN_COLUMNS
+        and table["numeric"] >= SCROLL_MIN_NUMERIC
+        and table["scrolls"]
+    )
+
+
+def table_fit_problems(page: str, width: int, measured: dict) -> tuple[list[str], list[tuple]]:
+    """What does not fit a page at `width` px: the page itself wider than the window, a table
+    wider than its column (beyond `may_scroll`). Also returns (overflow px, table, scrolls by
+    the rule) for every table wider than its column, for the report."""
+    problems, wide = [], []
+    if measured["viewport"] != width:
+        problems.append(f"{page}: measured at {measured['viewport']} px, not {width}")
+    if measured["document"] > 0:
+        problems.append(f"{page} at {width} px: the page is {measured['document']} px too wide")
+    for table in measured["tables"]:
+        if table["overflow"] <= 0:
+            continue
+        name = f"{page} table {table['index']} (#{table['section']}: {table['head'][:50]})"
+        allowed = may_scroll(table, width)
+        wide.append((table["overflow"], name, allowed))
+        if not allowed:
+            problems.append(f"{name}: {table['overflow']} px wider than its column at {width} px")
+    return problems, wide
+
+
+@pytest.mark.parametrize("width", [1280, PHONE_PX])
+def test_every_chapter_table_fits_a_laptop_and_a_phone(built_site, width, tmp_path, capsys):
+    """At 1280 px and at a phone's 390 px no chapter page is wider than the window, and every
+    table (claims tables and the data tables) fits its column; the only exception is
+    `may_scroll`'s, on a phone. The run prints, per chapter, the tables wider than their
+    column and the worst of them."""
+    problems, lines = [], []
+    for page in chapter_pages(built_site):
+        measured = probe(page, width, tmp_path, TABLE_FIT)
+        found, wide = table_fit_problems(page.stem, width, measured)
+        problems += found
+        worst = max(wide, default=(0, "none", True))
+        lines.append(
+            f"  {page.stem}: page {max(measured['document'], 0)} px over, "
+            f"{len(measured['tables'])} tables, {len(wide)} wider than their column "
+            f"({sum(allowed for *_, allowed in wide)} scroll by the rule), worst {worst[0]} px"
+            + (f": {worst[1]}" if wide else "")
+        )
+    with capsys.disabled():  # in the test run's output, also when it passes
+        print(f"\ntables at {width} px:\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_table_fit_check_can_fail(tmp_path):
+    """A synthetic page: a wide numeric table in a scrolling output box, a wide table of words,
+    a claims table of fixed width and a table that widens the page itself."""
+    numbers = "".join(f"<td>{j * 1.234567:.6f}</td>" for j in range(30))
+    words = "".join(f"<td>word_{j}_without_spaces</td>" for j in range(12))
+    page = tmp_path / "synthetic.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><article><section id='s'>"
+        "<div class='cell_output' style='width: 300px'><div class='output'"
+        " style='overflow-x: auto'>"
+        f"<table class='dataframe'><tbody><tr><th>0</th>{numbers}</tr></tbody></table>"
+        f"<table class='dataframe'><tbody><tr><th>0</th>{words}</tr></tbody></table>"
+        "</div></div><div class='cell_output' style='width: 300px'><div class='output'>"
+        "<table class='claims-table' style='width: 700px'><tbody><tr><td>a</td></tr></tbody>"
+        "</table></div></div></section></article></body></html>"
+    )
+    for width in (1280, PHONE_PX):
+        measured = probe(page, width, tmp_path, TABLE_FIT)
+        problems, wide = table_fit_problems("synthetic", width, measured)
+        assert [t["overflow"] > 0 for t in measured["tables"]] == [True, True, True]
+        numeric = [allowed for _, name, allowed in wide if "table 0" in name]
+        assert numeric == [width == PHONE_PX]  # only the numeric table, only on a phone
+        assert len(problems) == (3 if width == 1280 else 2) + (width == PHONE_PX)
+    assert any("the page is" in p for p in problems)  # the unscrolled claims table, on a phone

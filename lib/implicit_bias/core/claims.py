@@ -260,8 +260,10 @@ class ClaimsReport:
             status = row["status"]
             css = "status-" + status.replace(" ", "-")
             origin = " <small>(the book's own claim)</small>" if row.get("origin") == "book" else ""
+            # the explanation folds into a row of its own under the claim, the table's width
             note = (
-                f"<details><summary>why</summary><small>{_escape(row['evidence'])}</small></details>"
+                f"<tr class='claim-why'><td colspan='4'><details><summary>why: {_escape(status)}"
+                f"</summary><small>{_escape(row['evidence'])}</small></details></td></tr>"
                 if row["evidence"]
                 else ""
             )
@@ -273,7 +275,7 @@ class ClaimsReport:
                 f"{_dropped_html(row.get('dropped_runs'))}</td>"
                 f"<td>{_escape(expect_text(row))}"
                 f"{_paper_html(row['paper_value'])}</td>"
-                f"<td><span class='claim-status {css}'>{_escape(status)}</span>{note}</td></tr>"
+                f"<td><span class='claim-status {css}'>{_escape(status)}</span></td></tr>{note}"
             )
         summary = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         lines.append(f"</tbody></table><p>{self.chapter} ({self.profile} profile): {summary}</p>")

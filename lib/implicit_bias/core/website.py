@@ -8,6 +8,8 @@ page and referenced from there; a figure's image gets the width it is drawn for
 (`plotting.DISPLAY_DPI` CSS pixels per figure inch, its PNG holding two pixels per CSS pixel)
 and its legibility measurements (`plotting.legibility`, from the PNG) as `data-legibility`.
 
+Data tables too wide for the text column are laid out again to fit it (`web_tables`).
+
 It also gives the pages the role `{repo}`path``: a file of the repository, linked to it.
 """
 
@@ -21,6 +23,7 @@ import re
 from pathlib import Path
 
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
+from .web_tables import fit_tables
 
 FIGURE = re.compile(r"<figure class=(['\"])book-figure\1 id=(['\"])figure-([\w-]+)\2")
 IMAGE = re.compile(r"<img src=(['\"])data:image/png;base64,([A-Za-z0-9+/=]+)\1")
@@ -65,21 +68,25 @@ EXECUTED = re.compile(
 DATAFRAME_HEAD = re.compile(
     r"(<table[^>]*class=\"dataframe\"[^>]*>\s*<thead>)(.*?)(</thead>)", re.S
 )
+DATAFRAME_BODY = re.compile(
+    r"(<table[^>]*class=\"dataframe\"[^>]*>\s*<thead>.*?</thead>\s*<tbody>)(.*?)(</tbody>)", re.S
+)
 
 
 def breakable_headers(text: str) -> str:
-    """Let the column names of the chapters' data tables (pandas, snake_case) break after an
-    underscore (`<wbr>`), so a table of long names fits the column in fewer lines."""
+    """Let the column names of the chapters' data tables (pandas, snake_case) and their row
+    labels break after an underscore (`<wbr>`), so a table of long names fits the column in
+    fewer lines; the values (`td`) stay as they are."""
 
-    def head(match: re.Match) -> str:
-        cells = re.sub(
+    def cells(match: re.Match) -> str:
+        labels = re.sub(
             r"(<th[^>]*>)([^<]*)(</th>)",
             lambda c: c.group(1) + c.group(2).replace("_", "_<wbr>") + c.group(3),
             match.group(2),
         )
-        return match.group(1) + cells + match.group(3)
+        return match.group(1) + labels + match.group(3)
 
-    return DATAFRAME_HEAD.sub(head, text)
+    return DATAFRAME_BODY.sub(cells, DATAFRAME_HEAD.sub(cells, text))
 
 
 def retarget_source_links(text: str) -> str:
@@ -89,9 +96,9 @@ def retarget_source_links(text: str) -> str:
 
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
-    them from there (and `retarget_source_links`, `breakable_headers`); returns the number of
-    files written."""
-    text = breakable_headers(retarget_source_links(page.read_text()))
+    them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`);
+    returns the number of files written."""
+    text, _ = fit_tables(breakable_headers(retarget_source_links(page.read_text())))
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
         return 0

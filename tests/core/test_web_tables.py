@@ -1,0 +1,112 @@
+"""The website's layout of wide data tables (implicit_bias.core.web_tables): a table too wide
+for the text column is transposed or cut into column groups, every value kept as printed."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from implicit_bias.core import web_tables
+from implicit_bias.core.web_tables import COLUMN_PX, fit_tables, group_captions, parse
+
+
+def values(page: str) -> Counter:
+    return Counter(re.findall(r"<td[^>]*>(.*?)</td>", page, re.S))
+
+
+def tables(page: str) -> list[str]:
+    return re.findall(r"<table.*?</table>", page, re.S)
+
+
+def wide(rows: int, columns: int, keys: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        rng.normal(size=(rows, columns)) * 1e-7,
+        columns=[f"relative_error_{j}" for j in range(columns)],
+    )
+    if keys:
+        frame.insert(0, "seed", range(rows))
+        frame.insert(0, "method", [f"SVM-GLN-{i % 3}" for i in range(rows)])
+    return frame
+
+
+def test_a_table_that_fits_is_left_as_it_is():
+    page = pd.DataFrame({"a": [1.5, 2.5], "b": [3, 4]}).to_html()
+    out, changed = fit_tables(page)
+    assert changed == 0 and out == page
+
+
+def test_a_wide_table_of_few_rows_is_transposed_with_every_value():
+    frame = wide(2, 20)
+    page = frame.to_html()
+    out, changed = fit_tables(page)
+    assert changed == 1 and "book-transposed" in out
+    assert values(out) == values(page)  # every value as pandas printed it, none dropped
+    assert out.count("<th>relative_error_7</th>") == 1  # a column is now a row
+    grid = parse(*re.match(r"(<table[^>]*>)(.*)</table>", out, re.S).groups())
+    assert grid.n_data == 2 and len(grid.body) == 20
+
+
+def test_a_wide_long_table_is_cut_into_groups_that_repeat_the_row_labels():
+    frame = wide(12, 16, keys=True)
+    page = frame.to_html()
+    out, changed = fit_tables(page)
+    groups = tables(out)
+    assert changed == 1 and len(groups) >= 2
+    for group in groups:
+        grid = parse(*re.match(r"(<table[^>]*>)(.*)</table>", group, re.S).groups())
+        assert grid.estimated_px() <= COLUMN_PX
+        assert [c.text for c in grid.head[0][:2]] == ["method", "seed"]  # the keys, again
+        assert len(grid.body) == 12
+    # every measured value once, the keys once per group
+    repeated = Counter(
+        {k: v * (len(groups) - 1) for k, v in values(frame[["method", "seed"]].to_html()).items()}
+    )
+    assert values(out) == values(page) + repeated
+    assert re.search(r"<caption>columns 1–\d+ of 18</caption>", groups[0])
+    assert "(and 1–2 again)</caption>" in groups[1]
+
+
+def test_groups_keep_spanning_headers_and_row_labels():
+    columns = pd.MultiIndex.from_product(
+        [["gd", "flow", "svm"], [f"error_at_step_{i}" for i in range(5)]]
+    )
+    index = pd.MultiIndex.from_product([["relu", "linear"], [10, 20]], names=["model", "H"])
+    frame = pd.DataFrame(np.arange(60).reshape(4, 15) / 7, index=index, columns=columns)
+    page = frame.to_html()
+    out, _ = fit_tables(page)
+    groups = tables(out)
+    assert len(groups) >= 2 and values(out) == values(page)
+    assert all(g.count('rowspan="2"') == page.count('rowspan="2"') for g in groups)
+    shown = []
+    for group in groups:  # each column under its own top-level name, spans merged again
+        grid = parse(*re.match(r"(<table[^>]*>)(.*)</table>", group, re.S).groups())
+        shown += [(top.text, name.text) for top, name in zip(*grid.head[:2], strict=True)]
+        assert group.count("colspan=") <= 3
+    assert sorted(shown) == sorted(columns)
+
+
+def test_a_table_of_words_may_wrap_anywhere_on_a_phone():
+    words = pd.DataFrame(
+        {"architecture": ["fully connected", "convolutional"], "shape": ["d", "k x d"], "n": [1, 2]}
+    )
+    assert "book-text-table" in fit_tables(words.to_html())[0]
+    assert "book-text-table" not in fit_tables(wide(3, 3).to_html())[0]
+    assert "book-text-table" in fit_tables(wide(0, 3).to_html())[0]  # only a header
+
+
+def test_group_captions():
+    assert group_captions([[0, 1, 2], [0, 3]], 1) == [
+        "columns 1–3 of 4",
+        "column 4 of 4 (and 1 again)",
+    ]
+    assert group_captions([[0, 1], [2, 3]], 0) == ["columns 1–2 of 4", "columns 3–4 of 4"]
+
+
+def test_an_unusual_table_is_left_alone():
+    odd = '<table border="1" class="dataframe"><tbody><tr><td>1</td></tr></tbody></table>'
+    assert fit_tables(odd) == (odd, 0)
+    assert web_tables.parse('<table class="dataframe">', "<thead></thead><tbody></tbody>") is None
