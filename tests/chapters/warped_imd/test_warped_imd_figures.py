@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -11,6 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.warped_imd import analysis, figures, tasks
+from implicit_bias.core.plotting import make_legible
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)
@@ -61,6 +64,32 @@ def test_theorem2_figure():
     assert len(fig.axes[1].patches) == 2 * 4  # 4 bars per case
 
 
+def test_theorem2_figure_lays_out_the_paper_cases_without_a_warning():
+    """With the paper profile's six cases and three steps, the legends under the panels (fonts
+    raised to the book's 9 pt) had grown wider than the panels: constrained layout gave up
+    ("axes sizes collapsed to zero") and the panels were drawn a few pixels wide."""
+    case = {
+        "delta": 1.0,
+        "sign_changed": False,
+        "gf_err": 1e-7,
+        "gd_err": [0.02, 0.01, 0.005],
+        "newton_vs_closed_form": 1e-15,
+        "kkt_residual_gf": 1e-7,
+        "wrong_err": {"unit_w0": 0.3, "sigma_from_a0": 1e-7, "delta_zero": 0.2},
+        "wrong_differs": {"unit_w0": 0.3, "sigma_from_a0": 0.0, "delta_zero": 0.2},
+    }
+    names = ["delta_pos", "delta_pos_large", "delta_zero", "delta_neg", "sign_change",
+             "sign_change_small"]  # fmt: skip
+    res = [{"cases": [{**case, "name": name} for name in names]}]
+    etas = [0.8, 0.4, 0.2]
+    fig = figures.theorem2(analysis.theorem2_table(res, [0], etas), etas)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        record = make_legible(fig)
+    assert record["tick_overlaps"] == 0
+    assert all(ax.get_position().width > 0.3 for ax in _panels(fig))
+
+
 def test_anti_ntk_figure():
     anti = [{"eps": [0.1, 0.01], "dist_l2": [1e-2, 1e-3], "slope": 1.0}]
     fig = figures.anti_ntk(anti, [0], 3)
@@ -99,7 +128,17 @@ def test_fig7_2_figure():
     )
     fig = figures.fig7_2(grids)
     assert isinstance(fig, Figure) and len(_panels(fig)) == 6
-    assert fig.axes[0].get_title().startswith("$\\alpha$ = 1, s = 1\nmismatch")
+    assert fig.axes[0].get_title().startswith("$\\alpha$ = 1, s = 1, mismatch")
+    # two panels a row, three rows: the shapes down the left column, the scales down the right
+    assert fig.get_size_inches()[1] <= 9.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout gives up with a warning
+        make_legible(fig)
+    boxes = [ax.get_position() for ax in fig.axes]
+    assert len({round(b.x0, 2) for b in boxes}) == 2 and len({round(b.y0, 2) for b in boxes}) == 3
+    left = [ax.get_title() for ax, b in zip(fig.axes, boxes, strict=True) if b.x0 < 0.5]
+    assert all(title.startswith("$\\alpha$ = 1, s =") for title in left)
+    assert all(b.width > 0.35 for b in boxes)  # each panel fills its half of the width
     # a single grid draws in the first panel
     one = [("a", fc.q_level_grid(1.0, 1.0, np.array([1.0, 0.0]), 9, 1.0))]
     assert isinstance(figures.fig7_2(one), Figure)

@@ -91,7 +91,7 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     """Theorem 2. Left: GD error against the normalized step per case (dotted: gradient flow's
     error). Right: the gradient-flow limit's distance to the right Q-min and to each wrong
     variant. `df` is `analysis.theorem2_table`."""
-    fig, axes = figure(1, 2, width=8.4, height=4.6)
+    fig, axes = figure(1, 2, width=8.4, height=5.2)
     axes = np.ravel(axes)
     ax = axes[0]
     cols = [f"gd_err_eta{e:g}" for e in etas]
@@ -113,9 +113,10 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
         xlabel="normalized GD step $\\eta$",
         ylabel="$\\|\\beta_{GD} - \\beta_Q\\| / \\|\\beta_Q\\|$ (worst seed)",
     )
-    ax.set_title("GD (dots) and gradient flow (dotted)", fontsize=8)
-    # below the axes: inside, the legend would hide the dotted gradient-flow lines
-    ax.legend(fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.set_title("GD (dots) and gradient flow (dotted)")
+    # below the axes: inside, the legend would hide the dotted gradient-flow lines; two
+    # columns, so it is no wider than its panel (wider, constrained layout gives up)
+    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax = axes[1]
     labels = ["gf_err", "wrong_unit_w0", "wrong_sigma_from_a0", "wrong_delta_zero"]
     names = ["right $Q$", "$w_0/\\|w_0\\|$", "$\\sigma$ = sign$(a_0)$", "$\\delta$ = 0"]
@@ -125,12 +126,11 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
         vals = [max(df.loc[df["case"] == c, col].max(), 1e-17) for c in cases]
         ax.bar(np.arange(len(cases)) + (j - 1.5) * width, vals, width, color=PALETTE[j], label=name)
     # anchored at their right end, the rotated case names stay inside the figure
-    ax.set_xticks(range(len(cases)), cases, rotation=30, ha="right", rotation_mode="anchor")
-    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xticks(range(len(cases)), cases, rotation=45, ha="right", rotation_mode="anchor")
     ax.set(yscale="log", ylabel="distance of the GF limit (relative)")
-    ax.legend(fontsize=6.5, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.3))
-    ax.set_title("a variant equal to the right $Q$ in a case has the same bar", fontsize=8)
-    fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin $Q$", fontsize=9)
+    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.42))
+    ax.set_title("a variant equal to the right $Q$\nin a case has the same bar")
+    fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin $Q$")
     return fig
 
 
@@ -198,9 +198,14 @@ def regimes(df: pd.DataFrame, theory: pd.DataFrame):
 
 def fig7_2(grids: list[tuple[str, dict]]):
     """Fig. 7.2: level sets of Q (solid) and of its quadratic model at beta0 (dashed), one panel
-    per (title, grid) of `analysis.q_level_grids` (2 x 3 panels)."""
-    fig, axes = figure(2, 3, width=9.0, height=6.4)
-    for ax, (title, g) in zip(np.ravel(axes), grids):
+    per (title, grid) of `analysis.q_level_grids`: its first half (the shapes at alpha = 1) down
+    the left column, its second half (the scales at s = 1) down the right one, so the figure
+    keeps to two panels a row in three rows. Each panel keeps equal scales on its two axes
+    (circles stay circles) by widening its data limits, not by shrinking its box."""
+    rows = -(-len(grids) // 2)
+    fig, axes = figure(rows, 2, height=3.0 * rows)
+    for k, (title, g) in enumerate(grids):
+        ax = axes[k % rows, k // rows]
         n = int(round(np.sqrt(len(g["q"]))))
         shape = (n, n)
         b1, b2 = g["b1"].reshape(shape), g["b2"].reshape(shape)
@@ -224,11 +229,12 @@ def fig7_2(grids: list[tuple[str, dict]]):
         )
         ax.plot(*g["beta0"], "x", color="black", ms=5)
         ax.plot(0, 0, "+", color="grey", ms=6)
-        ax.set_title(f"{title}\nmismatch {g['quad_mismatch']:.2g}", fontsize=8)
-        ax.set_aspect("equal")
-        ax.set_xlabel("$\\beta_1$", fontsize=8)
-        ax.set_ylabel("$\\beta_2$", fontsize=8)
+        ax.set_title(f"{title}, mismatch {g['quad_mismatch']:.2g}")
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_xlabel("$\\beta_1$")
+        ax.set_ylabel("$\\beta_2$")
     fig.suptitle(
-        "Fig. 7.2: $Q$ (solid) and its Mahalanobis model at $\\beta_0$ (dashed)", fontsize=9
+        "Fig. 7.2: $Q$ (solid) and its Mahalanobis model at $\\beta_0$ (dashed)\n"
+        "left: the shape $s$ grows at $\\alpha$ = 1; right: the scale $\\alpha$ grows at $s$ = 1"
     )
     return fig
