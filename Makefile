@@ -26,8 +26,8 @@ setup: $(STAMP) ## create .venv from requirements.lock and install the package (
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON_BASE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-compile $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q --no-compile -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e ".[test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $(STAMP)
@@ -82,8 +82,11 @@ chromium: ## install Debian's chromium for the website test (as root)
 
 # The whole suite: unit tests, book tests (execute every chapter at the smoke profile, check
 # claims and figure baselines, check committed paper results) and the website test.
+# Two pytest-xdist workers: one runs the book's group (the smoke book, its checks, the website),
+# the other the unit tests meanwhile (tests/conftest.py). TEST_JOBS=0 runs in one process.
+TEST_JOBS ?= 2
 test: setup data mathjax chromium lint ## lint, then the whole test suite, as CI runs it (executes the smoke book)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
 
 unit: setup ## unit tests only (no chapter execution, no website)
 	$(PY) -m pytest -q -m "not book and not website"
@@ -108,8 +111,8 @@ baselines: setup data ## report what would change in tests/baselines; FIGURES="a
 status: setup ## print the claims dashboard
 	$(PY) -m implicit_bias status
 
-clean: ## remove the built website, executed chapters and smoke results
-	rm -rf _build book/chapters results/smoke
+clean: ## remove the built website, executed chapters and smoke outputs (the committed smoke cache stays)
+	rm -rf _build book/chapters results/smoke/figures results/smoke/claims results/smoke/*/run.json results/smoke/*/.run
 
 help: ## list the targets, one line each
 	@echo "make TARGET [PROFILE=smoke|paper] [DEVICE=auto|cpu|cuda] [CHAPTERS=\"a b\"]"

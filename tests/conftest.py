@@ -21,6 +21,31 @@ ROOT = TESTS.parent
 DEMO = TESTS / "fixtures" / "demo_project"
 
 
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`). The tests
+# that execute the book's chapters, read what they wrote or build the website share one
+# session's smoke book, so they form one group that a single worker runs in order; the other
+# worker takes the unit tests meanwhile, and both share the rest.
+BOOK_GROUP = "smoke-book"
+BOOK_FIXTURES = {"smoke_chapter", "smoke_book", "built_site", "server"}
+
+
+def pytest_configure(config):
+    """The committed smoke cache's stale entries, listed before any test can run the smoke
+    book (which recomputes them): `test_book.test_committed_smoke_cache_is_fresh` reads it."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # pytest-xdist's controller runs no test
+    from implicit_bias.core.verify import stale_entries
+
+    config.stale_smoke_entries = stale_entries("smoke", root=ROOT / "results")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & BOOK_FIXTURES or item.get_closest_marker("website"):
+            item.add_marker(pytest.mark.xdist_group(BOOK_GROUP))
+
+
 @pytest.fixture
 def demo_project(tmp_path, monkeypatch):
     """A throwaway project root holding the demo chapter (its results land in tmp_path)."""

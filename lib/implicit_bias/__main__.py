@@ -154,7 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
         "tolerances (data/tolerances/recompute.yaml)",
     )
     recompute.add_argument("chapters", nargs="*", metavar="CHAPTER")
-    recompute.add_argument("--profile", default="paper", choices=PROFILES)
+    recompute.add_argument(
+        "--profile",
+        nargs="+",
+        default=["paper"],
+        choices=PROFILES,
+        help="the committed results to draw from (several: the cheapest task of each code "
+        "path among them; the smoke cache is committed too)",
+    )
     recompute.add_argument(
         "--json", default=None, help="write the report (with the deviations of every output) here"
     )
@@ -469,13 +476,14 @@ def _other_commands(args) -> int:
 
         from .core.verify import cheapest_entries, load_tolerances, recompute
 
-        entries = cheapest_entries(args.chapters or None, args.profile)
+        entries = cheapest_entries(args.chapters or None, tuple(args.profile))
         if args.functions:
             wanted = set(args.functions)
             entries = [e for e in entries if {e[2]["fn"], e[2]["fn"].split(":")[-1]} & wanted]
         if not entries:
             print(
-                f"error: no committed {args.profile}-profile results to recompute", file=sys.stderr
+                f"error: no committed {'/'.join(args.profile)}-profile results to recompute",
+                file=sys.stderr,
             )
             return 2
         tolerances = load_tolerances(Path(args.tolerances) if args.tolerances else None)

@@ -138,3 +138,40 @@ def test_a_vendor_baseline_is_used_on_that_vendor_only(tmp_path, monkeypatch):
     assert regression.figure_baseline_dir("demo", "fig") == chapter
     with pytest.raises(ValueError, match="figure by figure"):
         regression.write_baselines("demo", this_cpu=True)
+
+
+def test_figures_are_regressed_against_the_vendor_that_computed_their_data(tmp_path, monkeypatch):
+    """The smoke cache is committed: on an AMD machine a run may read entries an Intel CPU
+    computed, and its figures then match the Intel baselines, not the AMD ones. Entries of
+    several vendors (some recomputed here after a code change), or none, fall back to this
+    CPU's vendor."""
+    import json
+
+    from implicit_bias.core import regression
+
+    monkeypatch.setenv("IMPLICIT_BIAS_ROOT", str(tmp_path))
+    monkeypatch.setenv("IMPLICIT_BIAS_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(regression, "cpu_vendor_id", lambda: "AuthenticAMD")
+    chapter = tmp_path / "tests" / "baselines" / "demo"
+    (chapter / "cpu-GenuineIntel").mkdir(parents=True)
+    (chapter / "fig.json").write_text("{}")
+    (chapter / "cpu-GenuineIntel" / "fig.json").write_text("{}")
+    assert regression.data_vendor("demo") == "AuthenticAMD"  # no entries: this CPU's
+    sweep = tmp_path / "results" / "smoke" / "demo" / "moments"
+    sweep.mkdir(parents=True)
+
+    def entry(name, cpu):
+        kernels = {"state": "AVX2 (pinned)", "cpu": cpu}
+        (sweep / f"{name}.json").write_text(json.dumps({"kernels": kernels}))
+
+    entry("a", "GenuineIntel Intel(R) Xeon(R) Processor")
+    entry("b", "GenuineIntel Intel(R) Xeon(R) Processor")
+    run = tmp_path / "results" / "smoke" / "demo" / ".run"
+    run.mkdir()
+    (run / "last-run.json").write_text("{}")  # the run's record: not an entry
+    assert regression.data_vendor("demo") == "GenuineIntel"
+    vendor = regression.data_vendor("demo")
+    assert regression.figure_baseline_dir("demo", "fig", vendor) == chapter / "cpu-GenuineIntel"
+    assert regression.figure_baseline_dir("demo", "fig") == chapter  # this AMD CPU's
+    entry("c", "AuthenticAMD AMD EPYC 9B45")
+    assert regression.data_vendor("demo") == "AuthenticAMD"  # mixed: this CPU's

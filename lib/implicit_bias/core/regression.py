@@ -59,11 +59,29 @@ def vendor_baseline_dir(chapter: str, vendor: str | None = None) -> Path:
     return baseline_dir(chapter) / f"cpu-{vendor if vendor is not None else cpu_vendor_id()}"
 
 
-def figure_baseline_dir(chapter: str, fig_id: str) -> Path:
-    """Where the baseline of one figure lives for this machine: the vendor's folder when it
-    holds the figure, else the chapter's."""
-    vendor = vendor_baseline_dir(chapter)
-    return vendor if (vendor / f"{fig_id}.json").exists() else baseline_dir(chapter)
+def data_vendor(chapter: str, profile: str = "smoke") -> str:
+    """The CPU vendor that computed the cache entries a run of `chapter` read: the one vendor
+    every entry records (`kernels.cpu`), else this CPU's (entries of several vendors, or none).
+    The smoke cache is committed, so a run here may draw another vendor's data; its figures are
+    regressed against that vendor's baselines."""
+    vendors = set()
+    for path in (results_root() / profile / chapter).glob("*/*.json"):
+        if path.parent.name.startswith("."):  # the run's own records, not cache entries
+            continue
+        try:
+            kernels = json.loads(path.read_text())["kernels"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        cpu = kernels.get("cpu", "") if isinstance(kernels, dict) else ""
+        vendors.add(cpu.split()[0] if cpu else "")
+    return vendors.pop() if len(vendors) == 1 and "" not in vendors else cpu_vendor_id()
+
+
+def figure_baseline_dir(chapter: str, fig_id: str, vendor: str | None = None) -> Path:
+    """Where the baseline of one figure lives for data computed on `vendor` (default: this
+    CPU's): the vendor's folder when it holds the figure, else the chapter's."""
+    folder = vendor_baseline_dir(chapter, vendor)
+    return folder if (folder / f"{fig_id}.json").exists() else baseline_dir(chapter)
 
 
 def report_folder(name: str) -> Path:
@@ -86,11 +104,12 @@ def compare_figure_report(
     images: bool = True,
     report_dir: Path | None = None,
 ) -> FigureComparison:
-    """Compare one figure of `profile`'s current run with its baseline (structured)."""
+    """Compare one figure of `profile`'s current run with its baseline (structured): the
+    baseline of the CPU vendor that computed the run's data (`data_vendor`)."""
     return _compare(
         chapter,
         fig_id,
-        baseline or figure_baseline_dir(chapter, fig_id),
+        baseline or figure_baseline_dir(chapter, fig_id, data_vendor(chapter, profile)),
         figures_dir(profile, chapter),
         report_dir,
         images=images,
@@ -128,7 +147,8 @@ def baseline_changes(
         )
     results = []
     for meta in sorted(source.glob("*.json")):
-        if not (figure_baseline_dir(chapter, meta.stem) / meta.name).exists():
+        vendor = data_vendor(chapter, profile)
+        if not (figure_baseline_dir(chapter, meta.stem, vendor) / meta.name).exists():
             results.append(FigureComparison(chapter, meta.stem, ["new figure: no baseline"]))
             continue
         results.append(compare_figure_report(chapter, meta.stem, profile, report_dir=report_dir))
@@ -143,9 +163,9 @@ def write_baselines(
 ) -> list[str]:
     """Copy the current figures of `chapter` into `tests/baselines/<chapter>/` (on purpose):
     the named `figures`, or all of them (a full rewrite also drops baselines of figures the
-    chapter no longer produces). `this_cpu`: into this CPU vendor's folder instead
-    (`vendor_baseline_dir`), for the named figures only, whose data this vendor computes
-    differently (measured; say so in the commit)."""
+    chapter no longer produces). `this_cpu`: into the folder of the CPU vendor that computed
+    the run's data (`data_vendor`, this CPU's when the run computed it) instead, for the named
+    figures only, whose data that vendor computes differently (measured; say so in the commit)."""
     if this_cpu and not figures:
         raise ValueError("a vendor's baselines are written figure by figure: name them")
     source = figures_dir(profile, chapter)
@@ -158,7 +178,11 @@ def write_baselines(
             raise ValueError(
                 f"{chapter} produces no figure {unknown}; its figures: {', '.join(produced)}"
             )
-    target = vendor_baseline_dir(chapter) if this_cpu else baseline_dir(chapter)
+    target = (
+        vendor_baseline_dir(chapter, data_vendor(chapter, profile))
+        if this_cpu
+        else baseline_dir(chapter)
+    )
     if figures is None and target.exists():  # the vendors' folders stay: written on purpose
         for old in target.iterdir():
             if old.is_file():

@@ -304,13 +304,18 @@ def compare_results(stored: dict, new: dict, fn: str, tolerances: dict) -> tuple
 
 
 def cheapest_entries(
-    chapters: list[str] | None = None, profile: str = "paper", root: Path | None = None
+    chapters: list[str] | None = None,
+    profile: str | tuple[str, ...] = "paper",
+    root: Path | None = None,
 ) -> list[tuple[str, Path, dict]]:
     """The cheapest committed entry (by its recorded compute time) of every task function, and
-    of every code path of a function that declares them (`TaskSpec.code_path`)."""
+    of every code path of a function that declares them (`TaskSpec.code_path`), among the
+    entries of `profile` (one profile, or several: the cheapest of them all)."""
     best: dict[tuple[str, str], tuple[float, str, Path, dict]] = {}
     paths: dict[str, Callable[[dict], str] | None] = {}
-    for chapter, path, entry in committed_entries(profile, chapters, root):
+    profiles = (profile,) if isinstance(profile, str) else profile
+    found = (item for name in profiles for item in committed_entries(name, chapters, root))
+    for chapter, path, entry in found:
         if entry is None or entry_problem(entry) is not None:
             continue
         fn = entry["fn"]
