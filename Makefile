@@ -86,7 +86,7 @@ chromium: ## install Debian's chromium for the website test (as root)
 # the other the unit tests meanwhile (tests/conftest.py). TEST_JOBS=0 runs in one process.
 TEST_JOBS ?= 2
 test: setup data mathjax chromium lint ## lint, then the whole test suite, as CI runs it (executes the smoke book)
-	$(PY) -m pytest -q $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
+	$(PY) -m pytest -q $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
 
 unit: setup ## unit tests only (no chapter execution, no website)
 	$(PY) -m pytest -q -m "not book and not website"
