@@ -26,8 +26,8 @@ setup: $(STAMP) ## create .venv from requirements.lock and install the package (
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON_BASE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q --no-compile -r requirements.lock
+	$(PY) -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e ".[test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $(STAMP)
