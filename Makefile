@@ -111,6 +111,19 @@ baselines: setup data ## report what would change in tests/baselines; FIGURES="a
 status: setup ## print the claims dashboard
 	$(PY) -m implicit_bias status
 
+# What publishing does, on a fresh clone of HEAD: `make book PROFILE=paper` renders the committed
+# results again from their cache (nothing computed) and must leave every tracked file as it was.
+# About 3 minutes on 2 cores (the clone's own set-up, then 8 chapters and the website); not in
+# make test for its time.
+publish-check: ## clone HEAD, make book PROFILE=paper DEVICE=cpu there, fail if a tracked file changed
+	@dir=$$(mktemp -d) && git clone -q "$(CURDIR)" "$$dir/book" && \
+	  $(MAKE) -C "$$dir/book" book PROFILE=paper DEVICE=cpu >"$$dir/book.log" 2>&1 || \
+	  { tail -40 "$$dir/book.log"; echo "make book failed (log: $$dir/book.log)"; exit 1; }; \
+	changed=$$(git -C "$$dir/book" status --porcelain); \
+	if [ -n "$$changed" ]; then echo "make book changed tracked files:"; echo "$$changed"; exit 1; fi; \
+	echo "publish-check: make book PROFILE=paper on a fresh clone left every tracked file as it was"; \
+	rm -rf "$$dir"
+
 clean: ## remove the built website, executed chapters and smoke outputs (the committed smoke cache stays)
 	rm -rf _build book/chapters results/smoke/figures results/smoke/claims results/smoke/*/run.json results/smoke/*/.run
 
