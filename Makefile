@@ -17,7 +17,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status clean chromium help lab lock gpu-kit
+.PHONY: setup data mathjax run book html test unit lint bench baselines status publish-check clean chromium help lab lock gpu-kit
 
 setup: $(STAMP) ## create .venv from requirements.lock and install the package (re-runs when either changes)
 

@@ -9,14 +9,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import torch
 import yaml
 
 from . import claims as claims_module
 from . import overrides
 from .device import describe_device, resolve_device
 from .paths import chapter_results, project_root, run_log_path, shown_path
-from .plotting import save_figure
 from .schema import ProfileError, load_profiles_file
 from .sweep import (
     DASK_ENV,
@@ -133,6 +131,8 @@ class Chapter:
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
         if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
             _log_warnings(self.run_log.with_name("warnings.log"))
+        import torch  # here: the runner imports this module and computes nothing
+
         if threads is not None:
             torch.set_num_threads(threads)
         torch.manual_seed(0)
@@ -293,6 +293,8 @@ class Chapter:
             raise ValueError(
                 f"figure {fig_id!r}: no claim {unknown} in data/claims/{self.chapter}.yaml"
             )
+        from .plotting import save_figure  # matplotlib: only where figures are drawn
+
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
         tables = sorted(
             p

@@ -25,7 +25,7 @@ from .chapter import (
     check_profile,
     known_chapters,
 )
-from .device import VALID_DEVICES, resolve_device
+from .device import VALID_DEVICES, device_name
 from .kernels import kernels_state
 from .overrides import CustomProfile
 from .paths import (
@@ -61,7 +61,7 @@ def validate(requested, profile: str, device: str) -> list[str]:
     """Check every argument before running anything; raise ValueError listing valid values."""
     check_profile(profile)
     try:
-        resolve_device(device)
+        device_name(device)
     except ValueError as err:
         raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
     selected = list(requested) or chapters()
@@ -331,7 +331,7 @@ def _execute_locked(
                 nbformat.v4.new_markdown_cell(
                     run_record_markdown(
                         profile,
-                        str(resolve_device(device)),
+                        device_name(device),
                         seconds,
                         tasks,
                         cached_task_seconds(folder),
@@ -357,7 +357,7 @@ def _execute_locked(
     summary = {
         "chapter": chapter,
         "profile": profile,
-        "device": str(resolve_device(device)),
+        "device": device_name(device),
         "kernels": kernels_state(),
         "seconds": round(seconds, 1),
         "ok": error is None,
