@@ -85,8 +85,15 @@ chromium: ## install Debian's chromium for the website test (as root)
 # Two pytest-xdist workers: one runs the book's group (the smoke book, its checks, the website),
 # the other the unit tests meanwhile (tests/conftest.py). TEST_JOBS=0 runs in one process.
 TEST_JOBS ?= 2
-test: setup data mathjax chromium lint ## lint, then the whole test suite, as CI runs it (executes the smoke book)
-	$(PY) -m pytest -q $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
+# make lint's checks run too: ruff first (seconds), then mypy alongside the suite (which holds
+# lint's layering and convention tests); either failing fails the target.
+test: setup data mathjax chromium ## ruff, then the whole test suite with mypy alongside, as CI runs it (renders the smoke book)
+	$(VENV)/bin/ruff check lib tests benchmarks
+	$(VENV)/bin/ruff format --check lib tests benchmarks
+	@log=$$(mktemp) && { $(VENV)/bin/mypy >"$$log" 2>&1 & mypy=$$!; \
+	  $(PY) -m pytest -q $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS)); status=$$?; \
+	  wait $$mypy || status=1; echo "mypy: $$(tail -1 "$$log")"; \
+	  [ $$status -eq 0 ] || cat "$$log"; rm -f "$$log"; exit $$status; }
 
 unit: setup ## unit tests only (no chapter execution, no website)
 	$(PY) -m pytest -q -m "not book and not website"
