@@ -13,7 +13,6 @@ import yaml
 
 from . import claims as claims_module
 from . import overrides
-from .device import describe_device, resolve_device
 from .paths import chapter_results, project_root, run_log_path, shown_path
 from .schema import ProfileError, load_profiles_file
 from .sweep import (
@@ -120,6 +119,8 @@ class Chapter:
             else (load_profile(chapter, profile), {})
         )
         claims_module.load_claims(chapter)  # a malformed claims file fails before computing
+        from .device import resolve_device  # torch: not imported by the runner's process
+
         self.device = resolve_device(device)
         self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
         self.refresh = bool(refresh)
@@ -157,6 +158,8 @@ class Chapter:
                 )
             elif self.custom:
                 title += " (custom run: no parameter differs from it)"
+            from .device import describe_device
+
             display(Markdown(f"{title} on {describe_device(self.device)}"))
             display(table)
         except ImportError:

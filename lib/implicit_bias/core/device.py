@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import torch
+import torch
 
 VALID_DEVICES = ("auto", "cpu", "cuda", "cuda:N")
 
@@ -17,8 +15,6 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     Raises `ValueError` (listing the valid values) for anything else, and for `cuda` when no
     CUDA device is present, so a typo never silently falls back to the CPU.
     """
-    import torch  # here, not at import: the runner's process needs no torch (device_name)
-
     if isinstance(device, torch.device):
         return device
     name = str(device).strip().lower()
@@ -36,18 +32,8 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     raise ValueError(f"unknown device {device!r}; valid values: {', '.join(VALID_DEVICES)}")
 
 
-def device_name(device: str) -> str:
-    """What `resolve_device(device)` names ("cpu", "cuda:0", ...), with the same errors; the
-    CPU is named without importing torch (the runner's own process computes nothing)."""
-    if str(device).strip().lower() == "cpu":
-        return "cpu"
-    return str(resolve_device(device))
-
-
 def describe_device(device: torch.device) -> str:
     """A human-readable name for the device (GPU model or CPU thread count)."""
-    import torch
-
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA)"
     return f"CPU ({torch.get_num_threads()} threads)"

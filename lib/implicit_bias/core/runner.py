@@ -25,7 +25,6 @@ from .chapter import (
     check_profile,
     known_chapters,
 )
-from .device import VALID_DEVICES, device_name
 from .kernels import kernels_state
 from .overrides import CustomProfile
 from .paths import (
@@ -57,12 +56,24 @@ class Interrupted(KeyboardInterrupt):
         self.chapter, self.summary = chapter, summary
 
 
+def device_name(device: str) -> str:
+    """What `device.resolve_device(device)` names ("cpu", "cuda:0", ...), with its errors; the
+    CPU is named without importing torch, which the runner's own process never needs."""
+    if str(device).strip().lower() == "cpu":
+        return "cpu"
+    from .device import resolve_device
+
+    return str(resolve_device(device))
+
+
 def validate(requested, profile: str, device: str) -> list[str]:
     """Check every argument before running anything; raise ValueError listing valid values."""
     check_profile(profile)
     try:
         device_name(device)
     except ValueError as err:
+        from .device import VALID_DEVICES
+
         raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
     selected = list(requested) or chapters()
     for chapter in selected:
