@@ -64,16 +64,14 @@ def data_vendor(chapter: str, profile: str = "smoke") -> str:
     every entry records (`kernels.cpu`), else this CPU's (entries of several vendors, or none).
     The smoke cache is committed, so a run here may draw another vendor's data; its figures are
     regressed against that vendor's baselines."""
+    from .verify import committed_entries
+
     vendors = set()
-    for path in (results_root() / profile / chapter).glob("*/*.json"):
-        if path.parent.name.startswith("."):  # the run's own records, not cache entries
-            continue
-        try:
-            kernels = json.loads(path.read_text())["kernels"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        cpu = kernels.get("cpu", "") if isinstance(kernels, dict) else ""
-        vendors.add(cpu.split()[0] if cpu else "")
+    for _, _, entry in committed_entries(profile, [chapter]):
+        kernels = entry.get("kernels") if isinstance(entry, dict) else None
+        if isinstance(kernels, dict):
+            cpu = kernels.get("cpu", "")
+            vendors.add(cpu.split()[0] if cpu else "")
     return vendors.pop() if len(vendors) == 1 and "" not in vendors else cpu_vendor_id()
 
 
