@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import functools
 import html
-import http.server
 import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
@@ -70,16 +68,6 @@ def built_site(smoke_book):
     return HTML
 
 
-@pytest.fixture(scope="session")
-def server(built_site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.RequestHandlerClass.log_message = lambda *a, **k: None
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-
-
 class PageParser(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -106,24 +94,6 @@ class PageParser(HTMLParser):
             self.text.append(data)
 
 
-def rendered_dom(url: str, tmp_path: Path) -> str:
-    result = subprocess.run(
-        [
-            chromium(),
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=15000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
-
-
 def pages() -> list[str]:
     """Every content page (the root index.html is only a redirect to the intro)."""
     return sorted(
@@ -133,28 +103,33 @@ def pages() -> list[str]:
     )
 
 
-def local_target(page_url: str, ref: str, base: str) -> Path | None:
+# Pages are opened from the built files; their links are resolved as if the site were served
+# from SITE (a link the page's scripts made absolute names the file itself: file://...).
+SITE = "https://site.invalid/"
+
+
+def local_target(page_url: str, ref: str) -> Path | None:
     """The file a same-site reference points to, or None for external references."""
+    if ref.startswith(HTML.as_uri() + "/"):
+        ref = SITE + ref[len(HTML.as_uri()) + 1 :]
     absolute = urljoin(page_url, ref)
-    if not absolute.startswith(base):
+    if not absolute.startswith(SITE):
         return None
-    path = unquote(urlparse(absolute).path)[len(urlparse(base).path) :]
+    path = unquote(urlparse(absolute).path)[len(urlparse(SITE).path) :]
     target = HTML / path
     return target / "index.html" if target.is_dir() else target
 
 
-def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
-    url = server + page
-    dom = rendered_dom(url, tmp_path)
+def page_problems(page: str, dom: str) -> list[str]:
+    """What is wrong with `page` (relative to the site) as Chromium rendered it (`dom`)."""
+    url = SITE + page
     if "</html>" not in dom or len(dom) < 1000:
         return [f"{page}: did not load"]
     parser = PageParser()
     parser.feed(dom)
     problems = []
     missing_images = [
-        src
-        for src in parser.images
-        if (t := local_target(url, src, server)) is not None and not t.exists()
+        src for src in parser.images if (t := local_target(url, src)) is not None and not t.exists()
     ]
     if missing_images:
         problems.append(f"{page}: missing images {missing_images}")
@@ -168,7 +143,7 @@ def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
         href
         for href in parser.links
         if not href.startswith(("mailto:", "javascript:", "#"))
-        and (t := local_target(url, href.split("#")[0], server)) is not None
+        and (t := local_target(url, href.split("#")[0])) is not None
         and not t.exists()
     ]
     if broken:
@@ -176,13 +151,24 @@ def page_problems(server: str, page: str, tmp_path: Path) -> list[str]:
     return problems
 
 
-def test_every_page_in_chromium(server, tmp_path):
+def test_every_page_in_chromium(built_site, measured):
     index = (HTML / "index.html").read_text()
     assert "book/intro.html" in index, "index.html does not lead to the introduction"
     all_pages = pages()
     assert "book/intro.html" in all_pages and len(all_pages) >= 3
-    problems = [p for page in all_pages for p in page_problems(server, page, tmp_path)]
+    problems = [p for page in all_pages for p in page_problems(page, measured(HTML / page)["dom"])]
     assert not problems, "\n".join(problems)
+
+
+def test_the_page_check_finds_broken_links_missing_images_and_raw_tex():
+    page = "book/intro.html"
+    body = "<p>" + "filler " * 200 + "</p>"
+    good = f"<html><body>{body}<a href='status.html'>s</a><img src='../index.html'></body></html>"
+    assert page_problems(page, good) == []
+    broken = good.replace("status.html", "no-such-page.html").replace("../index", "gone")
+    assert len(page_problems(page, broken)) == 2
+    assert "raw LaTeX" in page_problems(page, good.replace("filler", "\\(x\\)", 1))[0]
+    assert "did not load" in page_problems(page, "<html>")[0]
 
 
 def test_chapter_pages_show_figures_and_claims(built_site):
@@ -293,6 +279,13 @@ def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = Fal
     writes `result` as JSON into the page. `dark`: the theme's dark mode (as its switch sets
     it) with the browser's colour scheme dark too. A width below MIN_WINDOW_PX (a phone's)
     opens the page in an iframe of that width, which passes `result` up to the window."""
+    return probe_with_dom(page, width, tmp_path, measure, dark)[0]
+
+
+def probe_with_dom(
+    page: Path, width: int, tmp_path: Path, measure: str, dark: bool = False
+) -> tuple:
+    """`probe`'s result and the DOM Chromium rendered (of the page's frame at a phone's width)."""
     name = f".probe-{width}-{'dark-' if dark else ''}{page.name}"
     probe_page = page.with_name(name)
     theme = (
@@ -339,31 +332,65 @@ def probe(page: Path, width: int, tmp_path: Path, measure: str, dark: bool = Fal
         opened.unlink(missing_ok=True)
     found = re.search(r'data-probe="([^"]*)"', result.stdout)
     assert found, result.stderr[-2000:]
-    return json.loads(html.unescape(found.group(1)))
+    return json.loads(html.unescape(found.group(1))), result.stdout
 
 
-def overflow(page: Path, width: int, tmp_path: Path) -> dict:
-    """Horizontal overflow of `page` in Chromium at `width` px: of the document, and of the
-    widest table beyond its container."""
-    doc, table = probe(
-        page,
-        width,
-        tmp_path,
-        "const doc = document.documentElement.scrollWidth - window.innerWidth;"
-        "let table = 0; for (const t of document.querySelectorAll('table')) {"
-        "table = Math.max(table, t.scrollWidth - t.parentElement.clientWidth); }"
-        "result = [doc, table]",
+def page_measures() -> dict[str, str]:
+    """The measures (JavaScript, as `probe` takes them) the tests below read of a page."""
+    return {
+        "overflow": OVERFLOW,
+        "figures": FIGURE_SIZES,
+        "phone figures": PHONE_FIGURES,
+        "caption math": CAPTION_MATH,
+        "tables": TABLE_FIT,
+        "colours": COLOURS,
+    }
+
+
+def all_of(measures: dict[str, str]) -> str:
+    """One measure that runs each of `measures` in its own scope: result[name] is its result,
+    or {"probe error": message} where its script threw."""
+    return "result = {};" + "".join(
+        f"try {{ result[{json.dumps(name)}] = (() => {{ let result = null; {js}; return result;"
+        f" }})(); }} catch (e) {{ result[{json.dumps(name)}] = {{'probe error': String(e)}}; }}"
+        for name, js in measures.items()
     )
-    return {"document": int(doc), "table": int(table)}
+
+
+@pytest.fixture(scope="session")
+def measured(built_site, tmp_path_factory):
+    """`measured(page, width=1280)`: every measure of `page_measures` on `page` opened in
+    Chromium at `width` px, and its rendered DOM ("dom", at 1280 px). One browser run per page
+    and width (each costs 1-2 s), shared by the tests that read it."""
+    profile, runs = tmp_path_factory.mktemp("chromium"), {}
+
+    def measure(page: Path, width: int = 1280) -> dict:
+        if (page, width) not in runs:
+            found, dom = probe_with_dom(page, width, profile, all_of(page_measures()))
+            failed = {k: v for k, v in found.items() if isinstance(v, dict) and "probe error" in v}
+            assert not failed, f"{page.name} at {width} px: {failed}"
+            runs[page, width] = {**found, "dom": dom}
+        return runs[page, width]
+
+    return measure
+
+
+# Horizontal overflow of a page: of the document, and of the widest table beyond its container.
+OVERFLOW = (
+    "const doc = document.documentElement.scrollWidth - window.innerWidth;"
+    "let table = 0; for (const t of document.querySelectorAll('table')) {"
+    "table = Math.max(table, t.scrollWidth - t.parentElement.clientWidth); }"
+    "result = {document: doc, table: table}"
+)
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, tmp_path):
+def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
     """At 1280 px and at a phone's 390 px, the page is no wider than the screen and the
     status table's columns all fit (no column cut off or scrolled out of view)."""
-    measured = overflow(built_site / "book" / "status.html", width, tmp_path)
-    assert measured["document"] <= 0, f"the page is {measured['document']} px too wide"
-    assert measured["table"] <= 0, f"a table is {measured['table']} px wider than its column"
+    found = measured(built_site / "book" / "status.html", width)["overflow"]
+    assert found["document"] <= 0, f"the page is {found['document']} px too wide"
+    assert found["table"] <= 0, f"a table is {found['table']} px wider than its column"
 
 
 def test_every_figure_shows_its_provenance(built_site):
@@ -527,13 +554,13 @@ def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple
     return problems, sizes
 
 
-def test_figures_are_legible_at_page_width(built_site, tmp_path, capsys):
+def test_figures_are_legible_at_page_width(built_site, measured, capsys):
     """At a 1280 px window every figure's panels are at least 350 px wide, its smallest font
     shows at 9 pt or more, its image has 2 pixels per CSS pixel and no tick labels overlap."""
     problems, sizes = [], []
     for page in chapter_pages(built_site):
-        found, measured = legibility_problems(page.name, probe(page, 1280, tmp_path, FIGURE_SIZES))
-        problems, sizes = problems + found, sizes + measured
+        found, shown = legibility_problems(page.name, measured(page)["figures"])
+        problems, sizes = problems + found, sizes + shown
     assert sizes, "no figure measured"
     with capsys.disabled():  # in the test run's output, also when it passes
         print(
@@ -609,11 +636,14 @@ COLOURS = (
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_captions_and_provenance_are_readable_in_both_modes(built_site, tmp_path, dark, capsys):
+def test_captions_and_provenance_are_readable_in_both_modes(
+    built_site, measured, tmp_path, dark, capsys
+):
     """In the theme's light and dark modes, caption and provenance text keep a WCAG contrast
     of at least 4.5 against their background (and the page really is in that mode)."""
     page = chapter_pages(built_site)[0]
-    found = probe(page, 1280, tmp_path, COLOURS, dark=dark)
+    found = probe(page, 1280, tmp_path, COLOURS, dark=True) if dark else measured(page)["colours"]
+    found = dict(found)
     assert (found.pop("theme") == "dark") == dark
     ratios = {k: round(contrast(fg, bg), 2) for k, (fg, bg) in found.items()}
     with capsys.disabled():  # in the test run's output, also when it passes
@@ -779,11 +809,11 @@ def phone_problems(page: str, figures: list) -> list[str]:
     return problems
 
 
-def test_figures_fit_a_phone_and_open_full_size(built_site, tmp_path):
+def test_figures_fit_a_phone_and_open_full_size(built_site, measured):
     """At a phone's 390 px every figure fits the screen, and tapping it opens the full image."""
     problems, seen = [], 0
     for page in chapter_pages(built_site):
-        figures = probe(page, 390, tmp_path, PHONE_FIGURES)
+        figures = measured(page, PHONE_PX)["phone figures"]
         seen += len(figures)
         problems += phone_problems(page.name, figures)
     assert seen and not problems, "\n".join(problems)
@@ -885,12 +915,12 @@ def caption_math_problems(found: list) -> list[str]:
     return problems
 
 
-def test_caption_math_is_typeset_by_mathjax(built_site, tmp_path, capsys):
+def test_caption_math_is_typeset_by_mathjax(built_site, measured, capsys):
     """Every written caption's inline math is typeset by MathJax in Chromium: one
     `mjx-container` per math span, and no TeX delimiter left in the caption's text."""
     problems, typeset = [], {}
     for page in chapter_pages(built_site):
-        found = probe(page, 1280, tmp_path, CAPTION_MATH)
+        found = measured(page)["caption math"]
         typeset[page.stem] = sum(row[1] for row in found)
         problems += [f"{page.stem}: {p}" for p in caption_math_problems(found)]
     with capsys.disabled():
@@ -971,20 +1001,20 @@ def table_fit_problems(page: str, width: int, measured: dict) -> tuple[list[str]
 
 
 @pytest.mark.parametrize("width", [1280, PHONE_PX])
-def test_every_chapter_table_fits_a_laptop_and_a_phone(built_site, width, tmp_path, capsys):
+def test_every_chapter_table_fits_a_laptop_and_a_phone(built_site, width, measured, capsys):
     """At 1280 px and at a phone's 390 px no chapter page is wider than the window, and every
     table (claims tables and the data tables) fits its column; the only exception is
     `may_scroll`'s, on a phone. The run prints, per chapter, the tables wider than their
     column and the worst of them."""
     problems, lines = [], []
     for page in chapter_pages(built_site):
-        measured = probe(page, width, tmp_path, TABLE_FIT)
-        found, wide = table_fit_problems(page.stem, width, measured)
+        tables = measured(page, width)["tables"]
+        found, wide = table_fit_problems(page.stem, width, tables)
         problems += found
         worst = max(wide, default=(0, "none", True))
         lines.append(
-            f"  {page.stem}: page {max(measured['document'], 0)} px over, "
-            f"{len(measured['tables'])} tables, {len(wide)} wider than their column "
+            f"  {page.stem}: page {max(tables['document'], 0)} px over, "
+            f"{len(tables['tables'])} tables, {len(wide)} wider than their column "
             f"({sum(allowed for *_, allowed in wide)} scroll by the rule), worst {worst[0]} px"
             + (f": {worst[1]}" if wide else "")
         )
@@ -1009,8 +1039,13 @@ def test_the_table_fit_check_can_fail(tmp_path):
         "<table class='claims-table' style='width: 700px'><tbody><tr><td>a</td></tr></tbody>"
         "</table></div></div></section></article></body></html>"
     )
+    # measured as the site's pages are, together with other measures (`all_of`): one of them
+    # throws, which `all_of` reports without losing the others
+    thrown = "throw new Error('no such element')"
     for width in (1280, PHONE_PX):
-        measured = probe(page, width, tmp_path, TABLE_FIT)
+        found = probe(page, width, tmp_path, all_of({"tables": TABLE_FIT, "thrown": thrown}))
+        assert found["thrown"] == {"probe error": "Error: no such element"}
+        measured = found["tables"]
         problems, wide = table_fit_problems("synthetic", width, measured)
         assert [t["overflow"] > 0 for t in measured["tables"]] == [True, True, True]
         numeric = [allowed for _, name, allowed in wide if "table 0" in name]
