@@ -122,14 +122,22 @@ def _demo_run_inside_a_task(demo_project, wait: str):
     before computing; return the process and the chapter's run folder once a task runs."""
     tasks = demo_project / "tests_demo_tasks.py"
     tasks.write_text(tasks.read_text().replace("    x = np", wait + "    x = np"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-        start_new_session=True,
-    )
+    # The run takes Ctrl-C as a terminal's foreground command does, also where the test session
+    # itself ignores SIGINT (started in the background by a shell without job control, such as
+    # `(make test &)`, whose children all inherit the ignored signal).
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+            start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     run_folder = demo_project / "results/smoke/demo/.run"
     deadline = time.time() + 60
     while time.time() < deadline and not list(run_folder.glob("*/progress.json")):
