@@ -17,17 +17,21 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := book/_mathjax_static/mathjax
 STAMP       := $(VENV)/.installed
 
-.PHONY: setup data mathjax run book html test unit lint bench baselines status publish-check clean chromium help lab lock gpu-kit
+.PHONY: setup data mathjax run book html test unit lint bench baselines status publish-check clean chromium help lab lock gpu-kit colab
 
 setup: $(STAMP) ## create .venv from requirements.lock and install the package (re-runs when either changes)
 
-# Torch first, from its pinned spec: on the CPU machines this is the local CPU build; on a
-# GPU machine set TORCH_SPEC (see .ci/gpu) to a CUDA build before the package's pins apply.
+# Torch from its pinned spec: on the CPU machines the local CPU build; on a GPU machine set
+# TORCH_SPEC (see .ci/gpu) to a CUDA build. Its wheel alone installs beside the lock's packages
+# (which hold its dependencies): two pip processes, one a core (69 s -> 48 s on 2 cores); then
+# torch again with its dependencies adds what a CUDA build needs beyond them.
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON_BASE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --no-deps $(TORCH_PIP_ARGS) "$(TORCH_SPEC)" & torch=$$!; \
+	  $(PY) -m pip install -q -r requirements.lock; lock=$$?; \
+	  wait $$torch && [ $$lock -eq 0 ]
 	$(PY) -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e ".[test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $(STAMP)
@@ -66,6 +70,9 @@ lock: ## rewrite requirements.lock from the environment (after changing pyprojec
 # their sizes and the device commands. The build cache stays in .gpu-kit-cache/.
 gpu-kit: setup data ## build the offline GPU run kit (gpu-kit/, gpu-kit-N/): then `bash gpu-kit/run.sh` on the device
 	$(PY) -m implicit_bias.core.gpu_kit build
+
+colab: setup ## write colab/<id>.ipynb, the chapters as Colab opens them (after editing notebooks/)
+	$(PY) -m implicit_bias colab
 
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
