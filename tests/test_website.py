@@ -361,7 +361,8 @@ def all_of(measures: dict[str, str]) -> str:
 def measured(built_site, tmp_path_factory):
     """`measured(page, width=1280)`: every measure of `page_measures` on `page` opened in
     Chromium at `width` px, and its rendered DOM ("dom", at 1280 px). One browser run per page
-    and width (each costs 1-2 s), shared by the tests that read it."""
+    and width (each costs 1-2 s of CPU), shared by the tests that read it. (Two or three runs
+    at once took longer on 2 cores: 23 s instead of 19 s for the 13 pages at 1280 px.)"""
     profile, runs = tmp_path_factory.mktemp("chromium"), {}
 
     def measure(page: Path, width: int = 1280) -> dict:
@@ -688,18 +689,28 @@ def in_repository(path: str) -> bool:
     return path in tracked_files()
 
 
+def launch_prefixes(url: str) -> tuple[str, str]:
+    """How Binder's and Colab's links into the repository `url` begin (a path follows)."""
+    owner_repo = url.removeprefix("https://github.com/")
+    return (
+        f"https://mybinder.org/v2/gh/{owner_repo}/main?urlpath=lab/tree/",
+        f"https://colab.research.google.com/github/{owner_repo}/blob/main/",
+    )
+
+
 def source_link_problems(page: str, hrefs: list[str], url: str) -> list[str]:
     """Links of a page into the repository (`url`, from _config.yml) that are malformed or
     name a file the repository does not have: the repository, issue, edit and Binder
     buttons and the `{repo}` links of the text."""
-    owner_repo = url.removeprefix("https://github.com/")
-    binder = f"https://mybinder.org/v2/gh/{owner_repo}/main?urlpath=lab/tree/"
+    binder, colab = launch_prefixes(url)
     problems = []
     for href in hrefs:
         if href == url or href.startswith(f"{url}/issues/new?"):
             continue
         if href.startswith(binder):
             path = href[len(binder) :]
+        elif href.startswith(colab):
+            path = href[len(colab) :]
         elif re.match(rf"{re.escape(url)}/(blob|tree|edit)/main/", href):
             path = href.split("/main/", 1)[1]
         elif "mybinder.org" in href or "colab." in href or href.startswith(url):
@@ -714,8 +725,9 @@ def source_link_problems(page: str, hrefs: list[str], url: str) -> list[str]:
 
 def test_source_citation_and_launch_links_are_well_formed(built_site):
     """The intro links the repository, its citation and licence; every chapter page has a
-    repository, issue, edit and Binder button, the edit and Binder ones on its source
-    (notebooks/<id>.md); every link into the repository names a file it has."""
+    repository, issue, edit, Binder and Colab button, the edit and Binder ones on its source
+    (notebooks/<id>.md), Colab's on colab/<id>.ipynb; every link into the repository names a
+    file it has."""
     from implicit_bias.core.chapter import chapters
 
     url = repository_url()
@@ -738,6 +750,8 @@ def test_source_citation_and_launch_links_are_well_formed(built_site):
                     problems.append(f"{page.name}: no link to {wanted}")
             if not any("mybinder.org" in h for h in links):
                 problems.append(f"{page.name}: no Binder button")
+            if f"{launch_prefixes(url)[1]}colab/{page.stem}.ipynb" not in links:
+                problems.append(f"{page.name}: no Colab button on colab/{page.stem}.ipynb")
         elif not {f"{url}/blob/main/LICENSE", f"{url}/blob/main/CITATION.cff"} <= links:
             problems.append(f"{page.name}: no link to LICENSE and CITATION.cff")
     assert counted and not problems, "\n".join(problems)
@@ -745,7 +759,12 @@ def test_source_citation_and_launch_links_are_well_formed(built_site):
 
 def test_the_source_link_check_can_fail():
     url = "https://github.com/o/r"
-    good = [url, f"{url}/blob/main/LICENSE", f"{url}/issues/new?title=x"]
+    good = [
+        url,
+        f"{url}/blob/main/LICENSE",
+        f"{url}/issues/new?title=x",
+        "https://colab.research.google.com/github/o/r/blob/main/colab/gln_norm.ipynb",
+    ]
     assert source_link_problems("p", good, url) == []
     bad = [
         f"{url}/blob/main/no-such-file.txt",

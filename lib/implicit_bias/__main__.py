@@ -184,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     claims.add_argument("action", choices=["registered"])
     claims.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    colab = sub.add_parser(
+        "colab",
+        help="write colab/<id>.ipynb, the chapters as Colab opens them, from their sources "
+        "(after editing a chapter's notebooks/<id>.md); --check lists the outdated ones",
+    )
+    colab.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    colab.add_argument("--check", action="store_true", help="write nothing; exit 1 if outdated")
     data = sub.add_parser("data", help="fetch and verify the datasets")
     data.add_argument("datasets", nargs="*", default=None)
     new = sub.add_parser(
@@ -513,6 +520,27 @@ def _other_commands(args) -> int:
             f"next: write its claims from the paper, then `python -m implicit_bias run "
             f"{args.chapter}` (CONTRIBUTING.md, 'Adding a paper')"
         )
+        return 0
+    if args.command == "colab":
+        from .core import colab
+        from .core.chapter import chapters as all_chapters
+
+        unknown = sorted(set(args.chapters) - set(all_chapters()))
+        if unknown:
+            print(
+                f"error: unknown chapter {', '.join(map(repr, unknown))}; valid: "
+                + ", ".join(all_chapters()),
+                file=sys.stderr,
+            )
+            return 2
+        selected = args.chapters or all_chapters()
+        if args.check:
+            outdated = colab.outdated(selected)
+            for chapter in outdated:
+                print(f"{colab.FOLDER}/{chapter}.ipynb: out of date (make colab)")
+            return 1 if outdated else 0
+        written = colab.write(selected)
+        print(f"{len(written)} written, {len(selected) - len(written)} up to date")
         return 0
     if args.command == "data":
         from .core.data import DATASETS, DataError, fetch

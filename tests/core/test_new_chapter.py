@@ -26,6 +26,7 @@ def copy_project(tmp_path: Path) -> Path:
         "book/references.bib",
         "notebooks",
         "_toc.yml",
+        "_config.yml",
         "tests/conftest.py",
         "pyproject.toml",
     ):
@@ -60,6 +61,7 @@ def test_a_new_chapter_runs_green(tmp_path):
         "lib/implicit_bias/models/toy_paper.py",
         "tests/models/test_toy_paper.py",
         "tests/chapters/toy_paper/test_toy_paper_chapter.py",
+        "colab/toy_paper.ipynb",
     ):
         assert (root / path).exists(), path
     assert "book/chapters/toy_paper" in (root / "_toc.yml").read_text()

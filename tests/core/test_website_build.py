@@ -48,12 +48,14 @@ def test_edit_and_launch_links_go_to_the_chapter_source():
         'href="https://github.com/o/r/edit/main/./book/chapters/gln_norm.ipynb" '
         'href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/./book/chapters/x.ipynb" '
         'href="https://github.com/o/r/edit/main/./book/intro.md" '
+        'href="https://colab.research.google.com/github/o/r/blob/main/./book/chapters/x.ipynb" '
         'href="../../_sources/book/chapters/gln_norm.ipynb"'
     )
     assert retarget_source_links(page) == (
         'href="https://github.com/o/r/edit/main/notebooks/gln_norm.md" '
         'href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/notebooks/x.md" '
         'href="https://github.com/o/r/edit/main/book/intro.md" '
+        'href="https://colab.research.google.com/github/o/r/blob/main/colab/x.ipynb" '
         'href="../../_sources/book/chapters/gln_norm.ipynb"'  # the download stays
     )
 

@@ -91,4 +91,8 @@ def new_chapter(
     last = entries[-1]
     toc.write_text(toc_text[: last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end() :])
     written.append(toc)
+    if (root / "_config.yml").exists():  # the book's project: its Colab copy (core.colab)
+        from .colab import write
+
+        written += write([chapter], root)
     return written

@@ -58,9 +58,14 @@ def _image_tag(match: re.Match, fig_id: str, folder: Path) -> str:
 
 # The executed chapter `book/chapters/<id>.ipynb` is built, not kept in the repository: the
 # theme's edit and launch links go to its source, `notebooks/<id>.md` (Binder opens it as a
-# notebook with jupytext). Also `/./` (the theme's `path_to_book: .`) goes.
+# notebook with jupytext), and Colab's to `colab/<id>.ipynb` (core.colab). Also `/./` (the
+# theme's `path_to_book: .`) goes.
 EXECUTED = re.compile(
     r"(https://[^\"'\s]*?/(?:edit|blob|tree)/[\w.-]+/|urlpath=lab/tree/)"
+    r"(?:\./)?book/chapters/([\w-]+)\.ipynb"
+)
+COLAB = re.compile(
+    r"(https://colab\.research\.google\.com/github/[^\"'\s]*?/blob/[\w.-]+/)"
     r"(?:\./)?book/chapters/([\w-]+)\.ipynb"
 )
 
@@ -90,6 +95,7 @@ def breakable_headers(text: str) -> str:
 
 
 def retarget_source_links(text: str) -> str:
+    text = COLAB.sub(r"\1colab/\2.ipynb", text)
     text = EXECUTED.sub(r"\1notebooks/\2.md", text)
     return re.sub(r"(href=\"https://[^\"]*?)/\./", r"\1/", text)
 
