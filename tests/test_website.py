@@ -396,7 +396,8 @@ def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
 
 def test_every_figure_shows_its_provenance(built_site):
     """Under each figure: its data to download, what drew it, the sweeps behind it, the
-    claims it checks (each link lands on its row of the claims table), profile and commit."""
+    claims it checks (each link lands on its row of the claims table, and shows the status that
+    row shows), profile and commit."""
     from implicit_bias.core.chapter import chapters
     from implicit_bias.core.paths import figures_dir
 
@@ -416,6 +417,10 @@ def test_every_figure_shows_its_provenance(built_site):
                 assert part in block.replace("'", '"'), f"{chapter}: {part} missing: {block}"
             for claim in re.findall(r"href=.#claim-([\w-]+)", block):
                 assert f'id="claim-{claim}"' in page.replace("'", '"'), (chapter, claim)
+                # its state, as its row of the claims table shows it
+                row = re.search(rf"<tr id=.claim-{claim}.>.*?</tr>", page, re.S).group(0)
+                badge = re.search(r"<span class=.claim-status [\w-]+.>[^<]*</span>", row)
+                assert f"{claim}</a> {badge.group(0)}" in block, (chapter, claim, block)
 
 
 class BibliographyParser(HTMLParser):

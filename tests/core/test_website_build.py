@@ -72,3 +72,31 @@ def test_data_table_headers_break_after_underscores():
     assert "<th>acs_<wbr>max_<wbr>rounds</th>" in out
     assert "<th>row_<wbr>1</th><td>a_b</td>" in out  # a row label breaks, a value does not
     assert breakable_headers("<table><thead><th>a_b</th></thead></table>").count("wbr") == 0
+
+
+def test_figure_provenance_shows_the_state_of_each_claim_it_checks():
+    from implicit_bias.core.website import mark_claim_states
+
+    table = (
+        "<table class='claims-table'><tr id='claim-a_b'><td><b>a_b</b></td><td>1</td><td>&lt; 2"
+        "</td><td><span class='claim-status status-pass'>pass</span></td></tr>"
+        "<tr id='claim-c'><td>c</td><td>3</td><td>&lt; 2</td>"
+        "<td><span class='claim-status status-known-deviation'>known deviation</span></td></tr>"
+        "</table>"
+    )
+    provenance = (
+        "<p class='figure-provenance'><small>checks: <a href='#claim-a_b'>a_b</a>, "
+        "<a href='#claim-c'>c</a>, <a href='#claim-gone'>gone</a>, d (checked at another "
+        "profile)</small></p>"
+    )
+    marked = mark_claim_states(provenance + table)
+    assert marked == (
+        "<p class='figure-provenance'><small>checks: <a href='#claim-a_b'>a_b</a> "
+        "<span class='claim-status status-pass'>pass</span>, <a href='#claim-c'>c</a> "
+        "<span class='claim-status status-known-deviation'>known deviation</span>, "
+        "<a href='#claim-gone'>gone</a>, d (checked at another profile)</small></p>" + table
+    )
+    assert mark_claim_states(marked) == marked  # a page built again is marked once
+    assert mark_claim_states(table + "<a href='#claim-a_b'>a_b</a>") == (
+        table + "<a href='#claim-a_b'>a_b</a>"  # only the provenance's links
+    )

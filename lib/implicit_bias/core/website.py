@@ -100,11 +100,39 @@ def retarget_source_links(text: str) -> str:
     return re.sub(r"(href=\"https://[^\"]*?)/\./", r"\1/", text)
 
 
+# A row of a chapter's claims table (core.claims) and its status badge; a claim link of a
+# figure's provenance (core.chapter.provenance_html).
+CLAIM_ROW = re.compile(
+    r"<tr id='claim-([\w-]+)'>(?:(?!</tr>).)*?(<span class='claim-status [\w-]+'>[^<]*</span>)",
+    re.S,
+)
+PROVENANCE = re.compile(r"<p class='figure-provenance'>.*?</p>", re.S)
+PROVENANCE_CLAIM = re.compile(r"<a href='#claim-([\w-]+)'>[^<]*</a>(?! <span class='claim-status)")
+
+
+def mark_claim_states(text: str) -> str:
+    """After each claim link of a figure's provenance, the claim's status badge as the page's
+    claims table shows it: the figure is saved before the chapter decides its claims, and the
+    page is where both are known. A link marked already stays as it is."""
+    states = {m.group(1): m.group(2) for m in CLAIM_ROW.finditer(text)}
+
+    def mark(block: re.Match) -> str:
+        return PROVENANCE_CLAIM.sub(
+            lambda link: (
+                link.group(0) + (f" {states[link.group(1)]}" if link.group(1) in states else "")
+            ),
+            block.group(0),
+        )
+
+    return PROVENANCE.sub(mark, text)
+
+
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
-    them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`);
-    returns the number of files written."""
-    text, _ = fit_tables(breakable_headers(retarget_source_links(page.read_text())))
+    them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`,
+    `mark_claim_states`); returns the number of files written."""
+    text = mark_claim_states(retarget_source_links(page.read_text()))
+    text, _ = fit_tables(breakable_headers(text))
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
         return 0
