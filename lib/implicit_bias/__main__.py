@@ -523,17 +523,13 @@ def _other_commands(args) -> int:
         return 0
     if args.command == "colab":
         from .core import colab
-        from .core.chapter import chapters as all_chapters
+        from .core.chapter import chapters, check_chapter
 
-        unknown = sorted(set(args.chapters) - set(all_chapters()))
-        if unknown:
-            print(
-                f"error: unknown chapter {', '.join(map(repr, unknown))}; valid: "
-                + ", ".join(all_chapters()),
-                file=sys.stderr,
-            )
+        try:
+            selected = [check_chapter(c) for c in args.chapters] or chapters()
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
             return 2
-        selected = args.chapters or all_chapters()
         if args.check:
             outdated = colab.outdated(selected)
             for chapter in outdated:

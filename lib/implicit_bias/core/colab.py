@@ -20,6 +20,7 @@ CLONE = "/content/implicit-bias-book"
 SETUP_TAG = "colab-setup"
 
 SETUP = """\
+# Written by `make colab` from notebooks/{chapter}.md: edit that file, not this one.
 # On Colab: the book's repository, its package and the datasets (once per session, a few
 # minutes). Anywhere else (a clone set up with `make setup`) this cell does nothing.
 import os
@@ -58,7 +59,9 @@ def colab_notebook(chapter: str, root: Path | None = None) -> str:
     root = root or project_root()
     notebook = jupytext.read(root / "notebooks" / f"{chapter}.md")
     setup = nbformat.v4.new_code_cell(
-        SETUP.format(repository=json.dumps(repository_url(root)), clone=json.dumps(CLONE)),
+        SETUP.format(
+            chapter=chapter, repository=json.dumps(repository_url(root)), clone=json.dumps(CLONE)
+        ),
         metadata={"tags": [SETUP_TAG]},
     )
     notebook.cells.insert(0, setup)
