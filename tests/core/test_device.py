@@ -73,3 +73,49 @@ def test_gln_tasks_run_on_the_device_they_are_given(gpu_host):
     }
     result = gln_tasks.svm_task(task)
     assert result["solver_status"] == ["optimal"]
+
+
+def test_device_names_match_resolve_device_and_reject_what_it_rejects(gpu_host):
+    from implicit_bias.core.chapter import device_name
+
+    for request in ("cpu", " CPU ", "auto", "cuda", "cuda:1", torch.device("cpu")):
+        assert device_name(request) == str(resolve_device(request))
+    with pytest.raises(ValueError, match="unknown device"):
+        device_name("tpu")
+
+
+CPU_CHAPTER = """
+import sys
+from implicit_bias.core.chapter import Chapter
+ch = Chapter("demo", device="cpu")
+assert "torch" not in sys.modules, "a CPU chapter that needs no torch imported it"
+assert ch.device_name == "cpu" and ch.describe_device() == "CPU"
+import torch
+drawn = torch.rand(4)
+torch.manual_seed(0)
+assert torch.equal(drawn, torch.rand(4)), "torch was not seeded when it was imported"
+assert ch.device == torch.device("cpu") and ch.describe_device().startswith("CPU (")
+print("ok")
+"""
+
+
+def test_a_cpu_chapter_imports_torch_only_when_used_and_seeds_it_then(demo_project):
+    """Torch's import is 2 CPU-s of every run of a chapter that computes with numpy alone (the
+    suite's demo chapter runs about 45 times); its promise, torch seeded, holds on import."""
+    import subprocess
+    import sys
+
+    def run(script):
+        return subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, cwd=demo_project
+        )
+
+    result = run(CPU_CHAPTER)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
+    # the check can fail: without the Chapter's hook torch is imported unseeded
+    no_hook = CPU_CHAPTER.replace(
+        "ch = Chapter(",
+        "import implicit_bias.core.chapter as c\n"
+        "c.seed_torch_when_imported = lambda seed: None\nch = c.Chapter(",
+    )
+    assert "torch was not seeded" in run(no_hook).stderr

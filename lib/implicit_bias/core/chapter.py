@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
+import importlib.util
 import json
 import os
 import sys
@@ -93,6 +95,48 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
     return load_profiles_file(path, chapter)[profile]
 
 
+def device_name(device) -> str:
+    """What `device.resolve_device(device)` names ("cpu", "cuda:0", ...), with its errors; the
+    CPU is named without importing torch."""
+    if str(device).strip().lower() == "cpu":
+        return "cpu"
+    from .device import resolve_device
+
+    return str(resolve_device(device))
+
+
+class _SeedOnImport(importlib.abc.MetaPathFinder):
+    """Seeds torch's global generator as soon as torch is first imported."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # once, and so that the lookup below finds the real torch
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, seed = spec.loader.exec_module, self.seed
+
+        def exec_and_seed(module):
+            exec_module(module)
+            module.manual_seed(seed)
+
+        spec.loader.exec_module = exec_and_seed  # type: ignore[method-assign]
+        return spec
+
+
+def seed_torch_when_imported(seed: int) -> None:
+    """`torch.manual_seed(seed)` now if torch is loaded, else right after its first import."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+        return
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _SeedOnImport)]
+    sys.meta_path.insert(0, _SeedOnImport(seed))
+
+
 class Chapter:
     """Everything a chapter notebook needs, for one (chapter, profile, device) run.
 
@@ -119,9 +163,8 @@ class Chapter:
             else (load_profile(chapter, profile), {})
         )
         claims_module.load_claims(chapter)  # a malformed claims file fails before computing
-        from .device import resolve_device  # torch: not imported by the runner's process
-
-        self.device = resolve_device(device)
+        self.device_name = device_name(device)  # validated here; the CPU is named without torch
+        self._device = None if isinstance(device, str) else device
         self.workers = self._workers_from_profile()  # checked here: a bad value fails at once
         self.refresh = bool(refresh)
         self.results_dir = chapter_results(profile, chapter)
@@ -132,14 +175,26 @@ class Chapter:
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
         if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
             _log_warnings(self.run_log.with_name("warnings.log"))
-        import torch  # here: the runner imports this module and computes nothing
+        if threads is not None or self.device_name != "cpu" or "torch" in sys.modules:
+            import torch  # here: the runner imports this module and computes nothing
 
-        if threads is not None:
-            torch.set_num_threads(threads)
-        torch.manual_seed(0)
+            if threads is not None:
+                torch.set_num_threads(threads)
+            torch.manual_seed(0)
+        else:  # a chapter that computes with numpy alone never pays torch's 2 s import
+            seed_torch_when_imported(0)
+
+    @property
+    def device(self):
+        """This run's `torch.device` (torch is imported on first use)."""
+        if self._device is None:
+            from .device import resolve_device
+
+            self._device = resolve_device(self.device_name)
+        return self._device
 
     def __repr__(self) -> str:
-        return f"Chapter({self.chapter!r}, profile={self.profile!r}, device={str(self.device)!r})"
+        return f"Chapter({self.chapter!r}, profile={self.profile!r}, device={self.device_name!r})"
 
     def profile_table(self) -> pd.DataFrame:
         rows = [{"parameter": k, "value": str(v)} for k, v in self.config.items()]
@@ -158,13 +213,20 @@ class Chapter:
                 )
             elif self.custom:
                 title += " (custom run: no parameter differs from it)"
-            from .device import describe_device
-
-            display(Markdown(f"{title} on {describe_device(self.device)}"))
+            display(Markdown(f"{title} on {self.describe_device()}"))
             display(table)
         except ImportError:
             pass
         return None
+
+    def describe_device(self) -> str:
+        """The GPU's model, or the CPU with torch's thread count (plain "CPU" while torch is
+        not loaded: a chapter that computes with numpy alone)."""
+        if self.device_name == "cpu" and "torch" not in sys.modules:
+            return "CPU"
+        from .device import describe_device
+
+        return describe_device(self.device)
 
     def _workers_from_profile(self) -> int:
         """Worker processes for this run's sweeps: the profile's `workers` (default 1); "auto"
@@ -172,7 +234,7 @@ class Chapter:
         which one process keeps busy."""
         setting = self.config.get("workers", 1)
         if setting == "auto":
-            return (os.cpu_count() or 1) if self.device.type == "cpu" else 1
+            return (os.cpu_count() or 1) if self.device_name == "cpu" else 1
         if not isinstance(setting, int) or setting < 1:
             raise ProfileError(
                 f"{self.chapter}/{self.profile}: workers must be a positive "
@@ -204,7 +266,7 @@ class Chapter:
             backend = (
                 "dask" if os.environ.get(DASK_ENV) else ("joblib" if n_jobs != 1 else "serial")
             )
-        tasks = [{**task, "device": str(self.device)} for task in tasks]
+        tasks = [{**task, "device": self.device_name} for task in tasks]
         outcome = SweepOutcome(name)
         results = sweep(
             fn,
@@ -236,7 +298,7 @@ class Chapter:
         log = {
             "chapter": self.chapter,
             "profile": self.profile,
-            "device": str(self.device),
+            "device": self.device_name,
             "sweeps": [o.to_json() for o in self.outcomes],
         }
         tmp = self.run_log.with_name(f".{self.run_log.name}.{os.getpid()}.tmp")

@@ -23,6 +23,7 @@ from .chapter import (
     chapters,
     check_chapter,
     check_profile,
+    device_name,
     known_chapters,
 )
 from .kernels import kernels_state
@@ -54,16 +55,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, chapter: str, summary: dict):
         super().__init__(chapter)
         self.chapter, self.summary = chapter, summary
-
-
-def device_name(device: str) -> str:
-    """What `device.resolve_device(device)` names ("cpu", "cuda:0", ...), with its errors; the
-    CPU is named without importing torch, which the runner's own process never needs."""
-    if str(device).strip().lower() == "cpu":
-        return "cpu"
-    from .device import resolve_device
-
-    return str(resolve_device(device))
 
 
 def validate(requested, profile: str, device: str) -> list[str]:
