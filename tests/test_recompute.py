@@ -10,9 +10,10 @@ machine's own kernels: `benchmarks/recompute_spread.py`).
 
 Every process of the book computes with the pinned AVX2 kernels (`core.kernels`), so the main
 check is one recompute of the cheapest task of every code path under the pin
-(`Haswell-1thread`, what the pin selects), split over two processes balanced by cost. The
-smoke profile's cache is committed as well, and a code path's cheapest task is taken from the
-smoke or the paper entries, whichever is cheaper (about 60 s of tasks instead of 280). The
+(`Haswell-1thread`, what the pin selects), by two processes that take the tasks from one
+queue, the longest first (`recompute --share`), so that both finish together. The smoke
+profile's cache is committed as well, and a code path's cheapest task is taken from the smoke
+or the paper entries, whichever is cheaper (about 60 s of tasks instead of 280). The
 foreign kernel generations cannot occur under the pin; they are checked on request:
 `IMPLICIT_BIAS_RECOMPUTE_FOREIGN=1` runs the earlier plan (Prescott with 1 thread, Sandybridge
 with 2 and Haswell with 1: every task function whose cheapest task takes under `HEAVY_SECONDS`
@@ -105,11 +106,14 @@ def _run(
     parallel: int,
     env_of: dict[str, str] | None = None,
     profiles: tuple[str, ...] = ("paper",),
+    share: bool = False,
 ) -> list[str]:
     """Run each plan entry in its own process, under the kernel configuration it is named
-    after (or `env_of[name]`), on the cheapest committed tasks of `profiles`."""
+    after (or `env_of[name]`), on the cheapest committed tasks of `profiles`; with `share`,
+    the processes (given the same functions) take the tasks from one queue."""
     failures, pending = [], list(configs_and_functions.items())
-    running = []
+    running, done = [], set()
+    queue = ["--share", str(tmp_path / "queue")] if share else []
     while pending or running:
         while pending and len(running) < parallel:
             name, functions = pending.pop(0)
@@ -132,6 +136,7 @@ def _run(
                             str(out),
                             "--functions",
                             *functions,
+                            *queue,
                         ],
                         env=kernel_env((env_of or {}).get(name, name)),
                         stdout=subprocess.PIPE,
@@ -146,7 +151,11 @@ def _run(
             failures.append(f"== {name} (exit {proc.returncode})\n{log[-3000:]}")
             continue
         recomputed = {row["fn"] for row in json.loads(out.read_text())["tasks"]}
-        assert recomputed == set(functions), (name, sorted(set(functions) - recomputed))
+        if not share:
+            assert recomputed == set(functions), (name, sorted(set(functions) - recomputed))
+        done |= recomputed
+    wanted = set().union(*map(set, configs_and_functions.values()))
+    assert failures or done == wanted, sorted(wanted - done)
     return failures
 
 
@@ -168,9 +177,9 @@ def test_committed_results_recompute_under_other_cpu_kernels(tmp_path):
         plan, parallel = assign(costs, ALL_FOREIGN, heavy=math.inf), 2
     elif os.environ.get("IMPLICIT_BIAS_RECOMPUTE_FOREIGN") == "1":
         plan, parallel = assign(costs, FOREIGN, HEAVY_SECONDS, SLOWDOWN), len(FOREIGN)
-    else:  # the pinned kernels, every function once, over two processes
-        halves = ("pinned-a", "pinned-b")
-        plan = {k: v for k, v in assign(costs, halves, heavy=0.0).items() if v}
-        parallel, env_of = 2, dict.fromkeys(halves, PINNED)
-    failures = _run(plan, chapters, tmp_path, parallel, env_of, profiles)
+    else:  # the pinned kernels, every function once, two processes sharing one queue
+        pair = ("pinned-a", "pinned-b")
+        plan, parallel, env_of = dict.fromkeys(pair, sorted(costs)), 2, dict.fromkeys(pair, PINNED)
+    share = env_of is not None
+    failures = _run(plan, chapters, tmp_path, parallel, env_of, profiles, share)
     assert not failures, "\n".join(failures)

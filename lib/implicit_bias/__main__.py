@@ -177,6 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FN",
         help="only these task functions (module:name or name)",
     )
+    recompute.add_argument(
+        "--share",
+        default=None,
+        metavar="DIR",
+        help="a work queue shared with other recompute processes given the same tasks: each "
+        "task is recomputed by the first process to reach it (heaviest first)",
+    )
     claims = sub.add_parser(
         "claims",
         help="claims commands: `claims registered` shows, from git, whether each claim was "
@@ -481,7 +488,7 @@ def _other_commands(args) -> int:
     if args.command == "recompute":
         import json
 
-        from .core.verify import cheapest_entries, load_tolerances, recompute
+        from .core.verify import cheapest_entries, claim_in, load_tolerances, recompute
 
         entries = cheapest_entries(args.chapters or None, tuple(args.profile))
         if args.functions:
@@ -494,7 +501,10 @@ def _other_commands(args) -> int:
             )
             return 2
         tolerances = load_tolerances(Path(args.tolerances) if args.tolerances else None)
-        report = recompute(entries, tolerances)
+        if args.share:  # the longest first, so that the processes finish together
+            entries = entries[::-1]
+        claim = claim_in(Path(args.share)) if args.share else None
+        report = recompute(entries, tolerances, claim=claim)
         for row in report["tasks"]:
             status = "ok" if not row["problems"] else f"{len(row['problems'])} mismatches"
             print(f"  {row['fn']:<55} {row['seconds']:>7.1f} s  {status}")

@@ -213,3 +213,13 @@ def test_packed_signs_may_flip_within_their_measured_share():
     assert problems and spread["pred_val"]["signs"] == pytest.approx(0.01)
     # a sign entry does not stand in for a number's tolerance
     assert verify.tolerance(allow, fn, "pred_val") == (0.0, 0.0)
+
+
+def test_a_shared_queue_gives_each_entry_to_the_first_process_only(tmp_path):
+    from implicit_bias.core.verify import claim_in
+
+    first, second = claim_in(tmp_path / "queue"), claim_in(tmp_path / "queue")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert first(a) and not second(a) and not first(a)
+    assert second(b) and not first(b)
+    assert claim_in(tmp_path / "other")(a)  # another queue knows nothing of these

@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -330,15 +332,42 @@ def cheapest_entries(
     return [(c, p, e) for _, c, p, e in sorted(best.values(), key=lambda v: v[0])]
 
 
-def recompute(entries, tolerances: dict | None = None, progress: bool = True) -> dict:
+def claim_in(folder: Path) -> Callable[[Path], bool]:
+    """A work queue shared by processes given the same entries: `claim(path)` is true for the
+    first process that asks for an entry (an exclusively created marker file in `folder`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def claim(path: Path) -> bool:
+        marker = folder / hashlib.sha256(str(path.resolve()).encode()).hexdigest()
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
+
+    return claim
+
+
+def recompute(
+    entries,
+    tolerances: dict | None = None,
+    progress: bool = True,
+    claim: Callable[[Path], bool] | None = None,
+) -> dict:
     """Recompute each entry's task and compare with its stored result. Returns
     {"ok": bool, "tasks": [{chapter, fn, file, seconds, problems, spread, result}]} (the
-    recomputed result too, so that spreads can be derived again under another rule)."""
+    recomputed result too, so that spreads can be derived again under another rule).
+
+    With `claim` (`claim_in`), only the entries this process claims first: processes sharing
+    a queue take the entries in turn as each finishes one, which balances them by the time
+    the tasks take now (recorded times are another machine's, and another load's)."""
     import time
 
     tolerances = load_tolerances() if tolerances is None else tolerances
     rows = []
     for chapter, path, entry in entries:
+        if claim is not None and not claim(path):
+            continue
         start = time.perf_counter()
         fn = entry["fn"]
         if progress:
