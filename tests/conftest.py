@@ -42,16 +42,6 @@ def pytest_xdist_make_scheduler(config, log):
     return BookGroupScheduling(config, log)
 
 
-def pytest_configure(config):
-    """The committed smoke cache's stale entries, listed before any test can run the smoke
-    book (which recomputes them): `test_book.test_committed_smoke_cache_is_fresh` reads it."""
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        return  # pytest-xdist's controller runs no test
-    from implicit_bias.core.verify import stale_entries
-
-    config.stale_smoke_entries = stale_entries("smoke", root=ROOT / "results")
-
-
 @pytest.fixture
 def demo_project(tmp_path, monkeypatch):
     """A throwaway project root holding the demo chapter (its results land in tmp_path)."""
@@ -65,7 +55,18 @@ def demo_project(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def _smoke_runs():
+def stale_smoke_entries():
+    """The committed smoke cache's stale entries, listed before the smoke book runs (which
+    recomputes them: `_smoke_runs` asks for this first), for
+    `test_book.test_committed_smoke_cache_is_fresh`; in the one worker that runs the book (the
+    other need not fingerprint every task function)."""
+    from implicit_bias.core.verify import stale_entries
+
+    return stale_entries("smoke", root=ROOT / "results")
+
+
+@pytest.fixture(scope="session")
+def _smoke_runs(stale_smoke_entries):
     return {}
 
 

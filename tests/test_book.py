@@ -58,12 +58,12 @@ def test_figures_match_baselines(smoke_chapter, chapter):
     assert not problems, f"figure report: {page}\n" + "\n".join(problems)
 
 
-def test_committed_smoke_cache_is_fresh(pytestconfig):
+def test_committed_smoke_cache_is_fresh(stale_smoke_entries):
     """The smoke cache is committed so that `make test` renders the smoke book from it and
     recomputes nothing: an entry the current code would not produce (listed when the session
     started, before the smoke book ran) is recomputed by every test run until its chapter's
     fresh cache is committed."""
-    stale = pytestconfig.stale_smoke_entries
+    stale = stale_smoke_entries
     chapters_ = sorted({s["chapter"] for s in stale})
     assert not stale, (
         f"{len(stale)} stale entries of the committed smoke cache "
