@@ -81,12 +81,15 @@ CHAPTERS_WITH_UNCONVERGED = [
 ]
 
 
-def moved_claims(chapter: str, entries, tmp_path: Path) -> tuple[list[str], int]:
+def moved_claims(
+    chapter: str, entries, tmp_path: Path, results: Path = PAPER.parent, profile: str = "paper"
+) -> tuple[list[str], int]:
     """Claims of `chapter` whose values move when the entries `entries(folder)` picks from a
-    copy of its committed paper cache are poisoned, and how many entries that was."""
+    copy of its committed `profile` cache (under `results`) are poisoned, and how many entries
+    that was."""
     copy = tmp_path / "results"
-    shutil.copytree(PAPER / chapter, copy / "paper" / chapter)
-    paths = entries(copy / "paper" / chapter)
+    shutil.copytree(results / profile / chapter, copy / profile / chapter)
+    paths = entries(copy / profile / chapter)
     for path in paths:
         poison_entry(path)
     env = {**os.environ, "IMPLICIT_BIAS_RESULTS": str(copy)}
@@ -98,7 +101,7 @@ def moved_claims(chapter: str, entries, tmp_path: Path) -> tuple[list[str], int]
             "run",
             chapter,
             "--profile",
-            "paper",
+            profile,
             "--device",
             "cpu",
         ],
@@ -109,8 +112,10 @@ def moved_claims(chapter: str, entries, tmp_path: Path) -> tuple[list[str], int]
         timeout=900,
     )
     assert "0 computed" in run.stdout + run.stderr, run.stdout + run.stderr
-    committed = claim_values(json.loads((PAPER / "claims" / f"{chapter}.json").read_text()))
-    now = claim_values(json.loads((copy / "paper" / "claims" / f"{chapter}.json").read_text()))
+    committed = claim_values(
+        json.loads((results / profile / "claims" / f"{chapter}.json").read_text())
+    )
+    now = claim_values(json.loads((copy / profile / "claims" / f"{chapter}.json").read_text()))
     return sorted(c for c in committed if committed[c] != now.get(c)), len(paths)
 
 
@@ -123,14 +128,21 @@ def test_no_claim_reads_an_unconverged_run(chapter, tmp_path):
     )
 
 
-def test_a_claim_that_reads_the_poisoned_runs_is_found(tmp_path):
-    """The check can fail: poison warped_imd's converged ReLU runs instead, which Theorem 4's
-    ReLU claim reads (its unconverged ones are filtered out by the chapter)."""
-
-    def converged_relu(folder: Path) -> list[Path]:
-        bad = set(unconverged_entries(folder))
-        return [p for p in sorted((folder / "relu").glob("*.json")) if p not in bad]
-
-    moved, n = moved_claims("warped_imd", converged_relu, tmp_path)
-    assert n == 3
-    assert "thm4_excludes_relu" in moved
+def test_a_claim_that_reads_an_unconverged_run_is_found(demo_project, tmp_path):
+    """The check can fail: the demo chapter reads every run it computed; once one of them is
+    marked unconverged (re-signed, so the cache takes it), poisoning it moves a claim."""
+    run = subprocess.run(
+        [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = demo_project / "results"
+    first = sorted((results / "smoke" / "demo" / "moments").glob("*.json"))[0]
+    entry = json.loads(first.read_text())
+    entry["result"]["status"] = UNCONVERGED
+    entry["checksum"] = sweep_module._checksum(entry)
+    first.write_text(json.dumps(entry))
+    moved, n = moved_claims("demo", unconverged_entries, tmp_path, results, "smoke")
+    assert n == 1
+    assert moved == ["mean_is_small", "variance_is_two"]
