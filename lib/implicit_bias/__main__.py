@@ -221,7 +221,7 @@ def custom_profiles(args) -> tuple[list[str], dict]:
     profile), every one validated before anything runs; raises ValueError (the schema's
     message for a bad key or value)."""
     from .core.overrides import custom_profile
-    from .core.runner import validate
+    from .core.runner import validate, validate_device
 
     from_file = args.profile not in PROFILES
     if from_file and not Path(args.profile).is_file():
@@ -229,7 +229,7 @@ def custom_profiles(args) -> tuple[list[str], dict]:
             f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}, or "
             "a profile file (path/to/file.yaml)"
         )
-    selected = validate(args.chapters, PROFILES[0] if from_file else args.profile, args.device)
+    selected = validate(args.chapters, PROFILES[0] if from_file else args.profile)
     if from_file and len(selected) != 1:
         raise ValueError(
             "a profile file holds the profile of one chapter: name it "
@@ -243,6 +243,7 @@ def custom_profiles(args) -> tuple[list[str], dict]:
             problems.append(str(err))
     if problems:
         raise ValueError("\n".join(problems))
+    validate_device(args.device)  # last: `auto` imports torch
     return selected, customs
 
 

@@ -57,15 +57,22 @@ class Interrupted(KeyboardInterrupt):
         self.chapter, self.summary = chapter, summary
 
 
-def validate(requested, profile: str, device: str) -> list[str]:
-    """Check every argument before running anything; raise ValueError listing valid values."""
-    check_profile(profile)
+def validate_device(device: str) -> str:
+    """The device's name, or a ValueError listing the valid devices. `auto` and `cuda` import
+    torch, to ask whether CUDA is there: checked after every other argument, so that a mistake
+    elsewhere is reported without that 2 s import."""
     try:
-        device_name(device)
+        return device_name(device)
     except ValueError as err:
         from .device import VALID_DEVICES
 
         raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
+
+
+def validate(requested, profile: str, device: str | None = None) -> list[str]:
+    """Check every argument before running anything (`device` last, unless left to the
+    caller's `validate_device`); raise ValueError listing valid values."""
+    check_profile(profile)
     selected = list(requested) or chapters()
     for chapter in selected:
         check_chapter(chapter)
@@ -74,6 +81,8 @@ def validate(requested, profile: str, device: str) -> list[str]:
             raise ValueError(f"chapter {chapter!r} has no notebook at {notebook_source(chapter)}")
     for chapter in selected:  # a malformed claims file stops the run before anything is written
         claims_module.load_claims(chapter)
+    if device is not None:
+        validate_device(device)
     return selected
 
 
