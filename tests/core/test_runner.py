@@ -21,7 +21,7 @@ def cli(*args, env=None):
     [
         (["run", "gln_norm", "--profile", "nonsense"], "valid: smoke, paper"),
         (["run", "no_such_chapter"], "unknown chapter 'no_such_chapter'; valid:"),
-        (["run", "gln_norm", "--device", "tpu"], "valid devices"),
+        (["run", "gln_norm", "--device", "tpu"], "valid values: auto, cpu, cuda, cuda:N\n"),
     ],
 )
 def test_cli_rejects_bad_arguments(args, message):

@@ -66,7 +66,10 @@ def validate_device(device: str) -> str:
     except ValueError as err:
         from .device import VALID_DEVICES
 
-        raise ValueError(f"{err} (valid devices: {', '.join(VALID_DEVICES)})") from None
+        message = str(err)  # an unknown device's message lists them already
+        if "valid values" not in message:
+            message += f" (valid devices: {', '.join(VALID_DEVICES)})"
+        raise ValueError(message) from None
 
 
 def validate(requested, profile: str, device: str | None = None) -> list[str]:
