@@ -175,14 +175,12 @@ class Chapter:
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
         if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
             _log_warnings(self.run_log.with_name("warnings.log"))
-        if threads is not None or self.device_name != "cpu" or "torch" in sys.modules:
+        if threads is not None:
             import torch  # here: the runner imports this module and computes nothing
 
-            if threads is not None:
-                torch.set_num_threads(threads)
-            torch.manual_seed(0)
-        else:  # a chapter that computes with numpy alone never pays torch's 2 s import
-            seed_torch_when_imported(0)
+            torch.set_num_threads(threads)
+        # now if torch is loaded; a chapter that computes with numpy alone never pays its import
+        seed_torch_when_imported(0)
 
     @property
     def device(self):
