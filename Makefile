@@ -76,7 +76,7 @@ lock: ## rewrite requirements.lock from the environment (after changing pyprojec
 # (xz) and gpu-kit/run.sh, in parts of at most 64 MiB with the working tree; it prints the parts,
 # their sizes and the device commands. The build cache stays in .gpu-kit-cache/.
 gpu-kit: setup data ## build the offline GPU run kit (gpu-kit/, gpu-kit-N/): then `bash gpu-kit/run.sh` on the device
-	$(PY) -m implicit_bias.core.gpu_kit build
+	$(PY) -m implicit_bias.core.tools.gpu_kit build
 
 colab: setup ## write colab/<id>.ipynb, the chapters as Colab opens them (after editing notebooks/)
 	$(PY) -m implicit_bias colab

@@ -62,4 +62,4 @@ for site in "$WORK"/site-[0-9]*; do
   [ -d "$site" ] && case ":$SITES:" in *":$site:"*) ;; *) SITES="$SITES${SITES:+:}$site" ;; esac
 done
 export PYTHONPATH="$SITES:$ROOT/lib${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PY" -m implicit_bias.core.gpu_kit run --started "$STARTED" --work "$WORK" "$@"
+exec "$PY" -m implicit_bias.core.tools.gpu_kit run --started "$STARTED" --work "$WORK" "$@"

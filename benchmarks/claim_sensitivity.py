@@ -1,7 +1,7 @@
 """Do any claims depend on the CPU? Recompute the task functions whose outputs amplify round-off
 (`benchmarks/results/recompute_spread.md`) under other CPUs' kernels and compare the claims.
 
-For each configuration of `implicit_bias.core.verify.KERNEL_CONFIGS` and each chapter of
+For each configuration of `implicit_bias.core.tools.verify.KERNEL_CONFIGS` and each chapter of
 SENSITIVE, in
 a copy of the repository (`<work>/repo`, made once; data/raw is a symlink) and a results folder of
 its own (`<work>/results/<config>`, a copy of results/paper): delete the cache entries of the
@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
-from implicit_bias.core.verify import KERNEL_CONFIGS, compare_results, kernel_env  # noqa: E402
+from implicit_bias.core.tools.verify import KERNEL_CONFIGS, compare_results, kernel_env  # noqa: E402
 
 SENSITIVE = {
     "tensor_networks": ["implicit_bias.chapters.tensor_networks.tasks:classification_task"],

@@ -53,7 +53,9 @@ SAFETY = 10.0
 RTOL_FLOOR = 1e-8
 ATOL_FLOOR = 1e-12
 TOO_LOOSE = 1e-2
-PNG_RMS = 8.0  # implicit_bias.core.regression.PNG_RMS_TOLERANCE: the book test's image tolerance
+PNG_RMS = (
+    8.0  # implicit_bias.core.site.regression.PNG_RMS_TOLERANCE: the book test's image tolerance
+)
 OUT = Path(__file__).resolve().parent / "results" / "figure_spread"
 
 
@@ -284,9 +286,10 @@ def check_baselines(
     figures: pd.DataFrame, reference: Path, baselines: Path, profile: str = "smoke"
 ) -> dict[str, list[str]]:
     """{chapter/figure: problems} of the reference run against the baselines, each figure
-    compared with its derived tolerance (as `implicit_bias.core.regression.compare_tables` does)."""
+    compared with its derived tolerance (as
+    `implicit_bias.core.site.regression.compare_tables` does)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-    from implicit_bias.core.regression import compare_tables
+    from implicit_bias.core.site.regression import compare_tables
 
     failing = {}
     for row in figures.itertuples():

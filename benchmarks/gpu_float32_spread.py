@@ -66,7 +66,7 @@ def spread(float64: pd.DataFrame, float32: pd.DataFrame) -> tuple[float, float, 
 
 
 def main(chapter: str, float64_dir: Path) -> None:
-    from implicit_bias.core.regression import figure_baseline_dir
+    from implicit_bias.core.site.regression import figure_baseline_dir
 
     rows, yaml_lines = [], [f"{chapter}:"]
     for meta_path in sorted(float64_dir.glob("*.json")):

@@ -6,7 +6,7 @@ task parameters (the `device` key, added to every task by the new cache, is igno
 claims reports' metric values and statuses. For each task function and output it gives the
 number of tasks compared and the largest change, relative for values of the output's own scale
 and absolute for its round-off-level values (the rule of
-`implicit_bias.core.verify.compare_results`).
+`implicit_bias.core.tools.verify.compare_results`).
 
 Where the task code did not change, a change is the CPU: the earlier results were computed on
 other machines (AVX-512 kernels and others) than the recomputation.
@@ -22,7 +22,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from implicit_bias.core.verify import committed_entries, compare_results
+from implicit_bias.core.tools.verify import committed_entries, compare_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_TOLERANCE = {"default": {"rtol": 0.0, "atol": 0.0}, "functions": {}}

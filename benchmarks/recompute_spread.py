@@ -5,7 +5,7 @@ The cheapest committed task of every task function is recomputed (`python -m imp
 recompute`) under each configuration below: the measuring machine's own kernels and the BLAS
 kernels other x86-64 CPUs select for numpy/scipy (`OPENBLAS_CORETYPE` Prescott, Sandybridge,
 Haswell) and for torch (`MKL_CBWR`, `ATEN_CPU_CAPABILITY`), each with 1 and 2 threads
-(`implicit_bias.core.verify.KERNEL_CONFIGS`). For every output of every task function
+(`implicit_bias.core.tools.verify.KERNEL_CONFIGS`). For every output of every task function
 the largest deviation from the committed value over all configurations is the measured spread, and
 
     rtol = 10 x (largest relative deviation of the values of the output's own scale), >= 1e-10
@@ -13,7 +13,7 @@ the largest deviation from the committed value over all configurations is the me
 
 where a value is small below max(1e-9, 1e-3 x the output's largest |value|) (round-off-level
 residuals and solver-tolerance-level errors, a vector's tiny components: their relative change
-says nothing; `implicit_bias.core.verify.SMALL`), each rounded up
+says nothing; `implicit_bias.core.tools.verify.SMALL`), each rounded up
 to one significant digit. The factor 10 leaves room for CPUs whose kernels were not among those
 measured (MKL's own code paths on Intel CPUs, newer ISAs), the floors for bit-level noise of
 float64. Packed prediction signs may differ in at most 10 x the largest share of flipped
@@ -34,8 +34,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from implicit_bias.core.verify import KERNEL_CONFIGS as CONFIGS
-from implicit_bias.core.verify import compare_results, kernel_env
+from implicit_bias.core.tools.verify import KERNEL_CONFIGS as CONFIGS
+from implicit_bias.core.tools.verify import compare_results, kernel_env
 
 ROOT = Path(__file__).resolve().parents[1]
 REL_FLOOR, ABS_FLOOR, FACTOR = 1e-10, 1e-15, 10.0
@@ -189,7 +189,7 @@ def previous_records(measured: set[str]) -> dict:
     not measure (other chapters, measured before): kept as they are, so that measuring one
     chapter leaves the others' tolerances in place. Functions that no longer exist are
     dropped."""
-    from implicit_bias.core.sweep import load_function
+    from implicit_bias.core.engine.sweep import load_function
 
     kept: dict = {"blocks": {}, "rows": [], "amplified": [], "seconds": []}
     path = ROOT / "data" / "tolerances" / "recompute.yaml"

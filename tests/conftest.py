@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 # Before any test module imports numpy or torch: the tests compute with the kernels the book
-# pins (`implicit_bias.core.kernels`), so a test's numbers are the same on every AVX2 CPU. Without
+# pins (`implicit_bias.core.engine.kernels`), so a test's numbers are the same on every AVX2 CPU.
+# Without
 # it numpy kept its own AVX-512 loops here, and on a Zen 5 CPU the tensor chapter's Newton solve of
 # Cor. 6 stopped at a KKT residual of 5e-10 instead of 1e-15 (its line search cannot resolve the
 # last decrease), failing a test that an AVX2 machine passes.
@@ -60,7 +61,7 @@ def stale_smoke_entries():
     recomputes them: `_smoke_runs` asks for this first), for
     `test_book.test_committed_smoke_cache_is_fresh`; in the one worker that runs the book (the
     other need not fingerprint every task function)."""
-    from implicit_bias.core.verify import stale_entries
+    from implicit_bias.core.tools.verify import stale_entries
 
     return stale_entries("smoke", root=ROOT / "results")
 
@@ -98,7 +99,7 @@ def _selected_chapters(session) -> list[str]:
 
 
 def _run_smoke(chapter: str) -> dict:
-    from implicit_bias.core.runner import run_chapter
+    from implicit_bias.core.tools.runner import run_chapter
 
     return run_chapter(chapter, "smoke", "cpu")
 
@@ -128,7 +129,7 @@ def smoke_chapter(_smoke_runs, chapter, request):
     session and only for the chapters a selection asks for (`pytest -k gln_norm` runs one).
     The first use executes every chapter the session will need, two at a time, where the machine
     has two cores or more."""
-    from implicit_bias.core.runner import run_chapter
+    from implicit_bias.core.tools.runner import run_chapter
 
     if not _smoke_runs and (os.cpu_count() or 1) >= 2:
         selected = _selected_chapters(request.session)
@@ -150,7 +151,7 @@ def smoke_chapter(_smoke_runs, chapter, request):
 def smoke_book(_smoke_runs):
     """Every chapter of the book executed at the smoke profile (for the website test)."""
     from implicit_bias.core.chapter import chapters
-    from implicit_bias.core.runner import run_chapter
+    from implicit_bias.core.tools.runner import run_chapter
 
     missing = [c for c in chapters() if c not in _smoke_runs]
     if len(missing) > 1 and (os.cpu_count() or 1) >= 2:

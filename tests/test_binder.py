@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import tomllib
 
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 ROOT = project_root()
 

@@ -8,15 +8,21 @@ import json
 import pytest
 
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.claims import OK_STATUSES, load_claims, load_report, reevaluate, stale_code
-from implicit_bias.core.paths import figures_dir, project_root
-from implicit_bias.core.regression import (
+from implicit_bias.core.engine.paths import figures_dir, project_root
+from implicit_bias.core.site.regression import (
     baseline_figures,
     compare_figure_report,
     report_folder,
     write_report,
 )
-from implicit_bias.core.verify import recompute_command, stale_entries
+from implicit_bias.core.tools.verify import recompute_command, stale_entries
+from implicit_bias.core.verdicts.claims import (
+    OK_STATUSES,
+    load_claims,
+    load_report,
+    reevaluate,
+    stale_code,
+)
 
 pytestmark = pytest.mark.book
 CHAPTERS = chapters()

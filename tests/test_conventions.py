@@ -139,7 +139,8 @@ def test_every_yaml_file_parses():
 
 # ---- one decision rule for comparisons -------------------------------------------------------
 # Words by which a quote compares two things or states a spread-bearing bound; such a claim is
-# decided by core.decision on per-seed evidence, or says why one deterministic value decides it.
+# decided by core.verdicts.decision on per-seed evidence, or says why one deterministic value
+# decides it.
 COMPARATIVE = re.compile(
     r"\b(better|outperform\w*|worse|beats?|similar\w*|match(es|ed)?|comparabl\w*|than|"
     r"consistent|superior|inferior)\b",
@@ -189,7 +190,7 @@ def test_the_comparison_check_finds_other_rules():
 
 
 def test_no_z_score_helpers_in_chapter_analyses():
-    """Chapters compare through core.decision, not a z-score of their own."""
+    """Chapters compare through core.verdicts.decision, not a z-score of their own."""
     hits = [
         str(p.relative_to(ROOT))
         for p in (ROOT / "lib" / "implicit_bias" / "chapters").rglob("*.py")

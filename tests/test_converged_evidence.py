@@ -1,11 +1,11 @@
 """No claim of any chapter rests on an unconverged run, checked on the committed paper results.
 
 Every cached run stopped by a step or iteration cap says so (`status: unconverged`, or a
-solver's `optimal_inaccurate`: any status outside `core.evidence.CONVERGED`). The test
+solver's `optimal_inaccurate`: any status outside `core.verdicts.evidence.CONVERGED`). The test
 copies each chapter that has such runs, changes every number those runs hold (re-signed, so the
 cache still takes them), executes the chapter's paper profile from that copy (nothing is
 recomputed) and compares its claims with the committed ones: a claim whose value moved read an
-unconverged run. A chapter that filters its runs through `implicit_bias.core.evidence.
+unconverged run. A chapter that filters its runs through `implicit_bias.core.verdicts.evidence.
 converged_runs` gives the same claims bit for bit. Runs inside one batched task that report
 their own convergence (a `converged` list or rows) are the chapter's to filter, and are not
 poisoned here.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core import sweep as sweep_module
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.evidence import CONVERGED
+from implicit_bias.core.engine import sweep as sweep_module
+from implicit_bias.core.verdicts.evidence import CONVERGED
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "results" / "paper"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 ROOT = project_root()
 UNREACHABLE = re.compile(

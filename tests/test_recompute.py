@@ -2,13 +2,14 @@
 
 The cheapest committed task of every task function is recomputed under the BLAS kernels that
 other CPUs select (`OPENBLAS_CORETYPE` for numpy and scipy; `MKL_CBWR` and
-`ATEN_CPU_CAPABILITY` for torch; see `implicit_bias.core.verify.KERNEL_CONFIGS`), each configuration
+`ATEN_CPU_CAPABILITY` for torch; see `implicit_bias.core.tools.verify.KERNEL_CONFIGS`), each
+configuration
 in its own process, and every output is compared with the committed one within the tolerance of
 `data/tolerances/recompute.yaml`, which was derived from the spread measured across all of
 `KERNEL_CONFIGS` (the three kernel generations with 1 and 2 threads, and the measuring
 machine's own kernels: `benchmarks/recompute_spread.py`).
 
-Every process of the book computes with the pinned AVX2 kernels (`core.kernels`), so the main
+Every process of the book computes with the pinned AVX2 kernels (`core.engine.kernels`), so the main
 check is one recompute of the cheapest task of every code path under the pin
 (`Haswell-1thread`, what the pin selects), by two processes that take the tasks from one
 queue, the longest first (`recompute --share`), so that both finish together. The smoke
@@ -32,8 +33,8 @@ import sys
 
 import pytest
 
-from implicit_bias.core.paths import project_root
-from implicit_bias.core.verify import (
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.tools.verify import (
     KERNEL_CONFIGS,
     cheapest_entries,
     committed_entries,
@@ -43,9 +44,8 @@ from implicit_bias.core.verify import (
 pytestmark = pytest.mark.book
 
 FOREIGN = ("Prescott-1thread", "Sandybridge-2threads", "Haswell-1thread")
-PINNED = (
-    "Haswell-1thread"  # the kernels core.kernels pins: what every run of the book computes with
-)
+# the kernels core.engine.kernels pins: what every run of the book computes with
+PINNED = "Haswell-1thread"
 ALL_FOREIGN = tuple(name for name in KERNEL_CONFIGS if not name.startswith("native"))
 HEAVY_SECONDS = 5.0  # recorded compute time of the cheapest task
 # Time of a recompute under each configuration relative to Haswell with 1 thread, measured on the

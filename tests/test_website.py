@@ -19,7 +19,7 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 pytestmark = pytest.mark.website
 ROOT = project_root()
@@ -45,7 +45,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def built_site(smoke_book):
-    from implicit_bias.core.status_page import write_status_page
+    from implicit_bias.core.site.status_page import write_status_page
 
     write_status_page()
     shutil.rmtree(HTML, ignore_errors=True)  # no stale pages from earlier builds
@@ -174,7 +174,7 @@ def test_the_page_check_finds_broken_links_missing_images_and_raw_tex():
 def test_chapter_pages_show_figures_and_claims(built_site):
     """Every figure the chapter saved is shown numbered, with a caption and alt text."""
     from implicit_bias.core.chapter import chapters
-    from implicit_bias.core.paths import figures_dir
+    from implicit_bias.core.engine.paths import figures_dir
 
     for chapter in chapters():
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
@@ -212,7 +212,7 @@ def outside_math(text: str) -> str:
 
 
 def test_alt_text_and_captions_carry_no_tex(built_site):
-    """Alt text and generated captions are spoken: TeX becomes Unicode (core.plotting._clean).
+    """Alt text and generated captions are spoken: TeX becomes Unicode (core.site.plotting._clean).
     A written caption's TeX is allowed only inside its inline math, which MathJax typesets
     (`test_caption_math_is_typeset_by_mathjax`)."""
     problems = []
@@ -399,7 +399,7 @@ def test_every_figure_shows_its_provenance(built_site):
     claims it checks (each link lands on its row of the claims table, and shows the status that
     row shows), profile and commit."""
     from implicit_bias.core.chapter import chapters
-    from implicit_bias.core.paths import figures_dir
+    from implicit_bias.core.engine.paths import figures_dir
 
     for chapter in chapters():
         page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
@@ -592,7 +592,7 @@ INLINE_DATA = re.compile(r"data:text/csv;base64,")
 def test_pages_link_figure_data_as_files_and_report_the_site_size(built_site, capsys):
     """No page inlines a figure's data (it downloads from a file beside the page); prints the
     site's size (whole site, pages, largest page)."""
-    from implicit_bias.core.website import site_size
+    from implicit_bias.core.site.website import site_size
 
     size = site_size(built_site)
     with capsys.disabled():  # in the test run's output, also when it passes
@@ -796,7 +796,7 @@ def status_link_problems(status_html: str, page_text) -> tuple[list[str], int]:
 
 def test_the_status_page_links_each_claim_to_its_row(built_site):
     from implicit_bias.core.chapter import chapters
-    from implicit_bias.core.status_page import chapter_title
+    from implicit_bias.core.site.status_page import chapter_title
 
     status = (built_site / "book" / "status.html").read_text()
     pages = functools.cache(lambda c: (built_site / "book" / "chapters" / f"{c}.html").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 ROOT = project_root()
 WORKFLOWS = ROOT / ".github" / "workflows"

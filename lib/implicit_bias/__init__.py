@@ -24,10 +24,11 @@ def _version() -> str:
 __version__ = _version()
 
 # When this process imported the package: a source file changed after this moment may no longer
-# be the code that runs, so code fingerprints refuse it (see `implicit_bias.core.fingerprint`).
+# be the code that runs, so code fingerprints refuse it (see
+# `implicit_bias.core.engine.fingerprint`).
 IMPORTED_AT = _time.time()
 
 # Before numpy and torch load: compute with the same CPU kernels on every AVX2 machine.
-from .core.kernels import pin_kernels as _pin_kernels  # noqa: E402
+from .core.engine.kernels import pin_kernels as _pin_kernels  # noqa: E402
 
 _pin_kernels()

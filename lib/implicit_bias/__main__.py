@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .core.paths import project_root
+from .core.engine.paths import project_root
 
-PROFILES = ("smoke", "paper")  # implicit_bias.core.claims.PROFILES, not imported here (pandas)
+# implicit_bias.core.engine.profiles.PROFILES, not imported here (jsonschema, for `--help`)
+PROFILES = ("smoke", "paper")
 
 EXAMPLES = """examples:
   python -m implicit_bias run gln_norm                      # one chapter, smoke profile
@@ -220,8 +221,8 @@ def custom_profiles(args) -> tuple[list[str], dict]:
     """The chapters `run` selected and, per chapter, its custom profile (None for a standard
     profile), every one validated before anything runs; raises ValueError (the schema's
     message for a bad key or value)."""
-    from .core.overrides import custom_profile
-    from .core.runner import validate, validate_device
+    from .core.engine.overrides import custom_profile
+    from .core.tools.runner import validate, validate_device
 
     from_file = args.profile not in PROFILES
     if from_file and not Path(args.profile).is_file():
@@ -262,7 +263,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        from .core.overrides import shown
+        from .core.engine.overrides import shown
 
         try:
             selected, customs = custom_profiles(args)
@@ -353,7 +354,7 @@ def main(argv=None) -> int:
             return 1
         return 0
     if args.command == "status":
-        from .core.runner import format_status
+        from .core.tools.runner import format_status
 
         print(format_status((args.profile,) if args.profile else PROFILES))
         return 0
@@ -361,7 +362,7 @@ def main(argv=None) -> int:
 
 
 def _run_all(args, selected, customs, start, report) -> None:
-    from .core.runner import run_chapter, without_progress_bars
+    from .core.tools.runner import run_chapter, without_progress_bars
 
     if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
         import multiprocessing
@@ -396,7 +397,7 @@ def _other_commands(args) -> int:
             return 2
     if args.command == "claims":
         from .core.chapter import chapters, check_chapter
-        from .core.registration import HistoryError, format_registrations
+        from .core.verdicts.registration import HistoryError, format_registrations
 
         try:
             selected = [check_chapter(c) for c in args.chapters] or chapters()
@@ -406,13 +407,18 @@ def _other_commands(args) -> int:
             return 2
         return 0
     if args.command == "status-page":
-        from .core.status_page import write_status_page
+        from .core.site.status_page import write_status_page
 
         print(write_status_page())
         return 0
     if args.command == "baselines":
         from .core.chapter import chapters, check_chapter
-        from .core.regression import baseline_changes, report_folder, write_baselines, write_report
+        from .core.site.regression import (
+            baseline_changes,
+            report_folder,
+            write_baselines,
+            write_report,
+        )
 
         selected = args.chapters or chapters()
         if args.figures and len(selected) != 1:
@@ -449,7 +455,7 @@ def _other_commands(args) -> int:
         return 0
     if args.command == "compare":
         from .core.chapter import chapters
-        from .core.runner import compare_with_reference
+        from .core.tools.runner import compare_with_reference
 
         for label, folder in (("reference", args.reference), ("candidate", args.candidate)):
             if not (Path(folder) / args.profile).is_dir():
@@ -469,7 +475,7 @@ def _other_commands(args) -> int:
             args.report,
         )
     if args.command == "stale":
-        from .core.verify import recompute_command, stale_entries
+        from .core.tools.verify import recompute_command, stale_entries
 
         stale_list = stale_entries(args.profile, args.chapters or None)
         if not stale_list:
@@ -489,7 +495,7 @@ def _other_commands(args) -> int:
     if args.command == "recompute":
         import json
 
-        from .core.verify import cheapest_entries, claim_in, load_tolerances, recompute
+        from .core.tools.verify import cheapest_entries, claim_in, load_tolerances, recompute
 
         entries = cheapest_entries(args.chapters or None, tuple(args.profile))
         if args.functions:
@@ -516,7 +522,7 @@ def _other_commands(args) -> int:
                 json.dump(report, handle, indent=1)
         return 0 if report["ok"] else 1
     if args.command == "new-chapter":
-        from .core.scaffold import ScaffoldError, new_chapter
+        from .core.tools.scaffold import ScaffoldError, new_chapter
 
         try:
             written = new_chapter(args.chapter, args.title, args.paper)
@@ -533,8 +539,8 @@ def _other_commands(args) -> int:
         )
         return 0
     if args.command == "colab":
-        from .core import colab
         from .core.chapter import chapters, check_chapter
+        from .core.site import colab
 
         try:
             selected = [check_chapter(c) for c in args.chapters] or chapters()
@@ -550,7 +556,7 @@ def _other_commands(args) -> int:
         print(f"{len(written)} written, {len(selected) - len(written)} up to date")
         return 0
     if args.command == "data":
-        from .core.data import DATASETS, DataError, fetch
+        from .core.engine.data import DATASETS, DataError, fetch
 
         try:
             for name in args.datasets or DATASETS:

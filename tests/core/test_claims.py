@@ -3,8 +3,8 @@ import json
 import pytest
 import yaml
 
-from implicit_bias.core import claims
-from implicit_bias.core.claims import ClaimsError, evaluate, load_claims, parse_expect
+from implicit_bias.core.verdicts import claims
+from implicit_bias.core.verdicts.claims import ClaimsError, evaluate, load_claims, parse_expect
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_committed_report_is_decided_again_from_its_stored_values():
 WRITER = """
 import sys
 from pathlib import Path
-from implicit_bias.core.claims import write_json_atomic
+from implicit_bias.core.verdicts.claims import write_json_atomic
 for i in range(300):
     write_json_atomic(Path(sys.argv[1]), {"writer": sys.argv[2], "i": i})
 """

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 import implicit_bias
-from implicit_bias.core import overrides
-from implicit_bias.core.overrides import (
+from implicit_bias.core.engine import overrides
+from implicit_bias.core.engine.overrides import (
     CustomProfile,
     apply_set,
     custom_profile,
@@ -24,8 +24,8 @@ from implicit_bias.core.overrides import (
     differences,
     parse_set,
 )
-from implicit_bias.core.paths import project_root
-from implicit_bias.core.schema import ProfileError
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.engine.profiles import ProfileError
 
 ROOT = project_root()
 COMMANDS = ["run", "status", "status-page", "baselines", "compare", "stale", "recompute", "data"]
@@ -36,7 +36,7 @@ HEAVY = (
     "papermill",
     "jupytext",
     "implicit_bias.core.chapter",
-    "implicit_bias.core.runner",
+    "implicit_bias.core.tools.runner",
 )
 
 
@@ -76,7 +76,7 @@ def test_help_is_fast_and_shows_examples():
 
 def test_profiles_of_the_command_line_are_the_libraries():
     from implicit_bias.__main__ import PROFILES
-    from implicit_bias.core.claims import PROFILES as CLAIMS_PROFILES
+    from implicit_bias.core.verdicts.claims import PROFILES as CLAIMS_PROFILES
 
     assert PROFILES == CLAIMS_PROFILES
 
@@ -272,7 +272,12 @@ def test_custom_run_writes_under_results_custom_and_the_kernel_reads_its_profile
     tmp_path, monkeypatch
 ):
     from implicit_bias.core.chapter import load_profile
-    from implicit_bias.core.paths import chapter_results, claims_results, figures_dir, results_root
+    from implicit_bias.core.engine.paths import (
+        chapter_results,
+        claims_results,
+        figures_dir,
+        results_root,
+    )
 
     monkeypatch.setenv("IMPLICIT_BIAS_RESULTS", str(tmp_path / "results"))
     monkeypatch.delenv(overrides.PROFILES_ENV, raising=False)

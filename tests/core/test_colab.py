@@ -1,4 +1,4 @@
-"""`colab/<id>.ipynb`, the chapters as Colab opens them (implicit_bias.core.colab): one per
+"""`colab/<id>.ipynb`, the chapters as Colab opens them (implicit_bias.core.site.colab): one per
 chapter, each its source's cells after a setup cell, and none out of date."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 import jupytext
 import pytest
 
-from implicit_bias.core import colab
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.site import colab
 
 ROOT = project_root()
 

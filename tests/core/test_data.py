@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from implicit_bias.core import data
-from implicit_bias.core.data import DataError
+from implicit_bias.core.engine import data
+from implicit_bias.core.engine.data import DataError
 
 
 def fake_dataset(root, dataset="mnist", n=3):

@@ -4,9 +4,16 @@ says it detects, and how claims use it."""
 import numpy as np
 import pytest
 
-from implicit_bias.core import decision
-from implicit_bias.core.claims import INCONCLUSIVE, KNOWN, PASS, UNEXPECTED, evaluate, reevaluate
-from implicit_bias.core.decision import (
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.claims import (
+    INCONCLUSIVE,
+    KNOWN,
+    PASS,
+    UNEXPECTED,
+    evaluate,
+    reevaluate,
+)
+from implicit_bias.core.verdicts.decision import (
     Evidence,
     equivalence_region,
     paired,
@@ -144,7 +151,7 @@ def test_reevaluate_decides_again_from_stored_seeds():
 def test_claims_file_rejects_an_effect_without_a_size(tmp_path):
     import yaml
 
-    from implicit_bias.core.claims import ClaimsError, load_claims
+    from implicit_bias.core.verdicts.claims import ClaimsError, load_claims
 
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump([{**CLAIM, "effect": "much"}]))
@@ -160,7 +167,7 @@ def test_claims_file_rejects_an_effect_without_a_size(tmp_path):
 def test_unconverged_runs_are_dropped_and_counted():
     import pandas as pd
 
-    from implicit_bias.core.evidence import Value, converged_runs
+    from implicit_bias.core.verdicts.evidence import Value, converged_runs
 
     frame = pd.DataFrame({"status": ["ok", "unconverged", "ok"], "x": [1.0, 99.0, 3.0]})
     kept, dropped = converged_runs(frame)
@@ -175,7 +182,7 @@ def test_unconverged_runs_are_dropped_and_counted():
 
 
 def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
-    from implicit_bias.core.decision import least_favourable, paired_differences
+    from implicit_bias.core.verdicts.decision import least_favourable, paired_differences
 
     by_h = {
         10: paired_differences([-0.05, -0.04, -0.06]),  # clearly below zero

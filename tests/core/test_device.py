@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from implicit_bias.core.device import resolve_device
+from implicit_bias.core.engine.device import resolve_device
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "implicit_bias"
 

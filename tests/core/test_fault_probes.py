@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core.paths import RUN_ID_ENV, run_log_path
-from implicit_bias.core.runner import ChapterLock
+from implicit_bias.core.engine.paths import RUN_ID_ENV, run_log_path
+from implicit_bias.core.tools.runner import ChapterLock
 
 
 def cli(*args, env=None, **kwargs):
@@ -81,7 +81,7 @@ def test_a_failed_paper_run_keeps_the_committed_results(demo_project):
 
 def test_a_read_only_results_folder_gives_a_message(demo_project, monkeypatch, capsys):
     from implicit_bias import __main__ as cli_main
-    from implicit_bias.core import runner
+    from implicit_bias.core.tools import runner
 
     def read_only(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(demo_project / "results/smoke"))

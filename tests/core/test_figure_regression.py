@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.regression import baseline_dir, baseline_figures, compare_figure
+from implicit_bias.core.site.regression import baseline_dir, baseline_figures, compare_figure
 
 FIGURES = [(chapter, fig) for chapter in chapters() for fig in baseline_figures(chapter)]
 PERTURBATION = 10.0  # the change: 10 x (atol + rtol * |value|), beyond np.isclose's bound
@@ -123,7 +123,7 @@ def test_one_percent_change_is_caught(results, chapter, fig):
 def test_a_vendor_baseline_is_used_on_that_vendor_only(tmp_path, monkeypatch):
     """A figure whose data one CPU vendor computes differently is regressed against that
     vendor's own baseline there, and against the chapter's everywhere else."""
-    from implicit_bias.core import regression
+    from implicit_bias.core.site import regression
 
     monkeypatch.setenv("IMPLICIT_BIAS_ROOT", str(tmp_path))
     chapter = tmp_path / "tests" / "baselines" / "demo"
@@ -147,7 +147,7 @@ def test_figures_are_regressed_against_the_vendor_that_computed_their_data(tmp_p
     CPU's vendor."""
     import json
 
-    from implicit_bias.core import regression
+    from implicit_bias.core.site import regression
 
     monkeypatch.setenv("IMPLICIT_BIAS_ROOT", str(tmp_path))
     monkeypatch.setenv("IMPLICIT_BIAS_RESULTS", str(tmp_path / "results"))

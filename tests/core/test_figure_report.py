@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread, imsave
 
-from implicit_bias.core.paths import project_root
-from implicit_bias.core.regression import baseline_dir, compare_figure_report, write_report
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.site.regression import baseline_dir, compare_figure_report, write_report
 
 CHAPTER, FIGURE = "warped_imd", "fig7_2"
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from implicit_bias.core import fingerprint as fp
+from implicit_bias.core.engine import fingerprint as fp
 
 HELPERS = '''
 SCALE = 3.0
@@ -45,7 +45,7 @@ def fingerprint_of(root, name):
     """The task's fingerprint, computed in a fresh interpreter (as a later run would)."""
     code = (
         f"import sys; sys.path.insert(0, {str(root)!r}); "
-        f"from implicit_bias.core.fingerprint import fingerprint; "
+        f"from implicit_bias.core.engine.fingerprint import fingerprint; "
         f"from {name}.tasks import task; print(fingerprint(task))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -120,7 +120,7 @@ def test_a_real_task_function_is_stable_within_and_across_processes():
     fp.clear_cache()
     assert fp.fingerprint(tensor_networks.theorem6_task) == first
     code = (
-        "from implicit_bias.core.fingerprint import fingerprint; "
+        "from implicit_bias.core.engine.fingerprint import fingerprint; "
         "from implicit_bias.chapters.tensor_networks import tasks as t; "
         "print(fingerprint(t.theorem6_task))"
     )
@@ -133,13 +133,13 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     import shutil
     from pathlib import Path
 
-    lib = Path(fp.__file__).resolve().parents[2]
+    lib = Path(fp.__file__).resolve().parents[3]
     copy = tmp_path / "elsewhere" / "lib"
     shutil.copytree(
         lib / "implicit_bias", copy / "implicit_bias", ignore=shutil.ignore_patterns("__pycache__")
     )
     code = (
-        "from implicit_bias.core.fingerprint import fingerprint; "
+        "from implicit_bias.core.engine.fingerprint import fingerprint; "
         "from implicit_bias.chapters.gln_norm import tasks; print(fingerprint(tasks.gd_task))"
     )
     out = subprocess.run(
@@ -188,7 +188,8 @@ def task(t):
 
 def test_the_task_declaration_is_transparent_but_other_decorators_count(tmp_path, base):
     declared = TASK.replace("def task(t):", "@task_decl(threads=1)\ndef task(t):").replace(
-        "import helper", "import helper\nfrom implicit_bias.core.tasks import task as task_decl"
+        "import helper",
+        "import helper\nfrom implicit_bias.core.engine.tasks import task as task_decl",
     )
     root = tmp_path / "declared"
     make_package(root, "demo", task=declared.format(package="demo", helpers="helpers"))
@@ -205,7 +206,7 @@ def test_a_parameter_named_like_a_project_function_is_the_parameter(tmp_path, ba
     """`def task(t)` reads its parameter `t`, whatever the module also calls `t`."""
     shadowing = """
 from {package}.{helpers} import helper
-from implicit_bias.core.tasks import task as t
+from implicit_bias.core.engine.tasks import task as t
 
 
 def task(t):

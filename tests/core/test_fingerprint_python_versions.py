@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from implicit_bias.core.fingerprint import unparse
+from implicit_bias.core.engine.fingerprint import unparse
 
 # source -> what Python 3.11's ast.unparse prints (checked on 3.11 and 3.12)
 PRINTED_BY_311 = {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core import gpu_kit, gpu_run
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.tools import gpu_kit, gpu_run, kit_contents
 
 ROOT = project_root()
 MANIFEST = ROOT / gpu_kit.KIT / "kit.json"
@@ -181,7 +181,7 @@ def test_every_module_the_book_imports_resolves_from_the_kit_or_the_image():
     image = gpu_kit.image_packages(ROOT)
     distributions = importlib.metadata.packages_distributions()
     unresolved = []
-    for module in sorted(gpu_kit.third_party_imports(ROOT)):
+    for module in sorted(kit_contents.third_party_imports(ROOT)):
         owners = {gpu_kit.normalize(d) for d in distributions.get(module, [])}
         if module not in from_kit and not owners & image:
             unresolved.append(f"{module} (installed here by {sorted(owners) or 'nothing'})")

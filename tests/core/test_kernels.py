@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from implicit_bias.core.kernels import (
+from implicit_bias.core.engine.kernels import (
     OPT_OUT,
     PINNED,
     STATE,
@@ -18,7 +18,7 @@ from implicit_bias.core.kernels import (
     kernels_state,
     pin_kernels,
 )
-from implicit_bias.core.verify import kernel_env
+from implicit_bias.core.tools.verify import kernel_env
 
 AVX2 = {"avx2", "fma", "sse4_2"}
 
@@ -73,7 +73,7 @@ def test_importing_the_package_first_pins_numpy_and_torch_in_a_new_process():
         "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
         "print(json.dumps({'torch': torch.backends.cpu.get_cpu_capability(),\n"
         "  'numpy_v4': f.get('X86_V4', False),\n"
-        "  'state': implicit_bias.core.kernels.kernels_state()}))"
+        "  'state': implicit_bias.core.engine.kernels.kernels_state()}))"
     )
     env = {k: v for k, v in os.environ.items() if k not in PINNED and k not in (STATE, OPT_OUT)}
     out = subprocess.run(
@@ -93,7 +93,7 @@ def test_importing_the_package_first_pins_numpy_and_torch_in_a_new_process():
 
 
 def test_shell_exports_carry_the_pin_to_processes_started_elsewhere(monkeypatch):
-    from implicit_bias.core import kernels
+    from implicit_bias.core.engine import kernels
 
     monkeypatch.setattr(kernels, "cpu_flags", lambda: AVX2)
     monkeypatch.setattr(kernels.platform, "machine", lambda: "x86_64")

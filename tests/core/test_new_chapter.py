@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core.scaffold import ScaffoldError, new_chapter
+from implicit_bias.core.tools.scaffold import ScaffoldError, new_chapter
 
 ROOT = Path(__file__).resolve().parents[2]
 

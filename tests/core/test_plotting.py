@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from implicit_bias.core.plotting import PALETTE, figure, save_figure
-from implicit_bias.core.regression import compare_figure, compare_tables, write_baselines
+from implicit_bias.core.site.plotting import PALETTE, figure, save_figure
+from implicit_bias.core.site.regression import compare_figure, compare_tables, write_baselines
 
 
 def make_figure(values):
@@ -74,7 +74,7 @@ def test_a_figure_drawn_by_the_library_names_its_function():
     import pandas as pd
 
     from implicit_bias.chapters._template import figures
-    from implicit_bias.core.plotting import figure
+    from implicit_bias.core.site.plotting import figure
 
     frame = pd.DataFrame({"d": [4, 8], "seed": [0, 0], "rel_distance": [1e-9, 2e-9]})
     fig = figures.distance_to_min_norm(frame)
@@ -84,7 +84,7 @@ def test_a_figure_drawn_by_the_library_names_its_function():
 
 
 def test_a_row_of_more_than_two_panels_wraps_and_keeps_its_shape():
-    from implicit_bias.core.plotting import MAX_WIDTH, legibility
+    from implicit_bias.core.site.plotting import MAX_WIDTH, legibility
 
     fig, axes = figure(1, 3, width=10.2, height=2.8)
     assert axes.shape == (1, 3) and tuple(fig.get_size_inches()) == (MAX_WIDTH, 5.6)
@@ -99,8 +99,8 @@ def test_a_row_of_more_than_two_panels_wraps_and_keeps_its_shape():
 
 
 def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
-    from implicit_bias.core.plotting import MIN_FONT_PT, legibility
-    from implicit_bias.core.website import png_legibility
+    from implicit_bias.core.site.plotting import MIN_FONT_PT, legibility
+    from implicit_bias.core.site.website import png_legibility
 
     fig, ax = figure()
     ax.plot(np.arange(40), np.arange(40))
@@ -127,13 +127,13 @@ def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
     ],
 )
 def test_axis_text_is_spoken_without_tex(tex, spoken):
-    from implicit_bias.core.plotting import _clean
+    from implicit_bias.core.site.plotting import _clean
 
     assert _clean(tex) == spoken
 
 
 def test_alt_text_of_a_tex_labelled_figure_has_no_markup():
-    from implicit_bias.core.plotting import alt_text, figure
+    from implicit_bias.core.site.plotting import alt_text, figure
 
     fig, ax = figure()
     ax.plot([0, 1], [0, 1], label=r"$\langle x, \beta\rangle$")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.registration import history_available, registrations
+from implicit_bias.core.verdicts.registration import history_available, registrations
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,9 @@ import sys
 import pytest
 
 from implicit_bias.core.chapter import Chapter, ProfileError, load_profile
-from implicit_bias.core.device import resolve_device
-from implicit_bias.core.runner import format_status
-from implicit_bias.core.status_page import write_status_page
+from implicit_bias.core.engine.device import resolve_device
+from implicit_bias.core.site.status_page import write_status_page
+from implicit_bias.core.tools.runner import format_status
 
 
 def cli(*args, env=None):

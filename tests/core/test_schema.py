@@ -8,10 +8,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from implicit_bias.core import schema
 from implicit_bias.core.chapter import ProfileError, chapters, load_profile
-from implicit_bias.core.claims import ClaimsError, load_claims, parse_expect
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine import profiles
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.verdicts.claims import ClaimsError, load_claims, parse_expect
 
 ROOT = project_root()
 SCHEMAS = ROOT / "data" / "schemas"
@@ -71,10 +71,10 @@ def test_parameter_schemas_are_closed_complete_and_described(chapter):
     for where, node in _objects(params):
         assert node.get("additionalProperties") is False, where
         assert sorted(node.get("required", [])) == sorted(node["properties"]), where
-    assert not set(params["properties"]) & set(schema.RESERVED_PROFILE_KEYS)
+    assert not set(params["properties"]) & set(profiles.RESERVED_PROFILE_KEYS)
     undescribed = [k for k, v in params["properties"].items() if not v.get("description")]
     assert not undescribed
-    keys = set(params["properties"]) | set(schema.RESERVED_PROFILE_KEYS)
+    keys = set(params["properties"]) | set(profiles.RESERVED_PROFILE_KEYS)
     for profile in ("smoke", "paper"):
         assert set(real("profiles", chapter)[profile]) <= keys
 

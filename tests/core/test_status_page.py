@@ -3,8 +3,8 @@ known deviation, text badges."""
 
 import re
 
-from implicit_bias.core import status_page
-from implicit_bias.core.status_page import claim_row, counts_text, first_sentence
+from implicit_bias.core.site import status_page
+from implicit_bias.core.site.status_page import claim_row, counts_text, first_sentence
 
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u2b50\u2705\u274c]")
 

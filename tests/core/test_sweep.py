@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core.fingerprint import fingerprint
-from implicit_bias.core.sweep import WARNINGS_ENV, ResultCache, SweepOutcome, sweep, task_hash
+from implicit_bias.core.engine.fingerprint import fingerprint
+from implicit_bias.core.engine.sweep import (
+    WARNINGS_ENV,
+    ResultCache,
+    SweepOutcome,
+    sweep,
+    task_hash,
+)
 from sweep_tasks import cube, flaky, not_json, square, warns
 
 TESTS = Path(__file__).resolve().parents[1]  # where sweep_tasks.py lives
@@ -106,7 +112,7 @@ def test_non_json_result_is_an_error_and_leaves_no_file(tmp_path):
 LOCKED = """
 import sys
 sys.path.insert(0, {tests!r})
-from implicit_bias.core.sweep import sweep
+from implicit_bias.core.engine.sweep import sweep
 from sweep_tasks import square
 sweep(square, [{{"x": x, "sleep": 0.2, "log": {log!r}}} for x in range(6)], {cache!r},
       progress=False)
@@ -145,7 +151,7 @@ def test_unknown_backend(tmp_path):
 SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
-from implicit_bias.core.sweep import sweep
+from implicit_bias.core.engine.sweep import sweep
 from sweep_tasks import square
 tasks = [{{"x": x, "sleep": 0.3, "log": {log!r}}} for x in range(12)]
 sweep(square, tasks, {cache!r}, progress=False)
@@ -237,7 +243,7 @@ def test_a_fresh_result_is_what_a_cache_hit_returns(tmp_path):
 
 
 def test_entries_record_their_kernels_and_other_kernels_are_recomputed(tmp_path):
-    from implicit_bias.core.sweep import _checksum, current_kernels, kernels_problem
+    from implicit_bias.core.engine.sweep import _checksum, current_kernels, kernels_problem
 
     task = {"x": 3}
     sweep(square, [task], tmp_path, progress=False)
@@ -261,8 +267,8 @@ def test_entries_record_their_kernels_and_other_kernels_are_recomputed(tmp_path)
 
 
 def test_stale_lists_committed_entries_of_other_kernels(tmp_path):
-    from implicit_bias.core.sweep import _checksum
-    from implicit_bias.core.verify import stale_entries
+    from implicit_bias.core.engine.sweep import _checksum
+    from implicit_bias.core.tools.verify import stale_entries
 
     folder = tmp_path / "paper" / "demo" / "squares"
     sweep(square, [{"x": 2}], folder, progress=False)
@@ -281,7 +287,7 @@ def test_a_result_without_the_asked_key_names_its_entry():
     what the task returns) reaches the chapter with its file named, not as a bare KeyError."""
     import pickle
 
-    from implicit_bias.core.sweep import MissingResultKey, TaskResult
+    from implicit_bias.core.engine.sweep import MissingResultKey, TaskResult
 
     result = TaskResult({"status": "ok", "x": 1.0}, "results/smoke/demo/runs/abc.json")
     assert (
@@ -301,7 +307,7 @@ def test_a_result_without_the_asked_key_names_its_entry():
 
 def test_chapter_sweeps_hand_out_results_that_name_their_entries(demo_project):
     from implicit_bias.core.chapter import Chapter
-    from implicit_bias.core.sweep import MissingResultKey
+    from implicit_bias.core.engine.sweep import MissingResultKey
 
     ch = Chapter("demo", profile="smoke", device="cpu")
     (result,) = ch.sweep(square, [{"x": 3}], name="squares")

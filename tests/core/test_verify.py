@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from implicit_bias.core import verify
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.tools import verify
 
 ROOT = project_root()
 TOLERANCES = {
@@ -216,7 +216,7 @@ def test_packed_signs_may_flip_within_their_measured_share():
 
 
 def test_a_shared_queue_gives_each_entry_to_the_first_process_only(tmp_path):
-    from implicit_bias.core.verify import claim_in
+    from implicit_bias.core.tools.verify import claim_in
 
     first, second = claim_in(tmp_path / "queue"), claim_in(tmp_path / "queue")
     a, b = tmp_path / "a.json", tmp_path / "b.json"

@@ -1,4 +1,4 @@
-"""The website's layout of wide data tables (implicit_bias.core.web_tables): a table too wide
+"""The website's layout of wide data tables (implicit_bias.core.site.web_tables): a table too wide
 for the text column is transposed or cut into column groups, every value kept as printed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import web_tables
-from implicit_bias.core.web_tables import COLUMN_PX, fit_tables, group_captions, parse
+from implicit_bias.core.site import web_tables
+from implicit_bias.core.site.web_tables import COLUMN_PX, fit_tables, group_captions, parse
 
 
 def values(page: str) -> Counter:

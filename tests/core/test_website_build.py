@@ -6,8 +6,8 @@ import re
 
 import pandas as pd
 
-from implicit_bias.core.plotting import figure, save_figure
-from implicit_bias.core.website import externalize, site_size
+from implicit_bias.core.site.plotting import figure, save_figure
+from implicit_bias.core.site.website import externalize, site_size
 
 
 def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
@@ -42,7 +42,7 @@ def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
 
 
 def test_edit_and_launch_links_go_to_the_chapter_source():
-    from implicit_bias.core.website import retarget_source_links
+    from implicit_bias.core.site.website import retarget_source_links
 
     page = (
         'href="https://github.com/o/r/edit/main/./book/chapters/gln_norm.ipynb" '
@@ -61,7 +61,7 @@ def test_edit_and_launch_links_go_to_the_chapter_source():
 
 
 def test_data_table_headers_break_after_underscores():
-    from implicit_bias.core.website import breakable_headers
+    from implicit_bias.core.site.website import breakable_headers
 
     table = (
         '<table border="1" class="dataframe">\n  <thead>\n    <tr>\n      <th></th>\n'
@@ -75,7 +75,7 @@ def test_data_table_headers_break_after_underscores():
 
 
 def test_figure_provenance_shows_the_state_of_each_claim_it_checks():
-    from implicit_bias.core.website import mark_claim_states
+    from implicit_bias.core.site.website import mark_claim_states
 
     table = (
         "<table class='claims-table'><tr id='claim-a_b'><td><b>a_b</b></td><td>1</td><td>&lt; 2"

@@ -49,7 +49,7 @@ def teacher_problem(
 def mnist_problem(n: int = 80, h: int = 3, c: int = 2, seed: int = 0) -> dict:
     """Binary MNIST 0-4 vs 5-9, pixels in [-1, 1] plus the constant feature, median-init
     hyperplane contexts (the paper's setting at a small N); skipped if MNIST is absent."""
-    from implicit_bias.core.data import DataError, binary_labels, load_mnist
+    from implicit_bias.core.engine.data import DataError, binary_labels, load_mnist
 
     try:
         images, labels = load_mnist("train")

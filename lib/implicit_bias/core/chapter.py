@@ -11,13 +11,20 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from . import claims as claims_module
-from . import overrides
-from .paths import chapter_results, project_root, run_log_path, shown_path
-from .schema import ProfileError, load_profiles_file
-from .sweep import (
+from .engine import overrides
+from .engine.paths import (
+    chapter_results,
+    known_chapters,
+    project_root,
+    run_log_path,
+    shown_path,
+)
+from .engine.paths import (
+    chapters as chapters,  # the facade names the book's chapters too
+)
+from .engine.profiles import PROFILES, ProfileError, load_profiles_file
+from .engine.sweep import (
     DASK_ENV,
     WARNINGS_ENV,
     SweepOutcome,
@@ -26,36 +33,7 @@ from .sweep import (
     sweep,
     task_hash,
 )
-
-PROFILES = claims_module.PROFILES
-
-
-def chapters() -> list[str]:
-    """Chapter ids in book order: the `book/chapters/<id>` entries of `_toc.yml`."""
-    toc = project_root() / "_toc.yml"
-    found: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            entry = node.get("file")
-            if isinstance(entry, str) and entry.startswith("book/chapters/"):
-                found.append(Path(entry).stem)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    if toc.exists():
-        walk(yaml.safe_load(toc.read_text()))
-    return found
-
-
-def known_chapters() -> list[str]:
-    """Chapters in the book, then any other notebook in `notebooks/` (being written)."""
-    in_book = chapters()
-    drafts = sorted(p.stem for p in (project_root() / "notebooks").glob("*.md"))
-    return in_book + [c for c in drafts if c not in in_book]
+from .verdicts import claims as claims_module
 
 
 def check_chapter(chapter: str) -> str:
@@ -80,7 +58,8 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
     `data/schemas/profiles.yaml` and the chapter's `data/schemas/profiles/<chapter>.yaml`, and
     both profiles with the same keys; a `ProfileError` lists every problem of the file.
 
-    In a run with a custom profile (`--set`, or a profile file: `implicit_bias.core.overrides`) the
+    In a run with a custom profile (`--set`, or a profile file:
+    `implicit_bias.core.engine.overrides`) the
     runner's copy of that profile, validated by the same schemas."""
     check_profile(profile)
     custom = None if path else overrides.active_profile_file(chapter)
@@ -100,7 +79,7 @@ def device_name(device) -> str:
     CPU is named without importing torch."""
     if str(device).strip().lower() == "cpu":
         return "cpu"
-    from .device import resolve_device
+    from .engine.device import resolve_device
 
     return str(resolve_device(device))
 
@@ -186,7 +165,7 @@ class Chapter:
     def device(self):
         """This run's `torch.device` (torch is imported on first use)."""
         if self._device is None:
-            from .device import resolve_device
+            from .engine.device import resolve_device
 
             self._device = resolve_device(self.device_name)
         return self._device
@@ -222,7 +201,7 @@ class Chapter:
         not loaded: a chapter that computes with numpy alone)."""
         if self.device_name == "cpu" and "torch" not in sys.modules:
             return "CPU"
-        from .device import describe_device
+        from .engine.device import describe_device
 
         return describe_device(self.device)
 
@@ -250,8 +229,8 @@ class Chapter:
         backend: str | None = None,
         cost=None,
     ) -> list[dict]:
-        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.sweep`); `cost`
-        estimates a task's compute time, to start the longest first.
+        """Cached, resumable map of `fn` over `tasks` (see `implicit_bias.core.engine.sweep`);
+        `cost` estimates a task's compute time, to start the longest first.
 
         Every task receives this run's device as `task["device"]` (part of its cache key: a
         CPU result is never served to a GPU run, nor the reverse). The backend is dask when
@@ -336,7 +315,7 @@ class Chapter:
         drawn_by: str | None = None,
         caption: str | None = None,
     ) -> None:
-        """Write the figure and its data (see `implicit_bias.core.plotting.save_figure`), show
+        """Write the figure and its data (see `implicit_bias.core.site.plotting.save_figure`), show
         it numbered, with a caption (`caption`, else what its panels plot) and alt text (its
         panels in words), and its provenance under it: a download link for the data it plots,
         what drew it, the sweeps (and task functions) that computed it, the claims it checks
@@ -356,7 +335,7 @@ class Chapter:
             raise ValueError(
                 f"figure {fig_id!r}: no claim {unknown} in data/claims/{self.chapter}.yaml"
             )
-        from .plotting import save_figure  # matplotlib: only where figures are drawn
+        from .site.plotting import save_figure  # matplotlib: only where figures are drawn
 
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)
         tables = sorted(
@@ -474,12 +453,12 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     set on its own line (`figure-takeaway`); the prose is marked `<span class='written-caption'>`.
     Without one, the caption says what the panels plot (`generated-caption`). The figure tag
     itself stays `<figure class='book-figure' id='figure-<id>'>`, right before its image, as
-    `core.website.externalize` finds it."""
+    `core.site.website.externalize` finds it."""
     import base64
     import html
     import re
 
-    from .plotting import alt_text, describe_panels
+    from .site.plotting import alt_text, describe_panels
 
     esc = html.escape
 

@@ -145,7 +145,7 @@ def theorem1_monte_carlo(
 def batch_means(values: torch.Tensor, n_batches: int = MC_BATCHES) -> list[float]:
     """Means of ``n_batches`` consecutive, equal-as-possible blocks of a Monte Carlo sample:
     independent estimates of its mean, from which a t interval of the mean is formed (the
-    claims' decision rule, ``core.decision``)."""
+    claims' decision rule, ``core.verdicts.decision``)."""
     return [float(b.mean()) for b in torch.tensor_split(values, min(n_batches, len(values)))]
 
 

@@ -9,7 +9,7 @@ import torch
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.deep_matrix_factorization import analysis, figures, tasks
-from implicit_bias.core import decision
+from implicit_bias.core.verdicts import decision
 
 matplotlib.use("Agg")
 torch.set_num_threads(1)

@@ -13,8 +13,8 @@ import torch
 import yaml
 
 from implicit_bias.chapters.galu_expressivity import analysis, figures, tasks
-from implicit_bias.core import decision
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.verdicts import decision
 from implicit_bias.models import galu
 
 torch.set_num_threads(1)

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from implicit_bias.chapters.galu_expressivity import tasks
-from implicit_bias.core.data import DataError
-from implicit_bias.core.tasks import spec_of
+from implicit_bias.core.engine.data import DataError
+from implicit_bias.core.engine.tasks import spec_of
 from implicit_bias.models import galu
 
 torch.set_num_threads(1)

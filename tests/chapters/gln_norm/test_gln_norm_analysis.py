@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from implicit_bias.chapters.gln_norm import analysis, reference, tasks
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 from implicit_bias.models import gln, gln_svm, gln_theory
 
 
@@ -453,7 +453,7 @@ def test_paired_evidence_is_the_mean_per_seed_of_the_points():
 
 
 def test_a_difference_the_seeds_do_not_carry_is_inconclusive():
-    from implicit_bias.core import decision
+    from implicit_bias.core.verdicts import decision
 
     better = decision.region("<", 0.0)
     tie = pd.DataFrame({"seed": [0, 1, 2], "diff": [-0.02, 0.01, 0.005]})

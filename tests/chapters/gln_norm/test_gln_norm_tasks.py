@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from implicit_bias.chapters.gln_norm import analysis, tasks
-from implicit_bias.core.tasks import spec_of
+from implicit_bias.core.engine.tasks import spec_of
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_expand_blocks_and_task_lists():
 
 def test_mnist_tasks_end_to_end_tiny():
     pytest.importorskip("implicit_bias.models.gln_solvers")
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     common = {
         **TINY_RUN,
@@ -112,7 +112,7 @@ def test_mnist_tasks_end_to_end_tiny():
 def test_authors_l2_task_tiny():
     """The authors' SVM-L2 program on a tiny MNIST problem: the fast solver's minimum-norm
     minimizer and cvxpy's (Clarabel) reach the same objective, the fast one with no larger zeta."""
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     t = {
         "method": tasks.AUTHORS_L2,
@@ -144,7 +144,7 @@ def test_relu_task_solves_the_authors_svm_rc():
     training sample has an open gate (the always-on one), the solves are optimal, the
     inconsistency is against the task's own GD-ReLU, and the variant's frame rows carry its
     name."""
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     t = {
         "H": 32,  # 33 features separate 40 points, with or without the constant
@@ -184,7 +184,7 @@ def test_relu_no_bias_task_trains_the_authors_network():
     """The network without output bias starts from `relu_task`'s weights and ends elsewhere; its
     SVM-HL (no constant) is compared with it; the frames name the variant and keep the numbers."""
     from implicit_bias.chapters.gln_norm import reference
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     cfg = {
         "relu_blocks": [{"H": [32], "N": [40], "momentum": [0.9]}],
@@ -220,7 +220,7 @@ def test_relu_no_bias_task_trains_the_authors_network():
 def test_gd_longer_task_starts_as_gd_task_and_keeps_training():
     """The first checkpoint is `gd_task`'s run exactly (same data, contexts, init, schedule and
     shuffles); later ones continue it: the training loss keeps falling at the final rate."""
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     common = {k: v for k, v in TINY_RUN.items() if k != "n_steps"}
     cell = {"H": 3, "C": 2, "N": 40, "median_init": True, "momentum": 0.0, "device": "cpu"}
@@ -270,7 +270,7 @@ def test_authors_data_task_under_both_protocols():
     the same subsets, other cutoffs, so the first seed's results differ too. The summary
     tables keep the numbers."""
     from implicit_bias.chapters.gln_norm import reference
-    from implicit_bias.core.data import DataError
+    from implicit_bias.core.engine.data import DataError
 
     cfg = {
         "authors_data_blocks": [

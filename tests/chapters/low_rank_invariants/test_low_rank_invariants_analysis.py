@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from implicit_bias.chapters.low_rank_invariants import analysis, tasks
-from implicit_bias.core.claims import evaluate, load_claims
+from implicit_bias.core.verdicts.claims import evaluate, load_claims
 
 
 def test_every_claim_metric_is_named_in_analysis():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from implicit_bias.chapters.low_rank_invariants import analysis, tasks
-from implicit_bias.core.tasks import spec_of
+from implicit_bias.core.engine.tasks import spec_of
 
 torch.set_num_threads(1)
 

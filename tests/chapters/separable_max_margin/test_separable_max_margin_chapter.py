@@ -7,8 +7,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.separable_max_margin import analysis, figures, tasks
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.evidence import Value
+from implicit_bias.core.verdicts.decision import Evidence
+from implicit_bias.core.verdicts.evidence import Value
 from implicit_bias.models.separable_max_margin import separable_dataset
 
 CFG = {

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from implicit_bias.chapters.tensor_networks import analysis
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 STEPS = [1, 10, 100, 1000]
 

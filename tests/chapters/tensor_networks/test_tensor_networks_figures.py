@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.tensor_networks import analysis, figures
-from implicit_bias.core.plotting import PALETTE
+from implicit_bias.core.site.plotting import PALETTE
 
 STEPS = [1, 10, 100]
 

@@ -8,9 +8,9 @@ import torch
 
 from implicit_bias.chapters.tensor_networks import tasks as tn
 from implicit_bias.core.chapter import load_profile
-from implicit_bias.core.paths import project_root
-from implicit_bias.core.sweep import task_hash
-from implicit_bias.core.tasks import spec_of
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.engine.sweep import task_hash
+from implicit_bias.core.engine.tasks import spec_of
 
 torch.set_num_threads(1)
 

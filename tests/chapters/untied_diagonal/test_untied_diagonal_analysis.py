@@ -12,7 +12,7 @@ import yaml
 from implicit_bias.chapters.untied_diagonal import analysis
 from implicit_bias.chapters.untied_diagonal import tasks as tk
 from implicit_bias.core.chapter import load_profile
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 
 def _scale_shape_result(points, offset=0.0):

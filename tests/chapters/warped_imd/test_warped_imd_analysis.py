@@ -7,7 +7,7 @@ import pandas as pd
 import torch
 
 from implicit_bias.chapters.warped_imd import analysis, tasks
-from implicit_bias.core.evidence import Value
+from implicit_bias.core.verdicts.evidence import Value
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)

@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from implicit_bias.chapters.warped_imd import analysis, figures, tasks
-from implicit_bias.core.plotting import make_legible
+from implicit_bias.core.site.plotting import make_legible
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)

@@ -10,7 +10,7 @@ import torch
 
 from implicit_bias.chapters.warped_imd import tasks
 from implicit_bias.core.chapter import load_profile
-from implicit_bias.core.tasks import spec_of
+from implicit_bias.core.engine.tasks import spec_of
 from implicit_bias.models import fully_connected as fc
 
 torch.set_num_threads(1)

@@ -26,8 +26,8 @@ def runs_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
 
 def min_norm_metrics(frame: pd.DataFrame) -> dict:
     """Claims are checked on converged runs only; unconverged ones are counted. (A chapter's
-    own metrics select runs with `core.evidence.converged_runs` and hand claims
-    `Value(x, dropped=n)`, or per-seed `Evidence` from `core.decision` for comparisons.)"""
+    own metrics select runs with `core.verdicts.evidence.converged_runs` and hand claims
+    `Value(x, dropped=n)`, or per-seed `Evidence` from `core.verdicts.decision` for comparisons.)"""
     converged = frame[frame["status"] == "ok"]
     return {
         "max_rel_distance_to_min_norm": float(converged["rel_distance"].max()),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 
 
 def distance_to_min_norm(frame: pd.DataFrame) -> Figure:

@@ -1,7 +1,8 @@
 """Frames and metrics of the deep matrix factorization chapter (Arora et al., 2019). Every metric
 a claim names is written here by its literal name, so `grep <metric>` finds where it is
-computed. Comparisons go through `core.decision` (per-seed evidence); claims rest on converged
-runs only (`core.evidence.converged_runs`), and the runs left out are counted."""
+computed. Comparisons go through `core.verdicts.decision` (per-seed evidence); claims rest on
+converged
+runs only (`core.verdicts.evidence.converged_runs`), and the runs left out are counted."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.evidence import Value, converged_runs
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.evidence import Value, converged_runs
 
 NUCLEAR_OK = ("optimal",)  # the cvxpy statuses a minimum nuclear-norm solution is used at
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.deep_matrix_factorization import (
     ground_truth,
     min_nuclear_norm_completion,

@@ -9,13 +9,13 @@ import math
 import pandas as pd
 from scipy.stats import spearmanr
 
-from implicit_bias.core import decision
-from implicit_bias.core.decision import least_favourable
-from implicit_bias.core.evidence import Value
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.decision import least_favourable
+from implicit_bias.core.verdicts.evidence import Value
 from implicit_bias.models.galu import linear_fit
 
 # ----------------------------------------------------------------------------------------------
-# Per-seed evidence (core.decision) over a grid of cells
+# Per-seed evidence (core.verdicts.decision) over a grid of cells
 # ----------------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 from implicit_bias.models.galu import DEEP_MODELS, GATES, linear_fit
 
 MODEL_LABELS = {

@@ -3,7 +3,7 @@
 Below them, the task lists each sweep runs, built from the profile.
 
 The numerics live in `implicit_bias.models.galu`; the MNIST / Fashion-MNIST data of Fig. 1 are
-loaded here (`implicit_bias.core.data`), PCA-projected and kept in memory for the process.
+loaded here (`implicit_bias.core.engine.data`), PCA-projected and kept in memory for the process.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from implicit_bias.core import data  # the foundation's loaders (data/raw, SHA-256 verified)
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine import data  # the foundation's loaders (data/raw, SHA-256 verified)
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.galu import (
     DEEP_MODELS,
     acs,

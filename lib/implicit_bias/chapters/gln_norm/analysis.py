@@ -11,7 +11,7 @@ import cvxpy as cp
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
+from implicit_bias.core.verdicts import decision
 from implicit_bias.models.gln import inconsistency, predict_gln
 from implicit_bias.models.gln_svm import SVMResult, solve_program, svm_gln, svm_l2
 from implicit_bias.models.gln_theory import (

@@ -1,4 +1,4 @@
-"""Per-seed evidence for gln_norm's claims (the book's rule: implicit_bias.core.decision).
+"""Per-seed evidence for gln_norm's claims (the book's rule: implicit_bias.core.verdicts.decision).
 
 The points of one seed share its training subset and contexts, so they are not independent of
 each other; the seeds are. Every quantity a claim compares is reduced to one value per seed
@@ -13,9 +13,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.evidence import converged_runs
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.decision import Evidence
+from implicit_bias.core.verdicts.evidence import converged_runs
 
 
 def paired_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 from implicit_bias.models.gln import predict_gln
 from implicit_bias.models.gln_svm import SVMResult
 from implicit_bias.models.gln_theory import toy_contexts

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
 
 from .analysis import RC_STATISTICS, estimate, summarize
 from .frames import relu_variant_frame

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.gln import (
     KERNEL_FORM_MAX_RATIO,
     Schedule,
@@ -64,7 +64,7 @@ from implicit_bias.models.gln_svm import (
 
 @functools.lru_cache(maxsize=1)
 def _mnist_train() -> tuple[np.ndarray, np.ndarray]:
-    from implicit_bias.core.data import binary_labels, load_mnist
+    from implicit_bias.core.engine.data import binary_labels, load_mnist
 
     images, labels = load_mnist("train")
     return preprocess_images(images), binary_labels(labels)
@@ -77,7 +77,7 @@ def binary_mnist(n_train: int, seed: int, n_val: int) -> dict[str, np.ndarray]:
     """The paper's binary MNIST task (Sec. 4.1): a seeded training subset of size `n_train` and a
     fixed validation split of `n_val` images (12,000 in the paper), disjoint, from MNIST train.
     """
-    from implicit_bias.core.data import seeded_subset
+    from implicit_bias.core.engine.data import seeded_subset
 
     X, y = _mnist_train()
     val = seeded_subset(len(X), n_val, VAL_SEED)
@@ -104,7 +104,7 @@ def _torch(a, dtype, device):
 def _task_device(task: dict) -> torch.device:
     """The task's device; on a CPU, one torch thread per process (on a shared or small CPU,
     more threads oversubscribe the cores: measured 3x slower on the 2-core machine)."""
-    from implicit_bias.core.device import resolve_device
+    from implicit_bias.core.engine.device import resolve_device
 
     device = resolve_device(task["device"])  # `Chapter.sweep` gives every task its device
     if device.type == "cpu":

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 
 from . import analysis
 

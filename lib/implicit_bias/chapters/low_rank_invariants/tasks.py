@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.low_rank import (
     Params,
     Spec,
@@ -176,7 +176,7 @@ def separable_data(
     of a random linear teacher) or ``"mnist"`` (a seeded subset of MNIST train, digits 0-4 vs
     5-9; n = 2000 MNIST digits are linearly separable in 784 dimensions)."""
     if kind == "mnist":
-        from implicit_bias.core.data import binary_labels, load_mnist, seeded_subset
+        from implicit_bias.core.engine.data import binary_labels, load_mnist, seeded_subset
 
         xs, ys = load_mnist("train")
         idx = seeded_subset(len(ys), n, seed)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.evidence import Value, converged_runs
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.evidence import Value, converged_runs
 
 WINDOW = np.log(100.0)  # the two decades between the checkpoints T / 100 and T, in log t
 
@@ -104,7 +104,7 @@ def endpoints(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _runs(ends: pd.DataFrame, experiment: str, optimizer: str) -> tuple[pd.DataFrame, int]:
     """The converged runs of one experiment and optimizer, indexed by seed, and how many were
-    left out (core.evidence.converged_runs)."""
+    left out (core.verdicts.evidence.converged_runs)."""
     runs = ends[(ends["experiment"] == experiment) & (ends["optimizer"] == optimizer)]
     kept, dropped = converged_runs(runs)
     return kept.set_index("seed"), dropped

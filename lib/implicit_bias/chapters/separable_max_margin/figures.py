@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 
 OPTIMIZER_COLOR = {"GD": PALETTE[0], "GDMO": PALETTE[1], "Adam": PALETTE[2]}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.separable_max_margin import (
     adam,
     hard_margin_svm,

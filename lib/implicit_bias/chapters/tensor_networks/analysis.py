@@ -9,8 +9,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.evidence import Value, converged_runs
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.evidence import Value, converged_runs
 from implicit_bias.models import tensor_networks as tn
 from implicit_bias.models import tensor_networks_theory as theory
 
@@ -29,7 +29,8 @@ def tensor_form_metrics(form: pd.DataFrame) -> dict:
 
 # ----------------------------------------------------------------------------------------------
 # Per-seed evidence: every seed draws its own problem (data, initialization), so a claim over
-# several seeds is decided on the seeds' values by the book's rule (`core.decision`); the runs of
+# several seeds is decided on the seeds' values by the book's rule (`core.verdicts.decision`);
+# the runs of
 # one seed (depths, labels, points) are not independent of each other, so each seed contributes
 # one value, the worst of its runs in the claim's direction.
 

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure
 
 ARCH_COLOURS = {"diag": PALETTE[0], "conv": PALETTE[1], "fc": PALETTE[2]}
 DEPTH_STYLES = ["-", "--", ":", "-."]

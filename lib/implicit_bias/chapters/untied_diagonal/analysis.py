@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.evidence import Value, converged_runs
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.decision import Evidence
+from implicit_bias.core.verdicts.evidence import Value, converged_runs
 from implicit_bias.models.diagonal import normalized_q_shape
 
 from .tasks import regimes_points
@@ -325,7 +325,7 @@ def fig71_metrics(frame: pd.DataFrame, small_alpha_max: float) -> dict:
     """Fig. 7.1's claims on converged GD runs only: GD against Theorem 1 over every converged
     run (a plain value: Theorem 1 on each fixed problem); the comparisons between shapes as
     per-seed evidence (`fig71_per_seed`: the data, and so the population error, vary with the
-    seed), decided by the book's rule (core.decision). `fig71_rows_used` counts the (seed,
+    seed), decided by the book's rule (core.verdicts.decision). `fig71_rows_used` counts the (seed,
     alpha) rows left after dropping those with an unconverged run."""
     status = np.where(frame["converged"].astype(bool), "ok", "unconverged")
     ok, dropped = converged_runs(frame.assign(status=status))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.convex import min_l1_interpolator, min_l2_interpolator
 from implicit_bias.models.diagonal import (
     THEOREM1_INITS,

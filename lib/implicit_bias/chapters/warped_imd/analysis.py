@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core import decision
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.evidence import Value
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.decision import Evidence
+from implicit_bias.core.verdicts.evidence import Value
 from implicit_bias.models.fully_connected import (
     _orientation,
     _rel,
@@ -318,7 +318,8 @@ def balanced_margin_by_problem(df: pd.DataFrame) -> pd.Series:
 
 
 def balanced_margin_evidence(df: pd.DataFrame) -> Evidence:
-    """`balanced_margin_by_problem` as per-seed evidence (core.decision), with the runs of the
+    """`balanced_margin_by_problem` as per-seed evidence (core.verdicts.decision), with the runs of
+    the
     problems left out for an unconverged run counted as dropped."""
     at_one = df[(df["sweep"] == "shape") & (df["alpha"] == 1.0)]
     bad = at_one.groupby("seed")["converged"].transform(lambda c: not c.astype(bool).all())

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from implicit_bias.core.device import resolve_device
-from implicit_bias.core.tasks import task
+from implicit_bias.core.engine.device import resolve_device
+from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.fully_connected import (
     DTYPE,
     Array,

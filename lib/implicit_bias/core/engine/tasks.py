@@ -2,7 +2,7 @@
 convex solve) and says how it is scheduled.
 
 A task function takes a task (a small dict of JSON values) and returns a dict of JSON values;
-sweeps (`implicit_bias.core.sweep`) cache its results under the fingerprint of its code. The
+sweeps (`implicit_bias.core.engine.sweep`) cache its results under the fingerprint of its code. The
 declaration returns the function itself and records a `TaskSpec` on it; it is transparent to
 the fingerprint, because it says how the task runs (threads), not what it computes.
 """

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .paths import project_root
+from ..engine.paths import project_root
 
 CHAPTER_ID = re.compile(r"[a-z][a-z0-9_]{2,39}")
-TEMPLATE = Path(__file__).resolve().parents[1] / "chapters" / "_template"
+TEMPLATE = Path(__file__).resolve().parents[2] / "chapters" / "_template"
 EXAMPLE_PAPER = "zhang2017understanding"  # the template's own example result
 
 
@@ -91,8 +91,8 @@ def new_chapter(
     last = entries[-1]
     toc.write_text(toc_text[: last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end() :])
     written.append(toc)
-    if (root / "_config.yml").exists():  # the book's project: its Colab copy (core.colab)
-        from .colab import write
+    if (root / "_config.yml").exists():  # the book's project: its Colab copy (core.site.colab)
+        from ..site.colab import write
 
         written += write([chapter], root)
     return written

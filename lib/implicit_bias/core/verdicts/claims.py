@@ -3,7 +3,7 @@
 `data/claims/<chapter>.yaml` lists the claims (see CONTRIBUTING.md for the schema). `check`
 compares a chapter's metrics with them and returns a `ClaimsReport` (a table in notebooks, JSON
 on disk). A metric that varies from seed to seed is handed over as per-seed `Evidence` and
-decided by the book's one rule (`core.decision`: pass, fail or inconclusive on its 95%
+decided by the book's one rule (`core.verdicts.decision`: pass, fail or inconclusive on its 95%
 interval); a single deterministic value is decided on the value. A claim marked
 `known_deviation` is expected to fail: if it passes, its status is `unexpected pass`, which
 counts as a failure (strict), so a fix never goes unnoticed.
@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..engine.paths import claims_results, current_umask, project_root
+from ..engine.profiles import PROFILES
 from . import decision
 from .decision import Evidence
 from .evidence import Value
-from .paths import claims_results, current_umask, project_root
+from .schema import (
+    _COMPARISON,
+    _INTERVAL,
+    ClaimsError,
+    claim_effect,
+    load_claims_file,
+    parse_expect,
+)
 
-PROFILES = ("smoke", "paper")
 PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
     "pass",
     "fail",
@@ -37,71 +44,6 @@ PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
 )
 # inconclusive does not fail a run: the seeds could not decide, and the page and dashboard say so
 OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE)
-
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
-_INTERVAL = re.compile(rf"^\s*in\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]\s*$")
-
-
-class ClaimsError(ValueError):
-    """A claims file does not follow the schema."""
-
-
-def parse_expect(expect: str, effect: float = 0.0):
-    """Turn an expectation string into a predicate on a value; raise `ClaimsError` if invalid.
-    `effect` moves a comparison's bound in the claim's direction ("much" lower); 'similar'
-    reads as within `effect` of zero."""
-    text = str(expect).strip().lower()
-    if text == "similar":
-        return lambda v: abs(v) <= effect
-    if text in ("true", "false"):
-        wanted = text == "true"
-        return lambda v: bool(v) is wanted
-    match = _COMPARISON.match(text)
-    if match:
-        op, bound = match.group(1), float(match.group(2))
-        bound = (
-            bound - effect if op in ("<", "<=") else bound + effect if op in (">", ">=") else bound
-        )
-        ops = {
-            "<": lambda v: v < bound,
-            "<=": lambda v: v <= bound,
-            ">": lambda v: v > bound,
-            ">=": lambda v: v >= bound,
-            "==": lambda v: v == bound,
-        }
-        return ops[op]
-    match = _INTERVAL.match(text)
-    if match:
-        low, high = float(match.group(1)), float(match.group(2))
-        if low > high:
-            raise ClaimsError(
-                f"cannot read expectation {expect!r}: an interval [a, b] needs "
-                f"a <= b, got a = {match.group(1)} > b = {match.group(2)}"
-            )
-        return lambda v: low <= v <= high
-    raise ClaimsError(
-        f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
-        "'== x', 'in [a, b]', 'similar', 'true' or 'false'"
-    )
-
-
-def claim_effect(claim: dict) -> float:
-    """The size the claim's `effect` word implies in its metric's `unit` (0 without a word);
-    'similar' without a word takes the unit's 'similar' margin."""
-    word = claim.get("effect")
-    if word is None and str(claim["expect"]).strip().lower() == "similar":
-        word = "similar"
-    if word is None:
-        return 0.0
-    if "unit" not in claim:
-        raise ClaimsError(
-            f"{claim['id']}: effect {word!r} needs a unit (one of {sorted(decision.EFFECT_SIZES)})"
-        )
-    try:
-        return decision.effect_size(word, claim["unit"])
-    except decision.DecisionError as err:
-        raise ClaimsError(f"{claim['id']}: {err}") from None
 
 
 def claim_region(claim: dict) -> decision.Region:
@@ -133,8 +75,6 @@ def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
     `ClaimsError` lists every problem of the file. A known deviation given as a string becomes
     `{"profiles": <the claim's profiles>, "evidence": <the string>}`; one without `profiles`
     gets the claim's."""
-    from .schema import load_claims_file
-
     path = path or claims_file(chapter)
     if not path.exists():
         raise ClaimsError(
@@ -402,8 +342,8 @@ def load_report(chapter: str, profile: str) -> dict | None:
 def stale_code(report: dict) -> list[str]:
     """The task functions whose code has changed since `report`'s results were computed
     (names as `module:function`); a report without a code record counts as stale."""
-    from .fingerprint import fingerprint
-    from .sweep import load_function
+    from ..engine.fingerprint import fingerprint
+    from ..engine.sweep import load_function
 
     code = report.get("code")
     if not code:

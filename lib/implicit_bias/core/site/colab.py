@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .paths import project_root
+from ..engine.paths import project_root
 
 FOLDER = "colab"
 CLONE = "/content/implicit-bias-book"

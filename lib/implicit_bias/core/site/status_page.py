@@ -6,12 +6,13 @@ table, a known deviation with the first sentence of its evidence, statuses as te
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
-from . import claims as claims_module
-from .paths import project_root
-from .runner import PROFILES, dashboard_rows, status_badge
+from ..engine.paths import claims_results, known_chapters, project_root
+from ..engine.profiles import PROFILES
+from ..verdicts import claims as claims_module
 
 INTRO = (
     "Each row is one quantitative claim of a paper, written down in the chapter's claims "
@@ -29,6 +30,26 @@ INTRO = (
 )
 # Statuses in the order the counts show them.
 ORDER = ("pass", "known deviation", "inconclusive", "fail", "unexpected pass")
+
+
+def dashboard_rows(profiles=PROFILES) -> list[dict]:
+    """One row per claim per profile from the claims reports on disk."""
+    rows = []
+    for profile in profiles:
+        for chapter in known_chapters():
+            path = claims_results(profile) / f"{chapter}.json"
+            if not path.exists():
+                continue
+            report = json.loads(path.read_text())
+            stale = claims_module.stale_code(report)
+            for claim in report["claims"]:
+                rows.append({"chapter": chapter, "profile": profile, **claim, "stale": stale})
+    return rows
+
+
+def status_badge(status: str) -> str:
+    """The status as a coloured text badge (book/_css/book.css), readable without an emoji font."""
+    return f"<span class='claim-status status-{status.replace(' ', '-')}'>{status}</span>"
 
 
 def chapter_title(chapter: str) -> str:
@@ -76,7 +97,7 @@ def _html(text: str) -> str:
 def _registrations(chapter: str) -> dict[str, str]:
     """Per claim: the commit that registered its current definition, and whether it came before
     its first stored paper value (from git)."""
-    from .registration import HistoryError, registrations
+    from ..verdicts.registration import HistoryError, registrations
 
     try:
         regs = registrations(chapter)

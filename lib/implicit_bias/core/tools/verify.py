@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import math
 import os
 import re
@@ -24,11 +23,11 @@ from typing import Any
 
 import yaml
 
-from .fingerprint import fingerprint
-from .kernels import OPT_OUT, PINNED, STATE
-from .paths import project_root, results_root
-from .sweep import entry_problem, load_function, run_task
-from .tasks import spec_of
+from ..engine.fingerprint import fingerprint
+from ..engine.kernels import OPT_OUT, PINNED, STATE
+from ..engine.paths import project_root
+from ..engine.sweep import committed_entries, entry_problem, load_function, run_task
+from ..engine.tasks import spec_of
 
 # What other x86-64 CPUs compute, reproduced on this one: the BLAS kernels that CPUs without
 # AVX (Prescott), with AVX only (Sandybridge) and with AVX2 (Haswell, Zen) select for numpy and
@@ -84,7 +83,7 @@ def kernel_env(config: str, base: dict | None = None) -> dict:
         OMP_NUM_THREADS=threads,
         MKL_NUM_THREADS=threads,
     )
-    # exactly this configuration: not the book's pinned AVX2 kernels (`core.kernels`)
+    # exactly this configuration: not the book's pinned AVX2 kernels (`core.engine.kernels`)
     env.update({OPT_OUT: "1", STATE: f"{config} (emulated)"})
     return env
 
@@ -96,24 +95,6 @@ IGNORED_OUTPUTS = ("*seconds*", "*time*")  # wall-clock measurements, not result
 # their relative change is measured at 96% for a gradient-flow error of 1e-11.
 SMALL, SMALL_FRACTION = 1e-9, 1e-3
 _INDEX = re.compile(r"\[\d+\]")
-
-
-def committed_entries(
-    profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
-) -> Iterator[tuple[str, Path, dict | None]]:
-    """(chapter, path, entry or None if unreadable) for every cache entry of `profile`."""
-    base = (root or results_root()) / profile
-    for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.exists() else []:
-        if folder.name in ("claims", "figures") or (chapters and folder.name not in chapters):
-            continue
-        for path in sorted(folder.glob("*/*.json")):
-            if len(path.stem) != 64:
-                continue
-            try:
-                entry = json.loads(path.read_text())
-            except (OSError, ValueError):
-                entry = None
-            yield folder.name, path, entry
 
 
 def _current_fingerprint(name: str, memo: dict) -> str | None:
@@ -129,7 +110,7 @@ def stale_entries(
     profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
 ) -> list[dict]:
     """Committed entries the current code would not produce, each with the reason."""
-    from .sweep import current_kernels, kernels_problem
+    from ..engine.sweep import current_kernels, kernels_problem
 
     memo: dict = {}
     kernels = current_kernels()

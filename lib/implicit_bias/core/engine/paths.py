@@ -1,9 +1,12 @@
-"""Where the project's files live (the repository root, results, figures, claims)."""
+"""Where the project's files live (the repository root, the chapters, results, figures,
+claims)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import yaml
 
 
 def project_root() -> Path:
@@ -76,3 +79,31 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def chapters() -> list[str]:
+    """Chapter ids in book order: the `book/chapters/<id>` entries of `_toc.yml`."""
+    toc = project_root() / "_toc.yml"
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            entry = node.get("file")
+            if isinstance(entry, str) and entry.startswith("book/chapters/"):
+                found.append(Path(entry).stem)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    if toc.exists():
+        walk(yaml.safe_load(toc.read_text()))
+    return found
+
+
+def known_chapters() -> list[str]:
+    """Chapters in the book, then any other notebook in `notebooks/` (being written)."""
+    in_book = chapters()
+    drafts = sorted(p.stem for p in (project_root() / "notebooks").glob("*.md"))
+    return in_book + [c for c in drafts if c not in in_book]

@@ -1,5 +1,6 @@
 """The device side of the offline GPU run kit (`bash gpu-kit/run.sh`, built by
-`implicit_bias.core.gpu_kit`): run the paper profile of the chapters that the kit parts present
+`implicit_bias.core.tools.gpu_kit`): run the paper profile of the chapters that the kit parts
+present
 make runnable, each within its share of one time budget, and write what happened to `$OUT`.
 
 How little recomputes: every chapter runs from a copy of its committed `results/paper/` (in the
@@ -235,7 +236,7 @@ def committed_device_tasks(folder: Path) -> tuple[int, float]:
 
 
 def _unpack_datasets(parts: list[Path], data_root: Path) -> list[str]:
-    from .data import DataError, verify
+    from ..engine.data import DataError, verify
 
     found = []
     for part in parts:
@@ -328,14 +329,14 @@ def _read_json(path: Path) -> dict | None:
 def _missing_modules(root: Path) -> list[str]:
     import importlib.util
 
-    from .gpu_kit import third_party_imports
+    from .kit_contents import third_party_imports
 
     return sorted(m for m in third_party_imports(root) if importlib.util.find_spec(m) is None)
 
 
 def run_kit(args, root: Path) -> int:
-    from .chapter import chapters
-    from .gpu_kit import KIT, WORK, chapter_needs, chapter_sources
+    from ..engine.paths import chapters
+    from .kit_contents import KIT, WORK, chapter_needs, chapter_sources
 
     started = args.started or time.time()
     kit = root / KIT
@@ -389,7 +390,7 @@ def run_kit(args, root: Path) -> int:
         return 2
     import torch
 
-    from .device import describe_device, resolve_device
+    from ..engine.device import describe_device, resolve_device
 
     try:  # only the device module asks torch about CUDA (tests/core/test_device.py)
         device = resolve_device(args.device)
@@ -512,7 +513,7 @@ def run_kit(args, root: Path) -> int:
 
 def _extra_wheels(part: dict, modules: bool = False) -> list:
     """The wheels of a part after the first (by name, or their module lists)."""
-    from .gpu_kit import wheel_name
+    from .kit_contents import wheel_name
 
     if part["number"] == 1:
         return []

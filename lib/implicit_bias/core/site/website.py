@@ -58,7 +58,7 @@ def _image_tag(match: re.Match, fig_id: str, folder: Path) -> str:
 
 # The executed chapter `book/chapters/<id>.ipynb` is built, not kept in the repository: the
 # theme's edit and launch links go to its source, `notebooks/<id>.md` (Binder opens it as a
-# notebook with jupytext), and Colab's to `colab/<id>.ipynb` (core.colab). Also `/./` (the
+# notebook with jupytext), and Colab's to `colab/<id>.ipynb` (core.site.colab). Also `/./` (the
 # theme's `path_to_book: .`) goes.
 EXECUTED = re.compile(
     r"(https://[^\"'\s]*?/(?:edit|blob|tree)/[\w.-]+/|urlpath=lab/tree/)"
@@ -100,7 +100,7 @@ def retarget_source_links(text: str) -> str:
     return re.sub(r"(href=\"https://[^\"]*?)/\./", r"\1/", text)
 
 
-# A row of a chapter's claims table (core.claims) and its status badge; a claim link of a
+# A row of a chapter's claims table (core.verdicts.claims) and its status badge; a claim link of a
 # figure's provenance (core.chapter.provenance_html).
 CLAIM_ROW = re.compile(
     r"<tr id='claim-([\w-]+)'>(?:(?!</tr>).)*?(<span class='claim-status [\w-]+'>[^<]*</span>)",

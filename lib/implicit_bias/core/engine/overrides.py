@@ -3,7 +3,8 @@
 `python -m implicit_bias run gln_norm --profile paper --set seeds=[0,1]` and
 `--profile path/to/file.yaml` run a *custom profile*: the named profile (`smoke` or `paper`,
 whose claims the run checks) with some parameters changed. The changed profile is validated by
-the chapter's schemas (`implicit_bias.core.schema.validate_profile`) before anything runs, and
+the chapter's schemas (`implicit_bias.core.engine.profiles.validate_profile`) before anything runs,
+and
 everything the run writes goes under `results/custom/<name>/` (the cache, figures, claims, run
 record and the executed notebook), so it never touches `results/smoke`, `results/paper` or the
 book. `<name>` is the profile file's name, or `<profile>-<short hash of the overrides>`: the
@@ -31,9 +32,8 @@ from typing import Any
 
 import yaml
 
-from .claims import PROFILES
 from .paths import project_root, results_root
-from .schema import ProfileError, load_profiles_file, validate_profile
+from .profiles import PROFILES, ProfileError, load_profiles_file, validate_profile
 
 PROFILES_ENV = "IMPLICIT_BIAS_PROFILES"  # folder of the custom profile files of the current run
 RESULTS_ENV = "IMPLICIT_BIAS_RESULTS"
@@ -128,7 +128,7 @@ def read_profile_file(path: Path) -> tuple[str, dict]:
     except OSError as err:
         raise ProfileError(f"cannot read the profile file {path}: {err.strerror}") from None
     except yaml.YAMLError as err:
-        from .schema import yaml_problem
+        from .profiles import yaml_problem
 
         raise ProfileError(yaml_problem(path, err)) from None
     names = list(data) if isinstance(data, dict) else []

@@ -2,7 +2,8 @@
 
 Each task's result lives in `<cache_dir>/<sha256 of the task's canonical JSON>.json`, an entry
 that holds the task, the function's name, the fingerprint of the code that computed it
-(`implicit_bias.core.fingerprint`), the result and a checksum of all four. An entry is used only if
+(`implicit_bias.core.engine.fingerprint`), the result and a checksum of all four. An entry is used
+only if
 it is well formed, its checksum matches, it holds this very task and its fingerprint is the
 current code's; anything else is recomputed (and overwritten). So:
 
@@ -30,7 +31,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,13 +39,14 @@ from typing import Any
 from tqdm import tqdm
 
 from .fingerprint import fingerprint
-from .paths import current_umask
+from .paths import current_umask, results_root
 
 BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
 ENTRY_SCHEMA = 2
 ENTRY_KEYS = {"schema", "fn", "fingerprint", "task", "result", "checksum"}
-# The kernel configuration an entry was computed under (`core.kernels.kernels_state`, with the
+# The kernel configuration an entry was computed under (`core.engine.kernels.kernels_state`,
+# with the
 # CPU vendor for information); entries written before it was recorded have none.
 KERNELS_KEY = "kernels"
 
@@ -468,3 +470,21 @@ def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh):
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def committed_entries(
+    profile: str = "paper", chapters: list[str] | None = None, root: Path | None = None
+) -> Iterator[tuple[str, Path, dict | None]]:
+    """(chapter, path, entry or None if unreadable) for every cache entry of `profile`."""
+    base = (root or results_root()) / profile
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.exists() else []:
+        if folder.name in ("claims", "figures") or (chapters and folder.name not in chapters):
+            continue
+        for path in sorted(folder.glob("*/*.json")):
+            if len(path.stem) != 64:
+                continue
+            try:
+                entry = json.loads(path.read_text())
+            except (OSError, ValueError):
+                entry = None
+            yield folder.name, path, entry

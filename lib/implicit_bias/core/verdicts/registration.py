@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from .paths import project_root
+from ..engine.paths import project_root
 
 DEFINITION = ("metric", "expect", "effect", "unit")
 

@@ -16,27 +16,28 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from . import claims as claims_module
-from .chapter import (
+from ..chapter import (
     PROFILES,
     PROGRESS_ENV,
-    chapters,
     check_chapter,
     check_profile,
     device_name,
-    known_chapters,
 )
-from .kernels import kernels_state
-from .overrides import CustomProfile
-from .paths import (
+from ..engine.kernels import kernels_state
+from ..engine.overrides import CustomProfile
+from ..engine.paths import (
     RUN_ID_ENV,
     chapter_results,
+    chapters,
     claims_results,
+    known_chapters,
     project_root,
     publish_root,
     run_log_path,
     shown_path,
 )
+from ..site.status_page import dashboard_rows
+from ..verdicts import claims as claims_module
 
 PARAMETERS = ("profile", "device", "refresh")
 
@@ -64,7 +65,7 @@ def validate_device(device: str) -> str:
     try:
         return device_name(device)
     except ValueError as err:
-        from .device import VALID_DEVICES
+        from ..engine.device import VALID_DEVICES
 
         message = str(err)  # an unknown device's message lists them already
         if "valid values" not in message:
@@ -214,7 +215,8 @@ def run_chapter(
     After a complete run without failed tasks, cache entries the run no longer uses are pruned.
 
     With `custom` (a profile changed by `--set` or read from a file, validated:
-    `implicit_bias.core.overrides.custom_profile`) the chapter runs its base profile with those
+    `implicit_bias.core.engine.overrides.custom_profile`) the chapter runs its base profile with
+    those
     parameters, and everything it writes, the executed notebook included, goes under
     `results/custom/<name>/` (`profile` is then ignored); the run record says what changed.
     """
@@ -536,7 +538,7 @@ def run_record_markdown(
     custom: dict | None = None,
 ) -> str:
     """The short record that ends every executed chapter: how this page was computed."""
-    from .chapter import source_commit
+    from ..chapter import source_commit
 
     lines = [
         "## Run record",
@@ -605,21 +607,6 @@ def cached_task_seconds(folder: Path) -> float:
     return total
 
 
-def dashboard_rows(profiles=PROFILES) -> list[dict]:
-    """One row per claim per profile from the claims reports on disk."""
-    rows = []
-    for profile in profiles:
-        for chapter in known_chapters():
-            path = claims_results(profile) / f"{chapter}.json"
-            if not path.exists():
-                continue
-            report = json.loads(path.read_text())
-            stale = claims_module.stale_code(report)
-            for claim in report["claims"]:
-                rows.append({"chapter": chapter, "profile": profile, **claim, "stale": stale})
-    return rows
-
-
 def format_status(profiles=PROFILES) -> str:
     """The claims dashboard as terminal text."""
     rows = dashboard_rows(profiles)
@@ -651,11 +638,6 @@ def format_status(profiles=PROFILES) -> str:
     return "\n".join(lines)
 
 
-def status_badge(status: str) -> str:
-    """The status as a coloured text badge (book/_css/book.css), readable without an emoji font."""
-    return f"<span class='claim-status status-{status.replace(' ', '-')}'>{status}</span>"
-
-
 def compare_with_reference(
     selected,
     reference: str,
@@ -673,7 +655,7 @@ def compare_with_reference(
     """
     import yaml
 
-    from .regression import compare_runs, write_report
+    from ..site.regression import compare_runs, write_report
 
     report = (
         Path(report_dir) if report_dir else Path(candidate) / "reports" / (f"figures-{profile}")

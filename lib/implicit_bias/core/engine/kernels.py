@@ -12,7 +12,7 @@ AVX2 and FMA CPUs, Intel or AMD, compute the same bits, whatever they would choo
 The environment variables are read when the libraries load, so `pin_kernels` must run before
 numpy and torch are imported: `implicit_bias/__init__.py` calls it, and the processes it starts
 (papermill kernels, sweep workers) inherit the settings. A variable already set is left as it
-is (`implicit_bias.core.verify.kernel_env` sets them to emulate other CPUs), and
+is (`implicit_bias.core.tools.verify.kernel_env` sets them to emulate other CPUs), and
 `IMPLICIT_BIAS_NATIVE_KERNELS=1` keeps every library's own choice.
 """
 

@@ -1,21 +1,22 @@
-"""JSON Schema validation of the files a run reads before it computes anything.
+"""Profiles and their JSON Schema validation, before a run computes anything.
 
-The schemas are YAML documents (JSON Schema, draft 2020-12) under `data/schemas/`:
+`PROFILES` names the two profiles every chapter has. The schemas are YAML documents (JSON
+Schema, draft 2020-12) under `data/schemas/`:
 
-- `claims.yaml`: a claims file, `data/claims/<chapter>.yaml`;
 - `profiles.yaml`: any profiles file, `data/profiles/<chapter>.yaml` (exactly `smoke` and
   `paper`, and the keys reserved in every chapter: `description`, `workers`);
-- `profiles/<chapter>.yaml`: the parameters of one chapter, applied to each of its profiles.
+- `profiles/<chapter>.yaml`: the parameters of one chapter, applied to each of its profiles;
+- `claims.yaml`: a claims file, validated by `implicit_bias.core.verdicts.schema` with the
+  machinery of this module (the validator and the readable messages below).
 
 A custom profile (a profile changed by `--set`, or read from a profile file; see
-`implicit_bias.core.overrides`) is checked by `validate_profile` against the same two schemas.
+`implicit_bias.core.engine.overrides`) is checked by `validate_profile` against the same two
+schemas.
 
-A file that does not validate raises `ProfileError` / `ClaimsError` listing every problem of
-the file at once, sorted by where it is, one line each: the file's name, the key path (e.g.
-`paper.seeds[2]`, `claim 'svm_gln_matches_gd_gln': expect`), what was found and what is
-allowed, in the schema's words. What a schema cannot express is checked here in code: smoke and
-paper have the same keys; claim ids are unique; `in [a, b]` has a <= b; a known deviation's
-profiles are among its claim's profiles.
+A file that does not validate raises `ProfileError` (or, for claims, `ClaimsError`) listing
+every problem of the file at once, sorted by where it is, one line each: the file's name, the
+key path (e.g. `paper.seeds[2]`), what was found and what is allowed, in the schema's words.
+What a schema cannot express is checked here in code: smoke and paper have the same keys.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from jsonschema import Draft202012Validator, validators
 
 from .paths import project_root
 
+PROFILES = ("smoke", "paper")
 RESERVED_PROFILE_KEYS = ("description", "workers")
-_REPOSITORY_SCHEMAS = Path(__file__).resolve().parents[3] / "data" / "schemas"
+_REPOSITORY_SCHEMAS = Path(__file__).resolve().parents[4] / "data" / "schemas"
 
 
 class ProfileError(ValueError):
@@ -157,15 +159,6 @@ def load_profiles_file(path: Path, chapter: str) -> dict:
     )
 
 
-def load_claims_file(path: Path) -> list[dict]:
-    """A claims file's data, validated (`validate_claims`); raises `ClaimsError`."""
-    from .claims import ClaimsError
-
-    return _load_validated(
-        path, ClaimsError, validate_claims, _stamp(schemas_dir() / "claims.yaml")
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Validation entry points
 # --------------------------------------------------------------------------------------------
@@ -212,64 +205,6 @@ def validate_profile(config: Any, chapter: str, profile: str, source: str) -> No
             f"data/schemas/profiles/{chapter}.yaml"
         )
     _raise(ProfileError, source, problems, lambda where: _dotted((profile, *where)))
-
-
-def validate_claims(data: Any, path: Path) -> None:
-    """Check a claims file's data against `data/schemas/claims.yaml`, then what the schema
-    cannot say (unique ids, intervals with a <= b, known-deviation profiles among the claim's
-    profiles); raise `ClaimsError` listing every problem."""
-    from .claims import ClaimsError, claim_effect, parse_expect
-
-    validator = _validator_for(schemas_dir() / "claims.yaml")
-    root = validator.schema
-    problems = _schema_problems(validator, data)
-    flagged = {where for where, _ in problems}
-    first: dict[str, int] = {}
-    for i, claim in enumerate(data if isinstance(data, list) else []):
-        if not isinstance(claim, dict):
-            continue
-        cid = claim.get("id")
-        if isinstance(cid, str) and (i, "id") not in flagged:
-            if cid in first:
-                problems.append(
-                    (
-                        (i, "id"),
-                        f"duplicate id {cid!r} (claim #{first[cid] + 1} has "
-                        f"it too); {_allowed((i, 'id'), root)}",
-                    )
-                )
-            first.setdefault(cid, i)
-        expect = claim.get("expect")
-        if isinstance(expect, str) and (i, "expect") not in flagged:
-            try:
-                parse_expect(expect)
-            except ClaimsError as err:
-                problems.append(((i, "expect"), f"{err}; {_allowed((i, 'expect'), root)}"))
-        if ("effect" in claim or expect == "similar") and isinstance(cid, str):
-            try:  # the word must have a size in the claim's unit (core.decision.EFFECT_SIZES)
-                claim_effect({"expect": expect, **claim})
-            except ClaimsError as err:
-                problems.append(((i, "effect"), str(err)))
-        deviation, own = claim.get("known_deviation"), claim.get("profiles")
-        own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
-        if (
-            isinstance(deviation, dict)
-            and isinstance(deviation.get("profiles"), list)
-            and isinstance(own, list)
-            and own_ok
-        ):
-            for j, name in enumerate(deviation["profiles"]):
-                where = (i, "known_deviation", "profiles", j)
-                if name not in own and where not in flagged:
-                    problems.append(
-                        (
-                            where,
-                            f"profile {name!r} is not one of the claim's "
-                            f"profiles; each entry of profiles must be one of "
-                            f"{', '.join(map(repr, own))} (the claim's profiles)",
-                        )
-                    )
-    _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
 
 
 # --------------------------------------------------------------------------------------------
@@ -393,16 +328,6 @@ def _label(where: tuple, node: Any = None, plain: bool = False) -> str:
     if parent is None:
         return "claim" if plain else "each claim"
     return f"{parent} entry" if plain else f"each entry of {parent}"
-
-
-def _claim_where(where: tuple, data: Any) -> str:
-    if not where:
-        return "top level"
-    i, rest = where[0], where[1:]
-    claim = data[i] if isinstance(data, list) and isinstance(i, int) and i < len(data) else None
-    cid = claim.get("id") if isinstance(claim, dict) else None
-    name = f"claim {cid!r}" if isinstance(cid, str) and cid else f"claim #{i + 1}"
-    return f"{name}: {_dotted(rest)}" if rest else name
 
 
 def _dotted(where) -> str:

@@ -16,7 +16,7 @@ decorators, closures). Normalization makes it depend on what runs and nothing el
 - a name is resolved in the module only where the function does not bind it itself (a
   parameter or local variable called like a project function is not that function);
 - a decorator marked `__fingerprint_transparent__` (the task declaration of
-  `implicit_bias.core.tasks`, which returns the function itself) is dropped: it records how a
+  `implicit_bias.core.engine.tasks`, which returns the function itself) is dropped: it records how a
   task is scheduled (threads, device), not what it computes.
 
 The printing is Python 3.11's on every version (`unparse`): from 3.12 on, `ast.unparse` quotes
@@ -46,7 +46,7 @@ from typing import Any
 
 PACKAGE = "implicit_bias"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_CHECKOUT = str(Path(__file__).resolve().parents[3])  # the repository holding lib/
+_CHECKOUT = str(Path(__file__).resolve().parents[4])  # the repository holding lib/
 
 
 class _Unparser311(ast._Unparser):  # type: ignore[name-defined,misc]
@@ -265,7 +265,7 @@ def _check_unchanged_since_import(obj) -> None:
     with the wrong fingerprint. Refuse, rather than cache such a result."""
     import os
 
-    from .. import IMPORTED_AT
+    from ... import IMPORTED_AT
 
     if not _in_project(obj, (PACKAGE,)):
         return
@@ -281,7 +281,7 @@ def _check_unchanged_since_import(obj) -> None:
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict:
-    """Names bound by import statements inside the code (`from implicit_bias.core.data import
+    """Names bound by import statements inside the code (`from implicit_bias.core.engine.data import
     load_mnist` in a function body), resolved as Python would."""
     import importlib
 

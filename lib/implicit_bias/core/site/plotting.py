@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from .paths import figures_dir
+from ..engine.paths import figures_dir
 
 STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
 # Okabe-Ito palette (colorblind-safe), in the style's cycle order.
@@ -94,7 +94,7 @@ def _caller() -> str | None:
 
     frame = sys._getframe(2)
     path = Path(frame.f_code.co_filename).resolve()
-    lib = Path(__file__).resolve().parents[2]  # .../lib
+    lib = Path(__file__).resolve().parents[3]  # .../lib
     if not path.is_relative_to(lib):
         return None
     return f"{path.relative_to(lib.parent).as_posix()}, {frame.f_code.co_name}"
@@ -222,7 +222,7 @@ def save_figure(
     png = out / f"{fig_id}.png"
     measured = make_legible(fig)
     # Fixed metadata so identical figures give identical files; the legibility measurements
-    # travel in the PNG, for the website (`implicit_bias.core.website`) and its test.
+    # travel in the PNG, for the website (`implicit_bias.core.site.website`) and its test.
     fig.savefig(
         png, dpi=SAVE_DPI, metadata={"Software": None, LEGIBILITY_KEY: json.dumps(measured)}
     )

@@ -4,7 +4,7 @@ Baselines live in `tests/baselines/<chapter>/` (the smoke profile's CSV, JSON an
 copied by `make baselines`). Each figure's JSON holds its tolerances (`rtol`, `atol`) for the
 numeric columns; non-numeric columns must match exactly; PNGs are compared with matplotlib's
 image comparison (RMS tolerance). Every comparison can write a figure report
-(`implicit_bias.core.figure_report`): baseline, new and difference images side by side, and the
+(`implicit_bias.core.site.figure_report`): baseline, new and difference images side by side, and the
 values that moved.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..engine.paths import figures_dir, project_root, results_root
 from .figure_report import PNG_RMS_TOLERANCE, FigureComparison, table_changes, write_report
 from .figure_report import compare_figure as _compare
-from .paths import figures_dir, project_root, results_root
 
 __all__ = [
     "PNG_RMS_TOLERANCE",
@@ -64,7 +64,7 @@ def data_vendor(chapter: str, profile: str = "smoke") -> str:
     every entry records (`kernels.cpu`), else this CPU's (entries of several vendors, or none).
     The smoke cache is committed, so a run here may draw another vendor's data; its figures are
     regressed against that vendor's baselines."""
-    from .verify import committed_entries
+    from ..engine.sweep import committed_entries
 
     vendors = set()
     for _, _, entry in committed_entries(profile, [chapter]):

@@ -1,7 +1,7 @@
 """The offline GPU run kit: everything a GPU machine without a package index needs to run the
 book's paper profile on CUDA, in parts that each fit what one device command may carry.
 
-`python -m implicit_bias.core.gpu_kit build` (`make gpu-kit`) writes, in git-ignored folders:
+`python -m implicit_bias.core.tools.gpu_kit build` (`make gpu-kit`) writes, in git-ignored folders:
 
 - `gpu-kit/`: `run.sh` (the entry point), `kit.json` (what every part holds and which chapters
   each part makes runnable) and part 1; `gpu-kit-2/`, `gpu-kit-3/`, ...: the parts that did not
@@ -16,8 +16,8 @@ book's paper profile on CUDA, in parts that each fit what one device command may
 
 On the device, `bash gpu-kit/run.sh` installs the wheels of the parts present with `pip install
 --no-index --no-deps --target` into scratch folders, puts them on PYTHONPATH in front of the
-image's packages, and calls `python -m implicit_bias.core.gpu_kit run`, which runs the
-chapters that the parts present make runnable (`implicit_bias.core.gpu_run`).
+image's packages, and calls `python -m implicit_bias.core.tools.gpu_kit run`, which runs the
+chapters that the parts present make runnable (`implicit_bias.core.tools.gpu_run`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,18 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import project_root
+from ..engine.paths import project_root
+from .kit_contents import (  # shared with the device side (gpu_run)
+    DATASET_PATTERNS,
+    KIT,
+    OPTIONAL_WHEELS,
+    chapter_needs,
+    chapter_sources,
+    normalize,
+    wheel_name,
+)
 
-KIT = "gpu-kit"  # part 1 and the entry point; part N > 1 is `gpu-kit-N`
 CACHE = ".gpu-kit-cache"  # downloads and compressed datasets, reused by the next build
-WORK = ".gpu-kit-work"  # the run's scratch: installed parts, datasets, results (run.sh)
 CARRY_LIMIT = 64 * 2**20  # what one device command carries: working tree and kit together
 MARGIN = 2 * 2**20  # room for the tree to grow (results, chapters) after the kit is built
 IMAGE_PACKAGES = ".ci/gpu-image-packages.txt"
@@ -51,24 +58,6 @@ WEBSITE_ONLY = ("jupyter-book", "sphinx", "myst-nb")
 # Wheels larger than this travel LZMA-compressed (`recompress`): scs, 41 MiB as served, no longer
 # fitted beside the working tree in one device command.
 RECOMPRESS_ABOVE = 8 * 2**20
-# Wheels that only some chapters need, with the pattern that marks a chapter as needing them
-# (None: no chapter does). Every other wheel is needed by all and goes into part 1.
-# sparsediffpy: cvxpy's nonlinear-programming engine (cvxpy requires it; imported only by its
-# NLP solvers). scs: the SCS solver (cvxpy requires it; imported when a program names SCS).
-OPTIONAL_WHEELS: dict[str, str | None] = {"scs": r"\bSCS\b", "sparsediffpy": None}
-DATASET_PATTERNS = {
-    "mnist": r"(?<!fashion_)\bmnist\b|load_mnist",
-    "fashion_mnist": r"\bfashion_mnist\b|load_fashion_mnist",
-}
-
-
-def normalize(name: str) -> str:
-    """A distribution's name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def wheel_name(filename: str) -> str:
-    return normalize(filename.split("-")[0])
 
 
 def image_packages(root: Path | None = None) -> set[str]:
@@ -94,80 +83,7 @@ def run_requirements(root: Path | None = None) -> list[str]:
     return keep
 
 
-# What the website toolchain (WEBSITE_ONLY, not in the kit) provides: code that imports it runs
-# when the website builds (a Sphinx extension), never in a chapter run.
-WEBSITE_MODULES = (
-    "sphinx",
-    "docutils",
-    "myst_nb",
-    "myst_parser",
-    "jupyter_book",
-    "sphinx_book_theme",
-    "pydata_sphinx_theme",
-)
-# Modules a run needs that no source imports: papermill starts the kernel by name, and cvxpy
-# imports the solvers the chapters name (ECOS, Clarabel, OSQP) when a program asks for them.
-RUNTIME_MODULES = ("ipykernel", "ipykernel_launcher", "ecos", "clarabel", "osqp")
-
-
-def third_party_imports(root: Path | None = None) -> set[str]:
-    """Top-level modules outside the standard library that the library and the notebooks
-    import (anywhere in a file, function-level imports included), plus RUNTIME_MODULES."""
-    import ast
-
-    root = root or project_root()
-    sources = [p.read_text() for p in sorted((root / "lib" / "implicit_bias").rglob("*.py"))]
-    for notebook in sorted((root / "notebooks").glob("*.md")):
-        cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", notebook.read_text(), re.S)
-        sources += [
-            "\n".join(line for line in c.splitlines() if not line.startswith(("%", "!")))
-            for c in cells
-        ]
-    found = set(RUNTIME_MODULES)
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                found.add(node.module.split(".")[0])
-    return {
-        m
-        for m in found
-        if m not in sys.stdlib_module_names
-        and m not in ("implicit_bias", "__future__")
-        and m not in WEBSITE_MODULES
-    }
-
-
 # -- chapters and what they need --------------------------------------------------------------
-def chapter_sources(chapter: str, root: Path | None = None) -> str:
-    """The text that says what a chapter uses: its package, its own model module (named after
-    it), its profiles and its notebook."""
-    root = root or project_root()
-    lib = root / "lib" / "implicit_bias"
-    paths = sorted((lib / "chapters" / chapter).rglob("*.py"))
-    paths += [
-        lib / "models" / f"{chapter}.py",
-        root / "data" / "profiles" / f"{chapter}.yaml",
-        root / "notebooks" / f"{chapter}.md",
-    ]
-    return "\n".join(p.read_text() for p in paths if p.is_file())
-
-
-def chapter_needs(source: str) -> set[str]:
-    """The datasets and optional wheels a chapter's source names (see DATASET_PATTERNS and
-    OPTIONAL_WHEELS)."""
-    needs = {name for name, pattern in DATASET_PATTERNS.items() if re.search(pattern, source)}
-    needs |= {
-        name
-        for name, pattern in OPTIONAL_WHEELS.items()
-        if pattern is not None and re.search(pattern, source)
-    }
-    return needs
 
 
 # -- packing ------------------------------------------------------------------------------------
@@ -312,7 +228,7 @@ def recompress(wheel: Path, cache: Path) -> Path:
 def compress_dataset(dataset: str, cache: Path) -> list[Path]:
     """The dataset's idx files, verified, xz-compressed into `cache/<dataset>/` (reused when
     present and newer than the source)."""
-    from .data import CHECKSUMS, data_dir, verify
+    from ..engine.data import CHECKSUMS, data_dir, verify
 
     verify(dataset)
     out = cache / dataset
@@ -351,7 +267,7 @@ def wheel_modules(path: Path) -> set[str]:
 
 def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     """Write the kit's parts and `gpu-kit/kit.json`; return the manifest."""
-    from .chapter import chapters
+    from ..engine.paths import chapters
 
     root = root or project_root()
     cache = root / CACHE
@@ -462,7 +378,7 @@ def describe(manifest: dict, root: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m implicit_bias.core.gpu_kit")
+    parser = argparse.ArgumentParser(prog="python -m implicit_bias.core.tools.gpu_kit")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build the kit (gpu-kit/ and the parts beside it)")
     sub.add_parser("describe", help="print the built kit's parts and sizes")

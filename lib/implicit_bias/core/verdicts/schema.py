@@ -1,0 +1,167 @@
+"""The claims schema: what a claims file may say, checked before a run computes anything.
+
+`data/schemas/claims.yaml` (JSON Schema) says which keys a claim has; this module reads an
+expectation (`parse_expect`), the size an effect word gives it (`claim_effect`), and checks in
+code what the schema cannot express: claim ids are unique, `in [a, b]` has a <= b, an effect
+word has a size in the claim's unit, a known deviation's profiles are among its claim's
+profiles. A file that does not validate raises `ClaimsError` listing every problem at once, one
+line each (`claim 'svm_gln_matches_gd_gln': expect`), with the engine's validation machinery
+(`implicit_bias.core.engine.profiles`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..engine.profiles import (
+    _allowed,
+    _dotted,
+    _load_validated,
+    _raise,
+    _schema_problems,
+    _stamp,
+    _validator_for,
+    schemas_dir,
+)
+from . import decision
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
+_INTERVAL = re.compile(rf"^\s*in\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]\s*$")
+
+
+class ClaimsError(ValueError):
+    """A claims file does not follow the schema."""
+
+
+def parse_expect(expect: str, effect: float = 0.0):
+    """Turn an expectation string into a predicate on a value; raise `ClaimsError` if invalid.
+    `effect` moves a comparison's bound in the claim's direction ("much" lower); 'similar'
+    reads as within `effect` of zero."""
+    text = str(expect).strip().lower()
+    if text == "similar":
+        return lambda v: abs(v) <= effect
+    if text in ("true", "false"):
+        wanted = text == "true"
+        return lambda v: bool(v) is wanted
+    match = _COMPARISON.match(text)
+    if match:
+        op, bound = match.group(1), float(match.group(2))
+        bound = (
+            bound - effect if op in ("<", "<=") else bound + effect if op in (">", ">=") else bound
+        )
+        ops = {
+            "<": lambda v: v < bound,
+            "<=": lambda v: v <= bound,
+            ">": lambda v: v > bound,
+            ">=": lambda v: v >= bound,
+            "==": lambda v: v == bound,
+        }
+        return ops[op]
+    match = _INTERVAL.match(text)
+    if match:
+        low, high = float(match.group(1)), float(match.group(2))
+        if low > high:
+            raise ClaimsError(
+                f"cannot read expectation {expect!r}: an interval [a, b] needs "
+                f"a <= b, got a = {match.group(1)} > b = {match.group(2)}"
+            )
+        return lambda v: low <= v <= high
+    raise ClaimsError(
+        f"cannot read expectation {expect!r}; use '< x', '<= x', '> x', '>= x', "
+        "'== x', 'in [a, b]', 'similar', 'true' or 'false'"
+    )
+
+
+def claim_effect(claim: dict) -> float:
+    """The size the claim's `effect` word implies in its metric's `unit` (0 without a word);
+    'similar' without a word takes the unit's 'similar' margin."""
+    word = claim.get("effect")
+    if word is None and str(claim["expect"]).strip().lower() == "similar":
+        word = "similar"
+    if word is None:
+        return 0.0
+    if "unit" not in claim:
+        raise ClaimsError(
+            f"{claim['id']}: effect {word!r} needs a unit (one of {sorted(decision.EFFECT_SIZES)})"
+        )
+    try:
+        return decision.effect_size(word, claim["unit"])
+    except decision.DecisionError as err:
+        raise ClaimsError(f"{claim['id']}: {err}") from None
+
+
+def load_claims_file(path: Path) -> list[dict]:
+    """A claims file's data, validated (`validate_claims`); raises `ClaimsError`."""
+    return _load_validated(
+        path, ClaimsError, validate_claims, _stamp(schemas_dir() / "claims.yaml")
+    )
+
+
+def validate_claims(data: Any, path: Path) -> None:
+    """Check a claims file's data against `data/schemas/claims.yaml`, then what the schema
+    cannot say (unique ids, intervals with a <= b, known-deviation profiles among the claim's
+    profiles); raise `ClaimsError` listing every problem."""
+    validator = _validator_for(schemas_dir() / "claims.yaml")
+    root = validator.schema
+    problems = _schema_problems(validator, data)
+    flagged = {where for where, _ in problems}
+    first: dict[str, int] = {}
+    for i, claim in enumerate(data if isinstance(data, list) else []):
+        if not isinstance(claim, dict):
+            continue
+        cid = claim.get("id")
+        if isinstance(cid, str) and (i, "id") not in flagged:
+            if cid in first:
+                problems.append(
+                    (
+                        (i, "id"),
+                        f"duplicate id {cid!r} (claim #{first[cid] + 1} has "
+                        f"it too); {_allowed((i, 'id'), root)}",
+                    )
+                )
+            first.setdefault(cid, i)
+        expect = claim.get("expect")
+        if isinstance(expect, str) and (i, "expect") not in flagged:
+            try:
+                parse_expect(expect)
+            except ClaimsError as err:
+                problems.append(((i, "expect"), f"{err}; {_allowed((i, 'expect'), root)}"))
+        if ("effect" in claim or expect == "similar") and isinstance(cid, str):
+            # the word must have a size in the claim's unit (core.verdicts.decision.EFFECT_SIZES)
+            try:
+                claim_effect({"expect": expect, **claim})
+            except ClaimsError as err:
+                problems.append(((i, "effect"), str(err)))
+        deviation, own = claim.get("known_deviation"), claim.get("profiles")
+        own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
+        if (
+            isinstance(deviation, dict)
+            and isinstance(deviation.get("profiles"), list)
+            and isinstance(own, list)
+            and own_ok
+        ):
+            for j, name in enumerate(deviation["profiles"]):
+                where = (i, "known_deviation", "profiles", j)
+                if name not in own and where not in flagged:
+                    problems.append(
+                        (
+                            where,
+                            f"profile {name!r} is not one of the claim's "
+                            f"profiles; each entry of profiles must be one of "
+                            f"{', '.join(map(repr, own))} (the claim's profiles)",
+                        )
+                    )
+    _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
+
+
+def _claim_where(where: tuple, data: Any) -> str:
+    if not where:
+        return "top level"
+    i, rest = where[0], where[1:]
+    claim = data[i] if isinstance(data, list) and isinstance(i, int) and i < len(data) else None
+    cid = claim.get("id") if isinstance(claim, dict) else None
+    name = f"claim {cid!r}" if isinstance(cid, str) and cid else f"claim #{i + 1}"
+    return f"{name}: {_dotted(rest)}" if rest else name
