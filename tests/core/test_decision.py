@@ -201,3 +201,36 @@ def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
     assert least_favourable(by_h, "high")[0] == 100
     with pytest.raises(decision.DecisionError):
         least_favourable(by_h, "<")
+
+
+def test_a_metric_on_a_grid_is_never_more_certain_than_its_grid_step():
+    """Identical per-seed values read on a grid of step 8 give an interval of +/- 8, not a
+    point: a claim whose edge lies within one step of them is inconclusive."""
+    same = per_seed([64.0, 64.0, 64.0], resolution=8)
+    assert same.interval() == (56.0, 72.0)
+    assert same.decide(region(">", 60.0)) == decision.INCONCLUSIVE
+    assert per_seed([64.0, 64.0, 64.0]).decide(region(">", 60.0)) == decision.PASS  # no step
+    assert same.decide(region(">", 50.0)) == decision.PASS  # beyond the step it decides
+    # a wide spread is not narrowed, and the resolution survives the stored form
+    wide = per_seed([40.0, 64.0, 90.0], resolution=8)
+    assert wide.interval() == per_seed([40.0, 64.0, 90.0]).interval()
+    assert Evidence.from_json(same.to_json()).interval() == same.interval()
+    assert same.detectable == 8.0
+    with pytest.raises(decision.DecisionError, match="resolution"):
+        per_seed([1.0, 2.0], resolution=-1)
+
+
+def test_a_claimed_difference_within_the_negligible_size_is_no_practical_effect():
+    tiny = decision.paired_differences([0.0002, -0.0001, 0.0004])
+    assert tiny.decide(region("<", 0.0)) == decision.INCONCLUSIVE
+    assert tiny.decide(region("<", 0.0), negligible=0.01) == decision.NEGLIGIBLE
+    # a pass stays a pass, even when small; an interval reaching beyond the size stays open
+    small = per_seed([-0.0002, -0.0003, -0.00025])
+    assert small.decide(region("<", 0.0), negligible=0.01) == decision.PASS
+    assert tiny.decide(region("<", 0.0), negligible=0.0005) == decision.INCONCLUSIVE
+    # beyond the size in the wrong direction: a fail, not "no practical effect"
+    assert per_seed([0.3, 0.31, 0.32]).decide(region("<", 0.0), 0.01) == decision.FAIL
+    assert decision.effect_size("negligible", "error_rate") == 0.001
+    assert set(decision.NEGLIGIBLE_REASONS) == set(decision.EFFECT_SIZES)
+    for unit, sizes in decision.EFFECT_SIZES.items():  # finer than what "similar" allows
+        assert 0 < sizes["negligible"] <= sizes["similar"] / 10 + 1e-12, unit

@@ -1,0 +1,163 @@
+"""The confirmatory seed plan, simulated as a whole procedure: exploratory seeds seen, new seeds
+planned from them, the verdict on the new seeds alone. Its false-pass rate under no effect is
+the rule's 2.5%; a planted effect is decided with the plan's power; and the procedures it
+replaces (pooling the seen seeds with the new ones, looking after every seed) break the rate."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.decision import region
+
+REPS = 20_000
+ALPHA = (1 - decision.LEVEL) / 2
+# Monte Carlo error of a rate of 2.5% over REPS draws: sd 0.0011; 3 sd above it is the bound
+MC_BOUND = ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / REPS)
+EXPLORATORY = 3
+
+
+def _t_crit(n):
+    return stats.t.ppf(1 - ALPHA, np.asarray(n) - 1)
+
+
+def _intervals(x, n):
+    """Mean and half-width of the 95% interval of the first n[i] columns of each row of x."""
+    cols = np.arange(x.shape[1])
+    mask = cols[None, :] < n[:, None]
+    mean = (x * mask).sum(1) / n
+    var = (((x - mean[:, None]) * mask) ** 2).sum(1) / (n - 1)
+    return mean, _t_crit(n) * np.sqrt(var / n)
+
+
+def _planned(est, s, where, negligible=None):
+    """`decision.seeds_needed` capped, for every row, read from a grid of the standardized
+    estimate est / s (and negligible / s): the plan of a claim at 0 depends on nothing else,
+    and the grid keeps 20,000 plans to a second (the nearest grid point; any rule that uses the
+    exploratory seeds alone keeps the rate the tests check)."""
+    cap = decision.MAX_NEW_SEEDS
+    d = np.clip(est / s, -8, 8)
+    d_grid = np.linspace(-8, 8, 161)
+    i = np.rint((d + 8) / 0.1).astype(int)
+    if negligible is None:
+        table = decision.seeds_needed(d_grid, 1.0, where, n_max=cap)
+        return np.minimum(table[i], cap)
+    r_grid = np.geomspace(1e-2, 1e2, 11)
+    j = np.clip(np.rint(np.log10(negligible / s) * 2.5 + 5).astype(int), 0, 10)
+    table = np.stack([decision.seeds_needed(d_grid, 1.0, where, r, n_max=cap) for r in r_grid])
+    return np.minimum(table[j, i], cap)
+
+
+def _procedure(rng, effect, sd, where, negligible=None, pooled=False):
+    """One run of the whole design per row: exploratory seeds, their plan, the new seeds, the
+    verdict (on the new seeds alone; `pooled`: the can-fail variant that decides on all seeds
+    after looking, stopping at once when the exploratory seeds already pass)."""
+    explore = rng.normal(effect, sd, (REPS, EXPLORATORY))
+    n_new = _planned(explore.mean(1), explore.std(1, ddof=1), where, negligible)
+    new = rng.normal(effect, sd, (REPS, decision.MAX_NEW_SEEDS))
+    if not pooled:
+        m, h = _intervals(new, n_new)
+        return m, h, n_new
+    both = np.concatenate([explore, new], axis=1)
+    m, h = _intervals(both, n_new + EXPLORATORY)
+    m0, h0 = _intervals(explore, np.full(REPS, EXPLORATORY))
+    seen_pass = m0 + h0 < where.high  # the exploratory look that stops at a pass
+    return np.where(seen_pass, m0, m), np.where(seen_pass, h0, h), n_new
+
+
+@pytest.mark.parametrize("sd", [0.5, 2.0])
+def test_no_effect_passes_at_most_at_the_rule_rate(sd):
+    """A claim "x < 0" whose true mean is exactly 0: the whole procedure (plan from what the
+    exploratory seeds showed, then new seeds) passes in at most 2.5% of repetitions, and fails
+    in at most 2.5% when the claim is "x > 0" at its edge."""
+    rng = np.random.default_rng(int(sd * 10))
+    m, h, n_new = _procedure(rng, 0.0, sd, region("<", 0.0))
+    rate = np.mean(m + h < 0)
+    assert rate <= MC_BOUND, rate
+    assert rate >= ALPHA - 3 * np.sqrt(ALPHA / REPS)  # not so strict that it never passes
+    assert np.mean(m - h > 0) <= MC_BOUND  # the false-fail side of the same claim
+    assert n_new.min() >= decision.MIN_NEW_SEEDS and n_new.max() <= decision.MAX_NEW_SEEDS
+
+
+def test_with_the_negligible_outcome_the_pass_rate_still_holds():
+    rng = np.random.default_rng(5)
+    m, h, _ = _procedure(rng, 0.0, 0.002, region("<", 0.0), negligible=0.001)
+    assert np.mean(m + h < 0) <= MC_BOUND
+
+
+def test_pooling_the_seen_seeds_after_looking_breaks_the_rate():
+    """The can-fail companion: decide on seeds 0-2 plus the new ones, having looked at 0-2
+    (stop if they pass, else add the planned seeds): the false-pass rate exceeds 2.5%."""
+    rng = np.random.default_rng(11)
+    m, h, _ = _procedure(rng, 0.0, 1.0, region("<", 0.0), pooled=True)
+    assert np.mean(m + h < 0) > MC_BOUND
+
+
+def test_looking_after_every_seed_without_boundaries_breaks_the_rate():
+    """The other can-fail companion: optional stopping, the fixed-n rule applied at 3, 4, ...,
+    20 seeds and stopped at the first pass."""
+    rng = np.random.default_rng(12)
+    x = rng.normal(0.0, 1.0, (REPS, 20))
+    passed = np.zeros(REPS, bool)
+    for n in range(3, 21):
+        m, h = _intervals(x, np.full(REPS, n))
+        passed |= m + h < 0
+    assert passed.mean() > MC_BOUND
+
+
+@pytest.mark.parametrize("effect", [-0.6, -0.25])
+def test_a_planted_effect_is_decided_with_the_planned_power(effect):
+    """Planned at the true effect and spread, the new seeds decide the claim with at least the
+    target power, and with the power the plan states (within Monte Carlo error)."""
+    sd, where = 1.0, region("<", 0.0)
+    n = int(decision.seeds_needed(effect, sd, where))
+    assert n <= decision.SEARCH_SEEDS
+    stated = float(decision.decided_probability(effect, sd, n, where)["decided"])
+    assert stated >= decision.CONFIRM_POWER
+    rng = np.random.default_rng(21)
+    x = rng.normal(effect, sd, (REPS, n))
+    m, h = _intervals(x, np.full(REPS, n))
+    rate = np.mean((m + h < 0) | (m - h > 0))
+    assert abs(rate - stated) < 3 * np.sqrt(stated * (1 - stated) / REPS), (rate, stated, n)
+    # one seed fewer would not reach the target: the plan is the fewest
+    if n > decision.MIN_NEW_SEEDS:
+        fewer = float(decision.decided_probability(effect, sd, n - 1, where)["decided"])
+        assert fewer < decision.CONFIRM_POWER
+
+
+def test_the_negligible_outcome_is_decided_with_its_stated_probability():
+    """No true difference, a negligible size of 0.001: the plan's seeds decide "no practical
+    effect" as often as it says."""
+    sd, where, neg = 0.001, region("<", 0.0), 0.001
+    n = int(decision.seeds_needed(0.0, sd, where, neg))
+    stated = decision.decided_probability(0.0, sd, n, where, neg)
+    assert float(stated["decided"]) >= decision.CONFIRM_POWER
+    rng = np.random.default_rng(31)
+    x = rng.normal(0.0, sd, (REPS, n))
+    m, h = _intervals(x, np.full(REPS, n))
+    neg_rate = np.mean((m - h >= -neg) & (m + h <= neg) & ~(m + h < 0))
+    p = float(stated["negligible"])
+    assert abs(neg_rate - p) < 3 * np.sqrt(p * (1 - p) / REPS) + 0.01  # + quadrature error
+
+
+def test_plan_from_exploratory_evidence():
+    near_edge = decision.paired_differences([-0.0007, 0.0003, 0.0012])
+    capped = decision.plan(near_edge, region("<", 0.0))
+    assert capped.new_seeds == decision.MAX_NEW_SEEDS and capped.power < decision.CONFIRM_POWER
+    assert capped.needed is None or capped.needed > decision.MAX_NEW_SEEDS
+    # the negligible outcome decides it with fewer seeds
+    with_negligible = decision.plan(near_edge, region("<", 0.0), negligible=0.005)
+    assert with_negligible.new_seeds < capped.new_seeds
+    clear = decision.plan(decision.per_seed([-0.03, -0.02, -0.04]), region("<", 0.0))
+    assert clear.new_seeds < 6 and clear.power >= decision.CONFIRM_POWER
+    one_seed = decision.plan(decision.per_seed([0.1]), region("<", 0.0))
+    assert one_seed.new_seeds == decision.MAX_NEW_SEEDS and one_seed.needed is None
+
+
+def test_decided_probability_matches_the_noncentral_t():
+    """Without a negligible size the pass probability of a one-sided claim is the noncentral t
+    power: an independent check of the quadrature."""
+    n, effect, sd = 6, -0.8, 1.0
+    got = float(decision.decided_probability(effect, sd, n, region("<", 0.0))["pass"])
+    exact = stats.nct.sf(_t_crit(n), n - 1, -effect / (sd / np.sqrt(n)))
+    assert got == pytest.approx(exact, abs=0.01)
