@@ -138,55 +138,189 @@ def test_every_yaml_file_parses():
 
 
 # ---- one decision rule for comparisons -------------------------------------------------------
-# Words by which a quote compares two things or states a spread-bearing bound; such a claim is
-# decided by core.verdicts.decision on per-seed evidence, or says why one deterministic value
-# decides it.
-COMPARATIVE = re.compile(
-    r"\b(better|outperform\w*|worse|beats?|similar\w*|match(es|ed)?|comparabl\w*|than|"
-    r"consistent|superior|inferior)\b",
-    re.IGNORECASE,
-)
+# Every claim declares what its verdict rests on (`kind` in its claims file; not guessed from
+# the words of its quote): a comparison (anything that compares, orders, says "grows",
+# "needed", "improves", or bounds a quantity that varies with the seed) is decided on per-seed
+# evidence by core.verdicts.decision; one deterministic value says why in `single_run`; a
+# bound of the theory checked on every run or problem is a `threshold`. The committed reports
+# show which.
+
+# Comparisons still decided on one value (a pooled R^2, a boolean over seeds, a share of cells,
+# a Monte Carlo average): each needs per-seed evidence from its chapter. The list only shrinks:
+# a claim that gets its evidence must leave it (the test fails while it is listed).
+AWAITING_EVIDENCE = {
+    "galu_expressivity": {
+        "fig4_gap_linear_in_l2_norm",  # R^2 pooled over seeds
+        "fig4_gap_linear_in_l1_norm",
+        "fig4_sgd_no_linear_relation",
+        "lemma1_test_formula_m_d_plus_2",  # one Monte Carlo average against the formula
+        "lemma1_m_d_plus_2_bounds",
+        "fig5_more_neurons_as_dout_grows",  # a boolean over seeds
+    },
+    "gln_norm": {  # the book's targets: a share of cells within 1.5 points of the authors'
+        "gd_gln_matches_authors",
+        "svm_gln_matches_authors",
+        "gd_shallow_matches_authors",
+        "svm_shallow_matches_authors",
+        "gd_relu_matches_authors",
+        "svm_rc_matches_authors",
+        "svm_lc_matches_authors",
+        "svm_hl_matches_authors",
+        "svm_l2_authors_program_matches_authors",
+    },
+}
+# declared by the review of these four claims, which rewrites them (and only them)
+UNDECLARED = {
+    "fig2_algorithm1_improves_every_width",
+    "fig2_algorithm1_closes_gap",
+    "fig3_test_error_grows_with_noise",
+    "fig5_similar_at_large_dout",
+}
 
 
-def comparison_problems(claims: list[dict], report: dict | None) -> list[str]:
-    """Claims that decide a comparison another way than the book's rule: a z-score metric,
-    or comparative words whose committed row carries no per-seed evidence and whose entry
-    does not say why one value decides it."""
-    rows = {r["id"]: r for r in (report or {}).get("claims", [])}
-    problems = []
+def kind_problems(claims: list[dict], reports: list[dict | None]) -> dict[str, str]:
+    """Per claim, how its verdict departs from its declared kind in the committed reports: no
+    kind; a comparison decided on one value; a single run or threshold decided over seeds; a
+    z-score metric."""
+    rows = [{r["id"]: r for r in (rep or {}).get("claims", [])} for rep in reports]
+    problems = {}
     for claim in claims:
+        cid, kind = claim["id"], claim.get("kind")
+        found = [r[cid] for r in rows if cid in r]
         if claim["metric"].endswith("_z") or "_z_" in claim["metric"]:
-            problems.append(f"{claim['id']}: metric {claim['metric']} is a z-score")
-        row = rows.get(claim["id"])
-        if COMPARATIVE.search(claim["quote"]) and "single_run" not in claim:
-            if row is not None and not row.get("seeds"):
-                problems.append(
-                    f"{claim['id']}: compares ({COMPARATIVE.search(claim['quote']).group(0)!r}) "
-                    "on one value: give per-seed evidence or say why in `single_run`"
-                )
+            problems[cid] = f"metric {claim['metric']} is a z-score"
+        elif kind is None:
+            problems[cid] = (
+                "declares no kind: comparison, single_run (with its reason) or threshold"
+            )
+        elif kind == "comparison" and any(not r.get("seeds") for r in found):
+            problems[cid] = (
+                "a comparison decided on one value (a pooled, boolean-over-seeds or single-seed "
+                "metric): hand the claim per-seed Evidence, or declare single_run with its reason"
+            )
+        elif kind != "comparison" and any(r.get("seeds") for r in found):
+            problems[cid] = f"kind {kind}, but decided on per-seed evidence: kind comparison"
     return problems
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_comparisons_go_through_the_decision_rule(chapter):
-    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+def _reports(chapter: str) -> list[dict | None]:
+    out = []
     for profile in ("paper", "smoke"):
         path = ROOT / "results" / profile / "claims" / f"{chapter}.json"
-        report = json.loads(path.read_text()) if path.exists() else None
-        active = [c for c in claims if profile in c["profiles"]]
-        assert comparison_problems(active, report) == [], (
-            profile,
-            comparison_problems(active, report),
+        out.append(json.loads(path.read_text()) if path.exists() else None)
+    return out
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_comparison_is_decided_by_the_rule_or_declares_why_not(chapter):
+    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+    problems = kind_problems(claims, _reports(chapter))
+    awaiting = AWAITING_EVIDENCE.get(chapter, set())
+    unexpected = {c: p for c, p in problems.items() if c not in awaiting | UNDECLARED}
+    assert unexpected == {}, "\n".join(f"{c}: {p}" for c, p in unexpected.items())
+    fixed = sorted(awaiting - set(problems))
+    assert fixed == [], f"now decided as declared: remove {fixed} from AWAITING_EVIDENCE"
+
+
+OPEN = ("inconclusive", "known deviation", "no practical effect")
+
+
+def unexplained(claims: list[dict], report: dict | None, profile: str = "paper") -> list[str]:
+    """Claims whose verdict at `profile` is open or a deviation, with no note for the reader:
+    no known deviation's evidence at that profile, no `note`, no `notes` for that profile."""
+    claims_by_id = {c["id"]: c for c in claims}
+    out = []
+    for row in (report or {}).get("claims", []):
+        claim = claims_by_id.get(row["id"])
+        if claim is None or row["status"] not in OPEN:
+            continue
+        deviation = claim.get("known_deviation")
+        at_profile = isinstance(deviation, str) or (
+            isinstance(deviation, dict) and profile in deviation.get("profiles", [profile])
         )
+        if not (at_profile or claim.get("note") or (claim.get("notes") or {}).get(profile)):
+            out.append(f"{row['id']}: {row['status']} at {profile}, with no note")
+    return out
 
 
-def test_the_comparison_check_finds_other_rules():
-    claim = {"id": "a", "quote": "A is better than B", "metric": "a_minus_b_z", "expect": "< -1"}
-    report = {"claims": [{"id": "a", "seeds": None}]}
-    assert len(comparison_problems([claim], report)) == 2
-    fixed = {**claim, "metric": "a_minus_b"}
-    assert comparison_problems([fixed], {"claims": [{"id": "a", "seeds": {"n": 3}}]}) == []
-    assert comparison_problems([{**fixed, "single_run": "one fixed problem"}], report) == []
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_open_verdict_at_the_paper_profile_has_a_note(chapter):
+    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+    assert unexplained(claims, _reports(chapter)[0]) == []
+
+
+def test_the_note_check_finds_a_silent_open_claim():
+    claim = {"id": "a", "known_deviation": {"profiles": ["smoke"], "evidence": "x"}}
+    report = {"claims": [{"id": "a", "status": "inconclusive"}]}
+    assert unexplained([claim], report) == ["a: inconclusive at paper, with no note"]
+    assert unexplained([{**claim, "notes": {"paper": "why"}}], report) == []
+    assert unexplained([claim], {"claims": [{"id": "a", "status": "pass"}]}) == []
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def numbers_without_origin(claims: list[dict]) -> list[str]:
+    """Claims whose expectation holds a number other than 0 without its origin (`bound`: the
+    paper's words or the book's reason)."""
+    return [
+        f"{c['id']}: {c['expect']!r}"
+        for c in claims
+        if "bound" not in c and any(float(x) != 0 for x in _NUMBER.findall(str(c["expect"])))
+    ]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_number_of_an_expectation_names_its_origin(chapter):
+    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+    missing = [m for m in numbers_without_origin(claims) if m.split(":")[0] not in UNDECLARED]
+    assert missing == [], missing
+
+
+def test_the_origin_check_finds_a_bare_number():
+    bare = {"id": "a", "expect": "in [0.8, 1.2]"}
+    assert numbers_without_origin([bare, {"id": "b", "expect": "< 0"}]) == ["a: 'in [0.8, 1.2]'"]
+    assert numbers_without_origin([{**bare, "bound": {"origin": "book", "why": "x"}}]) == []
+
+
+def split_pairs(claims: list[dict], report: dict | None) -> list[str]:
+    """The upper end of a least/most pair is an audit of its lower end, so only the lower end
+    is counted: the two must agree, or the count would hide a failing end."""
+    status = {r["id"]: r["status"] for r in (report or {}).get("claims", [])}
+    return [
+        f"{c['id']}: {status[c['id']]}, its claim {c['audit_of']}: {status[c['audit_of']]}"
+        for c in claims
+        if c.get("audit_of")
+        and c["id"].endswith("_max")
+        and c["id"] in status
+        and c["audit_of"] in status
+        and status[c["id"]] != status[c["audit_of"]]
+    ]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_two_ends_of_a_pair_agree(chapter):
+    claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
+    assert split_pairs(claims, _reports(chapter)[0]) == []
+
+
+def test_the_pair_check_finds_a_hidden_failing_end():
+    claims = [{"id": "a_min"}, {"id": "a_max", "audit_of": "a_min"}]
+    report = {"claims": [{"id": "a_min", "status": "pass"}, {"id": "a_max", "status": "fail"}]}
+    assert split_pairs(claims, report) == ["a_max: fail, its claim a_min: pass"]
+
+
+def test_the_kind_check_finds_comparisons_outside_the_rule():
+    claim = {"id": "a", "quote": "A grows with B", "metric": "a_minus_b", "expect": "> 0"}
+    one_value = [{"claims": [{"id": "a", "seeds": None}]}]
+    over_seeds = [{"claims": [{"id": "a", "seeds": {"n": 3}}]}]
+    assert "no kind" in kind_problems([claim], one_value)["a"]
+    assert "one value" in kind_problems([{**claim, "kind": "comparison"}], one_value)["a"]
+    assert kind_problems([{**claim, "kind": "comparison"}], over_seeds) == {}
+    single = {**claim, "kind": "single_run", "single_run": "one fixed problem"}
+    assert kind_problems([single], one_value) == {}
+    assert "per-seed" in kind_problems([single], over_seeds)["a"]
+    assert "z-score" in kind_problems([{**claim, "metric": "a_z", "kind": "threshold"}], [])["a"]
 
 
 def test_no_z_score_helpers_in_chapter_analyses():

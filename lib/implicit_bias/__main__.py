@@ -188,9 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
     claims = sub.add_parser(
         "claims",
         help="claims commands: `claims registered` shows, from git, whether each claim was "
-        "committed before the first commit that stored its paper value",
+        "committed before the first commit that stored its paper value; `claims plan` writes "
+        "data/seed_plans/<chapter>.yaml, the confirmatory seeds of each claim decided over "
+        "seeds, from its committed exploratory paper results (commit it before the run)",
     )
-    claims.add_argument("action", choices=["registered"])
+    claims.add_argument("action", choices=["registered", "plan"])
     claims.add_argument("chapters", nargs="*", metavar="CHAPTER")
     colab = sub.add_parser(
         "colab",
@@ -401,6 +403,13 @@ def _other_commands(args) -> int:
 
         try:
             selected = [check_chapter(c) for c in args.chapters] or chapters()
+            if args.action == "plan":
+                from .core.verdicts.claims import write_seed_plans
+
+                for chapter in selected:
+                    written = write_seed_plans(chapter)
+                    print(written or f"{chapter}: no claim decided over seeds, no plan")
+                return 0
             print(format_registrations(selected))
         except (ValueError, HistoryError) as err:
             print(f"error: {err}", file=sys.stderr)

@@ -11,7 +11,11 @@ import pytest
 import yaml
 
 from implicit_bias.core.chapter import chapters
-from implicit_bias.core.verdicts.registration import history_available, registrations
+from implicit_bias.core.verdicts.registration import (
+    history_available,
+    plan_registrations,
+    registrations,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,3 +112,46 @@ def test_claims_changed_from_now_on_are_pre_registered():
                     f"{chapter}:{reg.claim} defined in {reg.short}, stored in {reg.stored[:7]}"
                 )
     assert late == [], "commit the claim, then run: " + "; ".join(late)
+
+
+def _plan_file(root: Path, seeds: list[int]):
+    (root / "data" / "seed_plans").mkdir(parents=True, exist_ok=True)
+    plan = {"exploratory_seeds": [0, 1, 2], "seeds": seeds}
+    (root / "data" / "seed_plans" / "demo.yaml").write_text(
+        yaml.safe_dump({"chapter": "demo", "claims": {"a": plan}})
+    )
+
+
+def _confirmatory_row(seeds: list[int]) -> dict:
+    plan = {"exploratory_seeds": [0, 1, 2], "seeds": seeds}
+    return {"id": "a", "metric": "m", "expect": "< 0", "stage": "confirmatory", "seed_plan": plan}
+
+
+def test_a_seed_plan_is_registered_before_its_confirmatory_verdict(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    a = {"id": "a", "metric": "m", "expect": "< 0"}
+    _commit_after(tmp_path, claims=[a], rows=[a])  # the exploratory verdict
+    _plan_file(tmp_path, [3, 4, 5])
+    planned = _commit(tmp_path, "plan")
+    reg = plan_registrations("demo", tmp_path)["a"]
+    assert reg.planned == planned and reg.pre_registered is None  # not run yet
+    confirmed = _commit_after(tmp_path, rows=[_confirmatory_row([3, 4, 5])])
+    reg = plan_registrations("demo", tmp_path)["a"]
+    assert reg.confirmed == confirmed and reg.pre_registered is True
+    # a plan rewritten together with the verdict that uses it is not pre-registered
+    _plan_file(tmp_path, [3, 4, 5, 6])
+    _commit_after(tmp_path, rows=[_confirmatory_row([3, 4, 5, 6])])
+    assert plan_registrations("demo", tmp_path)["a"].pre_registered is False
+
+
+def test_every_confirmatory_verdict_was_planned_first():
+    if not history_available(ROOT):
+        pytest.skip("no full git history here")
+    late = [
+        f"{chapter}:{reg.claim} planned in {(reg.planned or 'uncommitted')[:7]}, "
+        f"confirmed in {(reg.confirmed or '')[:7]}"
+        for chapter in chapters()
+        for reg in plan_registrations(chapter, ROOT).values()
+        if reg.pre_registered is False
+    ]
+    assert late == [], "commit the seed plan, then run: " + "; ".join(late)

@@ -22,14 +22,22 @@ INTRO = (
     "runs on every change. A *known deviation* is a claim that did not reproduce: the row gives "
     "the first sentence of the evidence, the chapter the rest, and CI fails if it ever starts "
     "passing unnoticed. A claim that rests on several seeds is decided on its 95% interval: "
-    "*inconclusive* means these seeds cannot decide it (see "
+    "*inconclusive* means these seeds cannot decide it, and *no practical effect* that a claimed "
+    "difference lies within the negligible size of its unit (see "
     "[How claims are decided](decision-rule.md)). Each claim links to its row in the chapter; "
     "under it, the commit that registered its current wording and expectation, and whether "
     "that commit came before the first one that stored its paper result "
     "(`python -m implicit_bias claims registered` lists them)."
 )
 # Statuses in the order the counts show them.
-ORDER = ("pass", "known deviation", "inconclusive", "fail", "unexpected pass")
+ORDER = (
+    "pass",
+    "known deviation",
+    "no practical effect",
+    "inconclusive",
+    "fail",
+    "unexpected pass",
+)
 
 
 def dashboard_rows(profiles=PROFILES) -> list[dict]:
@@ -72,11 +80,17 @@ def first_sentence(text: str | None, limit: int = 160) -> str:
 
 
 def counts_text(rows: list[dict]) -> str:
+    """Claims by status; audits of a claim (`audit_of`) are counted apart, not as claims."""
     counts: dict[str, int] = {}
+    audits = 0
     for r in rows:
+        if r.get("audit_of"):
+            audits += 1
+            continue
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     ordered = sorted(counts, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
-    return ", ".join(f"{counts[s]} {s}" for s in ordered)
+    text = ", ".join(f"{counts[s]} {s}" for s in ordered)
+    return text + (f" (and {audits} audit{'s' * (audits != 1)} of them)" if audits else "")
 
 
 def _cell(value) -> str:
@@ -115,8 +129,14 @@ def claim_row(row: dict, registered: str) -> str:
     cid = html.escape(cid)  # snake_case: markdown reads no emphasis inside a word
     claim = f"<a href='chapters/{chapter}.html#claim-{cid}'>{cid}</a>{registered}"
     paper = "" if row["paper_value"] is None else f" ({_cell(row['paper_value'])})"
-    seeds = claims_module.seeds_summary(row.get("seeds"))
+    seeds = "; ".join(
+        t
+        for t in (claims_module.seeds_summary(row.get("seeds")), claims_module.plan_summary(row))
+        if t
+    )
     ours = _cell(row["value"]) + (f"<br><small>{_cell(seeds)}</small>" if seeds else "")
+    if row.get("audit_of"):
+        claim += f"<br><small>audit of {html.escape(row['audit_of'])}</small>"
     status = status_badge(row["status"]) + (" (stale)" if row["stale"] else "")
     if row["status"] == "known deviation" and row.get("evidence"):  # in the widest column
         claim += f"<br><small><em>Why:</em> {_html(first_sentence(row['evidence']))}</small>"

@@ -42,8 +42,14 @@ PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
     "missing tasks",
     "inconclusive",
 )
+NEGLIGIBLE = decision.NEGLIGIBLE  # "no practical effect": never green, never a failure
 # inconclusive does not fail a run: the seeds could not decide, and the page and dashboard say so
-OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE)
+OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE, NEGLIGIBLE)
+# what a claim's verdict rests on (`kind` in the claims file; tests/test_conventions.py checks
+# it against the committed reports): per-seed evidence under the one rule, one deterministic
+# value with the reason it decides (`single_run`), or a bound of the theory checked on every
+# run or problem
+KINDS = ("comparison", "single_run", "threshold")
 
 
 def claim_region(claim: dict) -> decision.Region:
@@ -65,6 +71,15 @@ def claim_region(claim: dict) -> decision.Region:
     )
 
 
+def claim_negligible(claim: dict) -> float | None:
+    """The negligible size of a claimed difference (a one-sided comparison with 0, in a unit):
+    an interval within +/- it is "no practical effect". None for other claims."""
+    match = _COMPARISON.match(str(claim["expect"]).strip().lower())
+    if not match or match.group(1) == "==" or float(match.group(2)) != 0 or "unit" not in claim:
+        return None
+    return decision.EFFECT_SIZES.get(claim["unit"], {}).get("negligible")
+
+
 def claims_file(chapter: str) -> Path:
     return project_root() / "data" / "claims" / f"{chapter}.yaml"
 
@@ -81,13 +96,113 @@ def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
             f"no claims file {path.name} for chapter {chapter!r}: create data/claims/{chapter}.yaml"
         )
     claims = load_claims_file(path)  # a fresh copy: the caller may change it
+    plans = load_seed_plans(chapter, claims) if path == claims_file(chapter) else {}
     for claim in claims:
+        if claim["id"] in plans:
+            claim["seed_plan"] = plans[claim["id"]]
         deviation = claim.get("known_deviation")
         if isinstance(deviation, str):
             claim["known_deviation"] = {"profiles": list(claim["profiles"]), "evidence": deviation}
         elif deviation is not None:
             deviation.setdefault("profiles", list(claim["profiles"]))
     return claims
+
+
+def seed_plan_file(chapter: str) -> Path:
+    return project_root() / "data" / "seed_plans" / f"{chapter}.yaml"
+
+
+def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
+    """The registered confirmatory plan of each claim (`data/seed_plans/<chapter>.yaml`,
+    validated against `data/schemas/seed_plans.yaml`); {} where the chapter has none."""
+    from .schema import load_seed_plan_file
+
+    path = seed_plan_file(chapter)
+    if not path.exists():
+        return {}
+    data = load_seed_plan_file(path)
+    paper = {c["id"] for c in claims if "paper" in c["profiles"]}
+    unknown = sorted(set(data["claims"]) - paper)
+    if unknown:
+        raise ClaimsError(f"{path.name}: plans for claims that are not paper claims: {unknown}")
+    for cid, plan in data["claims"].items():
+        if set(plan["seeds"]) & set(plan["exploratory_seeds"]):
+            raise ClaimsError(f"{path.name}: {cid}: the new seeds repeat exploratory seeds")
+    return data["claims"]
+
+
+def plan_seeds(chapter: str, report: dict | None = None) -> dict:
+    """The confirmatory plan of every paper claim of `chapter` declared a comparison and decided
+    on per-seed evidence in its committed paper report (audits of a claim need no seeds of their
+    own): written to
+    `data/seed_plans/<chapter>.yaml` by `python -m implicit_bias claims plan`, and committed
+    before the run that adds the seeds."""
+    report = report or load_report(chapter, "paper")
+    if report is None:
+        raise ClaimsError(f"{chapter}: no paper claims report to plan from")
+    claims = {c["id"]: c for c in load_claims(chapter) if "paper" in c["profiles"]}
+    plans = {}
+    for row in report["claims"]:
+        claim = claims.get(row["id"])
+        seeds = row.get("seeds")
+        if (
+            claim is None
+            or claim.get("kind") != "comparison"  # a declared comparison, not an audit
+            or claim.get("audit_of")
+            or not seeds
+            or seeds["test"] == "Welch t"
+        ):
+            continue
+        evidence = Evidence.from_json(seeds)
+        got = decision.plan(evidence, claim_region(claim), claim_negligible(claim))
+        start = max(int(s) for s in evidence.seeds) + 1 if evidence.seeds else 0
+        plans[row["id"]] = {
+            "exploratory_seeds": [int(s) for s in evidence.seeds],
+            "seeds": list(range(start, start + got.new_seeds)),
+            **{k: v for k, v in got.to_json().items() if k != "target"},
+        }
+    return {
+        "chapter": chapter,
+        "power": decision.CONFIRM_POWER,
+        "cap": decision.MAX_NEW_SEEDS,
+        "claims": plans,
+    }
+
+
+def write_seed_plans(chapter: str) -> Path | None:
+    """Write the chapter's seed plan (None, and nothing written, when no claim needs one)."""
+    import yaml
+
+    data = plan_seeds(chapter)
+    if not data["claims"]:
+        return None
+    path = seed_plan_file(chapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        f"# The confirmatory seed plan of {chapter}: for each paper claim decided over seeds,\n"
+        "# the new seeds its verdict is decided on alone, from a power analysis of its\n"
+        "# exploratory seeds (core.verdicts.decision.plan). Written by\n"
+        "# `python -m implicit_bias claims plan`; committed before the run that adds the\n"
+        "# seeds, never rewritten after it.\n"
+    )
+    text = header + yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
+    _write_text_atomic(path, text)
+    return path
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _as_value(value):
@@ -109,10 +224,21 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         value, dropped = value.value, value.dropped
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
+    plan = claim.get("seed_plan") if profile == "paper" else None
+    stage = needs = None
+    if isinstance(value, Evidence) and plan and value.test != "Welch t":
+        # confirmatory: decided on the registered new seeds alone, once they are all there;
+        # until then on the exploratory seeds (never on both together)
+        confirmed = set(plan["seeds"]) <= set(value.seeds)
+        stage = "confirmatory" if confirmed else "exploratory"
+        value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
     if isinstance(value, Evidence):
         seeds = value.to_json()
         dropped = value.dropped
-        outcome = value.decide(claim_region(claim)) if value.values else None
+        where, negligible = claim_region(claim), claim_negligible(claim)
+        outcome = value.decide(where, negligible) if value.values else None
+        if outcome == decision.INCONCLUSIVE:  # the seeds a decision would need, as planned
+            needs = decision.plan(value, where, negligible).needed
         value = seeds["estimate"]
     else:
         value = _as_value(value)
@@ -124,6 +250,8 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         status = MISSING
     elif outcome == decision.INCONCLUSIVE:
         status = INCONCLUSIVE
+    elif outcome == decision.NEGLIGIBLE:
+        status = NEGLIGIBLE
     elif expected_to_fail:
         status = UNEXPECTED if outcome == decision.PASS else KNOWN
     else:
@@ -138,13 +266,26 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "unit": claim.get("unit"),
         "region": claim_region(claim).text if seeds else None,
         "origin": claim.get("origin", "paper"),
+        "kind": claim.get("kind"),
+        "audit_of": claim.get("audit_of"),
+        "bound": claim.get("bound"),
         "paper_value": claim.get("paper_value"),
         "value": value,
         "seeds": seeds,
+        "stage": stage,
+        "seed_plan": plan,
+        "needs_seeds": needs if status == INCONCLUSIVE else None,
         "dropped_runs": dropped,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
+        "note": _profile_note(claim, profile),
     }
+
+
+def _profile_note(claim: dict, profile: str) -> str | None:
+    """The claim's note at this profile: `note` (every profile) or `notes: {profile: text}`."""
+    notes = claim.get("notes") or {}
+    return notes.get(profile) or claim.get("note")
 
 
 @dataclass
@@ -159,9 +300,18 @@ class ClaimsReport:
         return all(row["status"] in OK_STATUSES for row in self.rows)
 
     def counts(self) -> dict[str, int]:
+        """Claims by status; audits of a claim (`audit_of`) are not claims and not counted."""
         counts: dict[str, int] = {}
         for row in self.rows:
-            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            if not row.get("audit_of"):
+                counts[row["status"]] = counts.get(row["status"], 0) + 1
+        return counts
+
+    def audit_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            if row.get("audit_of"):
+                counts[row["status"]] = counts.get(row["status"], 0) + 1
         return counts
 
     def to_frame(self) -> pd.DataFrame:
@@ -187,6 +337,7 @@ class ClaimsReport:
             "profile": self.profile,
             "ok": self.ok,
             "counts": self.counts(),
+            "audit_counts": self.audit_counts(),
             "claims": self.rows,
             "code": self.code,
         }
@@ -200,6 +351,8 @@ class ClaimsReport:
             status = row["status"]
             css = "status-" + status.replace(" ", "-")
             origin = " <small>(the book's own claim)</small>" if row.get("origin") == "book" else ""
+            if row.get("audit_of"):
+                origin += f" <small>(an audit of {_escape(row['audit_of'])})</small>"
             # the explanation folds into a row of its own under the claim, the table's width
             note = (
                 f"<tr class='claim-why'><td colspan='4'><details><summary>why: {_escape(status)}"
@@ -212,8 +365,9 @@ class ClaimsReport:
                 f"<br><small>{_escape(row['where'])}: “{_escape(row['quote'])}”</small><br>"
                 f"<small>metric: <code>{_escape(row['metric'])}</code></small></td>"
                 f"<td>{_fmt(row['value'])}{_seeds_html(row.get('seeds'))}"
+                f"{_small(plan_summary(row))}"
                 f"{_dropped_html(row.get('dropped_runs'))}</td>"
-                f"<td>{_escape(expect_text(row))}"
+                f"<td>{_escape(expect_text(row))}{_bound_html(row.get('bound'))}"
                 f"{_paper_html(row['paper_value'])}</td>"
                 f"<td><span class='claim-status {css}'>{_escape(status)}</span></td></tr>{note}"
             )
@@ -236,6 +390,23 @@ def expect_text(row: dict) -> str:
     return text
 
 
+def plan_summary(row: dict) -> str:
+    """The seed plan's part of a row: the stage of its verdict, and the seeds an open claim
+    would need."""
+    parts = []
+    if row.get("stage"):
+        plan = row.get("seed_plan") or {}
+        parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
+    if row.get("status") == INCONCLUSIVE and row.get("seeds"):
+        needs = row.get("needs_seeds")
+        parts.append(
+            f"a decision needs {needs} new seeds"
+            if needs
+            else f"a decision needs more than {decision.SEARCH_SEEDS} new seeds"
+        )
+    return "; ".join(parts)
+
+
 def seeds_summary(seeds: dict | None) -> str:
     """One line for per-seed evidence: interval, test, degrees of freedom, detectable effect."""
     if not seeds:
@@ -251,8 +422,20 @@ def _dropped_html(dropped) -> str:
     return f"<br><small>{dropped} unconverged run(s) left out</small>" if dropped else ""
 
 
+def _bound_html(bound: dict | None) -> str:
+    """Where the expectation's number comes from: the paper's words or the book's reason."""
+    if not bound:
+        return ""
+    who = "the paper's" if bound["origin"] == "paper" else "the book's"
+    return f"<br><small>number: {who}: {_escape(bound['why'])}</small>"
+
+
 def _paper_html(value) -> str:
     return "" if value is None else f"<br><small>paper: {_fmt(value)}</small>"
+
+
+def _small(text: str) -> str:
+    return f"<br><small>{_escape(text)}</small>" if text else ""
 
 
 def _seeds_html(seeds: dict | None) -> str:

@@ -178,3 +178,69 @@ def format_registrations(chapters: list[str], root: Path | None = None) -> str:
                 + (again if r.earlier_value else "")
             )
     return "\n".join(lines)
+
+
+# ---- seed plans: committed before the run that adds their seeds ------------------------------
+
+
+@dataclass(frozen=True)
+class PlanRegistration:
+    claim: str
+    planned: str | None  # first commit since which the claim's plan is unchanged
+    confirmed: str | None  # first commit that stored a confirmatory verdict under that plan
+    pre_registered: bool | None  # None: no confirmatory verdict stored yet
+
+
+def _plans_at(text: str) -> dict[str, tuple]:
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    except yaml.YAMLError:
+        return {}
+    plans = data.get("claims") if isinstance(data, dict) else None
+    return {
+        cid: (tuple(p.get("exploratory_seeds") or ()), tuple(p.get("seeds") or ()))
+        for cid, p in (plans or {}).items()
+        if isinstance(p, dict)
+    }
+
+
+def _confirmed_at(text: str) -> dict[str, tuple]:
+    """Per claim of a stored report decided on its confirmatory seeds: the plan it used."""
+    try:
+        rows = json.loads(text).get("claims", []) if text else []
+    except (ValueError, AttributeError):
+        return {}
+    out = {}
+    for r in rows:
+        plan = r.get("seed_plan") if isinstance(r, dict) else None
+        if r.get("stage") == "confirmatory" and isinstance(plan, dict):
+            out[r["id"]] = (tuple(plan.get("exploratory_seeds") or ()), tuple(plan["seeds"]))
+    return out
+
+
+def plan_registrations(chapter: str, root: Path | None = None) -> dict[str, PlanRegistration]:
+    """Per claim with a seed plan in `data/seed_plans/<chapter>.yaml`: the commit that
+    registered its current plan, and the first commit that stored a confirmatory verdict
+    under it; pre-registered when the plan came first."""
+    root = root or project_root()
+    plans = _versions(f"data/seed_plans/{chapter}.yaml", root)
+    if not plans:
+        return {}
+    results = _versions(f"results/paper/claims/{chapter}.json", root)
+    order = {c: i for i, c in enumerate(_git(["rev-list", "--reverse", "HEAD"], root).split())}
+    plan_versions = [(c, _plans_at(text)) for c, text in plans]
+    stored = [(c, _confirmed_at(text)) for c, text in results]
+    out = {}
+    for cid, plan in plan_versions[-1][1].items():
+        planned = None
+        for commit, version in reversed(plan_versions):
+            if version.get(cid) != plan:
+                break
+            planned = commit
+        # the first confirmatory verdict under this plan, whenever it was stored
+        confirmed = next((c for c, v in stored if v.get(cid) == plan), None)
+        pre = None
+        if confirmed is not None:
+            pre = planned is not None and order.get(planned, -1) < order.get(confirmed, -1)
+        out[cid] = PlanRegistration(cid, planned, confirmed, pre)
+    return out

@@ -4,8 +4,10 @@
 expectation (`parse_expect`), the size an effect word gives it (`claim_effect`), and checks in
 code what the schema cannot express: claim ids are unique, `in [a, b]` has a <= b, an effect
 word has a size in the claim's unit, a known deviation's profiles are among its claim's
-profiles. A file that does not validate raises `ClaimsError` listing every problem at once, one
-line each (`claim 'svm_gln_matches_gd_gln': expect`), with the engine's validation machinery
+profiles, `kind: single_run` has its reason, `audit_of` names another claim of the file. It
+also reads a chapter's registered seed plan (`load_seed_plan_file`). A file that does not
+validate raises `ClaimsError` listing every problem at once, one line each
+(`claim 'svm_gln_matches_gd_gln': expect`), with the engine's validation machinery
 (`implicit_bias.core.engine.profiles`).
 """
 
@@ -79,6 +81,11 @@ def claim_effect(claim: dict) -> float:
     """The size the claim's `effect` word implies in its metric's `unit` (0 without a word);
     'similar' without a word takes the unit's 'similar' margin."""
     word = claim.get("effect")
+    if word == "negligible":
+        raise ClaimsError(
+            f"{claim['id']}: 'negligible' is not a word of the paper: it is the size below "
+            "which a claimed difference has no practical effect (core.verdicts.decision)"
+        )
     if word is None and str(claim["expect"]).strip().lower() == "similar":
         word = "similar"
     if word is None:
@@ -98,6 +105,18 @@ def load_claims_file(path: Path) -> list[dict]:
     return _load_validated(
         path, ClaimsError, validate_claims, _stamp(schemas_dir() / "claims.yaml")
     )
+
+
+def load_seed_plan_file(path: Path) -> dict:
+    """A seed plan's data, validated against `data/schemas/seed_plans.yaml`; raises
+    `ClaimsError`."""
+    schema = schemas_dir() / "seed_plans.yaml"
+
+    def validate(data: Any, where: Path) -> None:
+        problems = _schema_problems(_validator_for(schema), data)
+        _raise(ClaimsError, where, problems, lambda at: _dotted(at) or "top level")
+
+    return _load_validated(path, ClaimsError, validate, _stamp(schema))
 
 
 def validate_claims(data: Any, path: Path) -> None:
@@ -135,6 +154,16 @@ def validate_claims(data: Any, path: Path) -> None:
                 claim_effect({"expect": expect, **claim})
             except ClaimsError as err:
                 problems.append(((i, "effect"), str(err)))
+        if claim.get("kind") == "single_run" and "single_run" not in claim:
+            problems.append(
+                (
+                    (i, "kind"),
+                    "kind 'single_run' needs its reason in `single_run`: why one "
+                    "deterministic value decides the claim",
+                )
+            )
+        if "single_run" in claim and claim.get("kind", "single_run") != "single_run":
+            problems.append(((i, "single_run"), "a `single_run` reason needs kind 'single_run'"))
         deviation, own = claim.get("known_deviation"), claim.get("profiles")
         own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
         if (
@@ -154,6 +183,17 @@ def validate_claims(data: Any, path: Path) -> None:
                             f"{', '.join(map(repr, own))} (the claim's profiles)",
                         )
                     )
+    ids = {c.get("id") for c in data if isinstance(c, dict)} if isinstance(data, list) else set()
+    for i, claim in enumerate(data if isinstance(data, list) else []):
+        target = claim.get("audit_of") if isinstance(claim, dict) else None
+        if isinstance(target, str) and (target not in ids or target == claim.get("id")):
+            problems.append(
+                (
+                    (i, "audit_of"),
+                    f"{target!r} is not another claim of this file; audit_of must "
+                    "name the claim this entry audits",
+                )
+            )
     _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
 
 

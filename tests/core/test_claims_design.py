@@ -1,0 +1,146 @@
+"""Claims under the book's design: the confirmatory stage of a registered seed plan, the "no
+practical effect" outcome, the seeds an open claim needs, audits kept out of the counts, and
+the schema's checks of the new fields."""
+
+import pytest
+import yaml
+
+from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.claims import (
+    INCONCLUSIVE,
+    NEGLIGIBLE,
+    PASS,
+    ClaimsError,
+    ClaimsReport,
+    claim_negligible,
+    evaluate,
+    load_claims,
+)
+from implicit_bias.core.verdicts.decision import Evidence
+
+CLAIM = {
+    "id": "a_better",
+    "where": "Sec. 1",
+    "quote": "A is better than B",
+    "metric": "a_minus_b",
+    "expect": "< 0",
+    "profiles": ["paper"],
+    "kind": "comparison",
+    "unit": "error_rate",
+}
+PLAN = {
+    "exploratory_seeds": [0, 1, 2],
+    "seeds": [3, 4, 5, 6],
+    "new_seeds": 4,
+    "needed": 4,
+    "power": 0.93,
+    "estimate": -0.01,
+    "sd": 0.004,
+}
+
+
+def _evidence(values: dict) -> Evidence:
+    return decision.paired_differences(values)
+
+
+def test_a_claimed_difference_within_the_negligible_size_has_no_practical_effect():
+    assert claim_negligible(CLAIM) == 0.001
+    assert claim_negligible({**CLAIM, "expect": "< 0.5"}) is None  # a bound, not a difference
+    assert claim_negligible({k: v for k, v in CLAIM.items() if k != "unit"}) is None
+    row = evaluate(CLAIM, {"a_minus_b": _evidence([0.0001, -0.0001, 0.00005])}, "paper")
+    assert row["status"] == NEGLIGIBLE and row["needs_seeds"] is None
+    # the same seeds with no unit (so no negligible size) stay open, and say what would decide
+    bare = {k: v for k, v in CLAIM.items() if k != "unit"}
+    row = evaluate(bare, {"a_minus_b": _evidence([0.0001, -0.0001, 0.00005])}, "paper")
+    assert row["status"] == INCONCLUSIVE and row["needs_seeds"] >= decision.MIN_NEW_SEEDS
+
+
+def test_a_registered_plan_decides_on_its_new_seeds_alone():
+    claim = {**CLAIM, "seed_plan": PLAN}
+    # exploratory seeds only: decided on them, labelled exploratory
+    seen = {0: -0.01, 1: -0.012, 2: -0.011}
+    row = evaluate(claim, {"a_minus_b": _evidence(seen)}, "paper")
+    assert row["stage"] == "exploratory" and row["status"] == PASS and row["seeds"]["n"] == 3
+    # part of the new seeds: still the exploratory seeds, never the pooled ones
+    row = evaluate(claim, {"a_minus_b": _evidence({**seen, 3: 0.5, 4: 0.6})}, "paper")
+    assert row["stage"] == "exploratory" and row["seeds"]["seeds"] == [0, 1, 2]
+    # all new seeds: decided on them alone (here they contradict the exploratory ones)
+    new = {3: 0.02, 4: 0.021, 5: 0.019, 6: 0.022}
+    row = evaluate(claim, {"a_minus_b": _evidence({**seen, **new})}, "paper")
+    assert row["stage"] == "confirmatory" and row["seeds"]["seeds"] == [3, 4, 5, 6]
+    assert row["status"] == "fail"
+    # the plan is the paper profile's: smoke decides on its own seeds
+    smoke = {**claim, "profiles": ["smoke", "paper"]}
+    assert evaluate(smoke, {"a_minus_b": _evidence(seen)}, "smoke")["stage"] is None
+
+
+def test_audits_are_not_counted_as_claims():
+    rows = [
+        {"id": "a", "status": PASS, "audit_of": None},
+        {"id": "a_authors_program", "status": INCONCLUSIVE, "audit_of": "a"},
+    ]
+    report = ClaimsReport("demo", "paper", rows)
+    assert report.counts() == {PASS: 1} and report.audit_counts() == {INCONCLUSIVE: 1}
+    from implicit_bias.core.site.status_page import counts_text
+
+    assert counts_text(rows) == "1 pass (and 1 audit of them)"
+
+
+def _load(tmp_path, claims):
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(claims))
+    return load_claims("demo", path)
+
+
+def test_the_schema_checks_kind_audits_and_bounds(tmp_path):
+    with pytest.raises(ClaimsError, match="needs its reason"):
+        _load(tmp_path, [{**CLAIM, "kind": "single_run"}])
+    with pytest.raises(ClaimsError, match="needs kind 'single_run'"):
+        _load(tmp_path, [{**CLAIM, "single_run": "one fixed problem"}])
+    with pytest.raises(ClaimsError, match="kind"):
+        _load(tmp_path, [{**CLAIM, "kind": "pooled"}])
+    with pytest.raises(ClaimsError, match="not another claim"):
+        _load(tmp_path, [{**CLAIM, "audit_of": "nothing_here"}])
+    with pytest.raises(ClaimsError, match="not another claim"):
+        _load(tmp_path, [{**CLAIM, "audit_of": CLAIM["id"]}])
+    with pytest.raises(ClaimsError, match="why"):
+        _load(tmp_path, [{**CLAIM, "bound": {"origin": "book"}}])
+    with pytest.raises(ClaimsError, match="negligible"):
+        _load(tmp_path, [{**CLAIM, "effect": "negligible"}])
+    audit = {**CLAIM, "id": "a_better_authors_program", "audit_of": "a_better"}
+    book = {"origin": "book", "why": "a tenth of the margin"}
+    loaded = _load(tmp_path, [CLAIM, {**audit, "bound": book, "notes": {"paper": "open"}}])
+    assert loaded[1]["audit_of"] == "a_better" and loaded[1]["bound"] == book
+
+
+def test_a_seed_plan_must_name_paper_claims(tmp_path, monkeypatch):
+    from implicit_bias.core.verdicts import claims as claims_module
+
+    plans = tmp_path / "plans.yaml"
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"other": PLAN}})
+    )
+    monkeypatch.setattr(claims_module, "seed_plan_file", lambda chapter: plans)
+    with pytest.raises(ClaimsError, match="not paper claims"):
+        claims_module.load_seed_plans("demo", [CLAIM])
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": PLAN}})
+    )
+    assert claims_module.load_seed_plans("demo", [CLAIM])["a_better"]["seeds"] == [3, 4, 5, 6]
+    bad = {**PLAN, "seeds": [2, 3]}
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": bad}})
+    )
+    with pytest.raises(ClaimsError, match="repeat exploratory"):
+        claims_module.load_seed_plans("demo", [CLAIM])
+
+
+def test_every_registered_plan_loads_with_its_claims():
+    from implicit_bias.core.chapter import chapters
+    from implicit_bias.core.verdicts.claims import seed_plan_file
+
+    planned = [c for c in chapters() if seed_plan_file(c).exists()]
+    assert planned, "no seed plan registered"
+    for chapter in planned:
+        with_plan = [c for c in load_claims(chapter) if "seed_plan" in c]
+        assert with_plan and all(not c.get("audit_of") for c in with_plan), chapter
