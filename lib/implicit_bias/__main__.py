@@ -263,14 +263,23 @@ def _positive_int(text: str) -> int:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .core.engine.paths import ResultsPathError, export_results_root
+
+    try:  # absolute for the kernels (they run in the project root), and a folder
+        export_results_root()
+    except ResultsPathError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     if args.command == "run":
         from .core.engine.overrides import shown
+        from .core.tools.run_safety import take_sigterm_as_interrupt
 
+        take_sigterm_as_interrupt()
         try:
             selected, customs = custom_profiles(args)
         except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {_cut(str(err))}", file=sys.stderr)
             return 2
         failed, bad_claims = [], []
 
@@ -308,10 +317,14 @@ def main(argv=None) -> int:
                     f"{error['error'].strip().splitlines()[-1]}",
                     file=sys.stderr,
                 )
-            if not summary["ok"]:
+            if summary.get("disk_full"):
+                print(f"  error: {summary['error']}", file=sys.stderr)
+                failed.append(chapter)
+            elif not summary["ok"]:
+                kept = summary.get("failed_notebook")
                 print(
-                    f"  error: {summary['error']}\n  the failed execution is kept at "
-                    f"{summary.get('failed_notebook') or f'{results}/{chapter}/.run/failed.ipynb'}",
+                    f"  error: {_cut(summary['error'])}"
+                    + (f"\n  the failed execution is kept at {kept}" if kept else ""),
                     file=sys.stderr,
                 )
                 failed.append(chapter)
@@ -319,6 +332,11 @@ def main(argv=None) -> int:
                 bad = summary["bad_claims"] or ["no claims report written"]
                 print(f"  claims not as expected in {chapter}: " + "; ".join(bad), file=sys.stderr)
                 bad_claims.append(chapter)
+            if summary["ok"] and summary.get("not_promoted"):
+                print(
+                    f"  the results of {chapter} are left as they were: {summary['not_promoted']}",
+                    file=sys.stderr,
+                )
             if custom:
                 print(
                     f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
@@ -329,17 +347,20 @@ def main(argv=None) -> int:
             _run_all(args, selected, customs, start, report)
         except KeyboardInterrupt as err:
             import logging
+            import signal
 
             # The interrupted kernel's pending asyncio tasks report themselves when the
             # interpreter exits; the run folder's kernel.log has what they would say.
             logging.getLogger("asyncio").disabled = True
             chapter = getattr(err, "chapter", None)
+            term = getattr(err, "signal", None) == signal.SIGTERM or type(err).__name__ == "Stopped"
             print(
-                f"\ninterrupted{f' in {chapter}' if chapter else ''}: the tasks finished so far "
-                "are cached and a rerun resumes from them",
+                f"\n{'stopped by SIGTERM' if term else 'interrupted'}"
+                f"{f' in {chapter}' if chapter else ''}: the tasks finished so far are cached "
+                "and a rerun resumes from them; no result was changed",
                 file=sys.stderr,
             )
-            return 130
+            return 143 if term else 130
         except PermissionError as err:
             print(
                 f"error: cannot write {err.filename or 'the results'}: permission denied (is "
@@ -347,6 +368,13 @@ def main(argv=None) -> int:
                 file=sys.stderr,
             )
             return 2
+        except OSError as err:
+            from .core.engine.paths import disk_full
+
+            if not disk_full(err) and type(err).__name__ != "DiskSpaceError":
+                raise
+            print(f"error: {_cut(str(err))}", file=sys.stderr)
+            return 1
         if failed or bad_claims:
             print(
                 f"error: {len(failed)} chapter(s) failed to execute {failed}, "
@@ -364,22 +392,66 @@ def main(argv=None) -> int:
 
 
 def _run_all(args, selected, customs, start, report) -> None:
-    from .core.tools.runner import run_chapter, without_progress_bars
+    from .core.tools.runner import run_chapter
 
     if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
         import multiprocessing
+        import os
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
+        from .core.tools.run_safety import job_process_setup
+
         context = multiprocessing.get_context("spawn")  # each chapter: a fresh interpreter
-        with ProcessPoolExecutor(
-            max_workers=args.jobs, mp_context=context, initializer=without_progress_bars
-        ) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=args.jobs,
+            mp_context=context,
+            initializer=job_process_setup,
+            initargs=(os.getpid(),),
+        )
+        try:
             futures = {pool.submit(run_chapter, *start(c)): c for c in selected}
             for future in as_completed(futures):
                 report(futures[future], future.result())
+        except KeyboardInterrupt:
+            _stop_jobs(pool)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     else:
         for chapter in selected:
             report(chapter, run_chapter(*start(chapter)))
+
+
+def _stop_jobs(pool) -> None:
+    """Ctrl-C or SIGTERM reached the runner: stop every chapter still executing as it would
+    stop alone (its own clean-up: record, kernel, sockets; a terminal's Ctrl-C reached them
+    already, a SIGTERM to the runner did not) and wait for them, with signals held."""
+    import os
+    import signal
+    import time
+
+    from .core.tools.run_safety import signals_held
+
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)  # no further chapter starts
+    with signals_held():
+        for process in processes:
+            if process.is_alive():
+                try:
+                    os.kill(process.pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 120
+        for process in processes:
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _cut(text: str, limit: int = 2000) -> str:
+    """An error message of at most `limit` characters per line (a long value echoed back)."""
+    return "\n".join(
+        line if len(line) <= limit else f"{line[: limit - 40]} ... ({len(line)} characters)"
+        for line in str(text).splitlines()
+    )
 
 
 def _other_commands(args) -> int:
@@ -416,9 +488,14 @@ def _other_commands(args) -> int:
             return 2
         return 0
     if args.command == "status-page":
+        import os
+
+        from .core.engine.paths import RESULTS_ENV, results_root
         from .core.site.status_page import write_status_page
 
-        print(write_status_page())
+        # the dashboard of another results folder goes beside it, never into the book
+        elsewhere = os.environ.get(RESULTS_ENV)
+        print(write_status_page(results_root() / "status.md" if elsewhere else None))
         return 0
     if args.command == "baselines":
         from .core.chapter import chapters, check_chapter
@@ -464,8 +541,14 @@ def _other_commands(args) -> int:
         return 0
     if args.command == "compare":
         from .core.chapter import chapters
+        from .core.site.regression import ToleranceFileError, load_figure_tolerances
         from .core.tools.runner import compare_with_reference
 
+        try:
+            tolerances = load_figure_tolerances(Path(args.tolerances)) if args.tolerances else {}
+        except ToleranceFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         for label, folder in (("reference", args.reference), ("candidate", args.candidate)):
             if not (Path(folder) / args.profile).is_dir():
                 print(
@@ -479,13 +562,24 @@ def _other_commands(args) -> int:
             args.reference,
             args.candidate,
             args.profile,
-            args.tolerances,
+            tolerances,
             args.summary,
             args.report,
         )
     if args.command == "stale":
+        from .core.engine.paths import results_root, shown_path
+        from .core.engine.sweep import committed_entries
         from .core.tools.verify import recompute_command, stale_entries
 
+        if next(committed_entries(args.profile, args.chapters or None), None) is None:
+            where = shown_path(results_root() / args.profile)
+            print(
+                f"error: no {args.profile}-profile results in {where}"
+                + (f" for {', '.join(args.chapters)}" if args.chapters else "")
+                + ": nothing to check",
+                file=sys.stderr,
+            )
+            return 2
         stale_list = stale_entries(args.profile, args.chapters or None)
         if not stale_list:
             print(f"no stale {args.profile}-profile results")
@@ -509,6 +603,17 @@ def _other_commands(args) -> int:
         entries = cheapest_entries(args.chapters or None, tuple(args.profile))
         if args.functions:
             wanted = set(args.functions)
+            known = sorted({e[2]["fn"] for e in entries})
+            found = {n for e in entries for n in (e[2]["fn"], e[2]["fn"].split(":")[-1])}
+            unknown = sorted(wanted - found)
+            if unknown and entries:
+                print(
+                    f"error: no task function {', '.join(unknown)} among the committed "
+                    f"{'/'.join(args.profile)}-profile results; they hold: "
+                    + _cut(", ".join(n.split(":")[-1] for n in known), 600),
+                    file=sys.stderr,
+                )
+                return 2
             entries = [e for e in entries if {e[2]["fn"], e[2]["fn"].split(":")[-1]} & wanted]
         if not entries:
             print(

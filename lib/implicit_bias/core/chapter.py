@@ -15,10 +15,13 @@ import pandas as pd
 from .engine import overrides
 from .engine.paths import (
     chapter_results,
+    figures_dir,
     known_chapters,
+    output_path,
     project_root,
     run_log_path,
     shown_path,
+    write_atomic,
 )
 from .engine.paths import (
     chapters as chapters,  # the facade names the book's chapters too
@@ -27,6 +30,8 @@ from .engine.profiles import PROFILES, ProfileError, load_profiles_file
 from .engine.sweep import (
     DASK_ENV,
     WARNINGS_ENV,
+    CacheEntryError,
+    FailedTask,
     SweepOutcome,
     TaskResult,
     route_warnings,
@@ -245,27 +250,39 @@ class Chapter:
             )
         tasks = [{**task, "device": self.device_name} for task in tasks]
         outcome = SweepOutcome(name)
-        results = sweep(
-            fn,
-            tasks,
-            self.results_dir / name,
-            refresh=self.refresh,
-            backend=backend,
-            n_jobs=n_jobs,
-            desc=desc or name,
-            outcome=outcome,
-            # under the runner, progress goes to its terminal bar, not into the page
-            progress=PROGRESS_ENV not in os.environ,
-            on_progress=_progress_writer(desc or name),
-            cost=cost,
-        )
+        try:
+            results = sweep(
+                fn,
+                tasks,
+                self.results_dir / name,
+                refresh=self.refresh,
+                backend=backend,
+                n_jobs=n_jobs,
+                desc=desc or name,
+                outcome=outcome,
+                # under the runner, progress goes to its terminal bar, not into the page
+                progress=PROGRESS_ENV not in os.environ,
+                on_progress=_progress_writer(desc or name),
+                cost=cost,
+            )
+        except CacheEntryError as err:  # one line, with the command that recomputes
+            raise CacheEntryError(
+                f"{err}: python -m implicit_bias run {self.chapter} --profile "
+                f"{self.profile} --refresh"
+            ) from None
         self.outcomes.append(outcome)
         self._write_run_log()
         if outcome.errors:
             self._report_errors(outcome)
         folder = self.results_dir / name
         return [
-            TaskResult(r, shown_path(folder / f"{task_hash(t)}.json")) if isinstance(r, dict) else r
+            (
+                FailedTask(r, f"task {_params(t)} of sweep {name!r}")
+                if r.get("status") == "error"
+                else TaskResult(r, shown_path(folder / f"{task_hash(t)}.json"))
+            )
+            if isinstance(r, dict)
+            else r
             for r, t in zip(results, tasks)
         ]
 
@@ -278,9 +295,7 @@ class Chapter:
             "device": self.device_name,
             "sweeps": [o.to_json() for o in self.outcomes],
         }
-        tmp = self.run_log.with_name(f".{self.run_log.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(log, indent=1))
-        tmp.replace(self.run_log)
+        write_atomic(self.run_log, json.dumps(log, indent=1))
 
     def _report_errors(self, outcome: SweepOutcome) -> None:
         lines = [
@@ -357,8 +372,9 @@ class Chapter:
             "profile": self.profile,
             "commit": self.commit,
         }
-        (png.parent / "provenance").mkdir(exist_ok=True)
-        provenance = kept_or_written(png.parent / "provenance" / f"{fig_id}.json", provenance)
+        provenance = kept_or_written(
+            figures_dir(self.profile, self.chapter) / "provenance" / f"{fig_id}.json", provenance
+        )
         try:
             from IPython import get_ipython
             from IPython.display import HTML, display
@@ -373,6 +389,15 @@ class Chapter:
         plt.close(fig)  # the figure, then its provenance under it
         display(HTML(provenance_html(provenance, png.parent)))
 
+    def save_table(self, frame: pd.DataFrame, name: str) -> Path:
+        """Write `frame` as the CSV `name` in this run's results folder, whole (and, under the
+        runner, staged with the run's other outputs until it completes); returns its path."""
+        if Path(name).name != name or not name.endswith(".csv"):
+            raise ValueError(f"table {name!r}: a file name ending in .csv")
+        path = self.results_dir / name
+        write_atomic(output_path(path), frame.to_csv(index=False))
+        return path
+
     def check_claims(self, metrics: dict) -> claims_module.ClaimsReport:
         return claims_module.check(
             self.chapter,
@@ -383,13 +408,18 @@ class Chapter:
         )
 
 
+def _params(task: dict) -> dict:
+    return {k: v for k, v in task.items() if k != "device"}
+
+
 def clean_commit(commit) -> bool:
     """Whether `commit` names a commit of the repository as it was (not "+ changes")."""
     return isinstance(commit, str) and commit not in ("", "unknown") and "+" not in commit
 
 
 def kept_or_written(path: Path, record: dict, volatile=("commit",)) -> dict:
-    """Write `record` to `path` unless the file already holds it but for the `volatile` keys
+    """Write `record` to `path` (under the runner, to its staging folder: `output_path`)
+    unless the file already holds it but for the `volatile` keys
     and names a clean commit; returns the record in effect. Rendering committed results again
     from their cache (`make book` on a fresh clone) then leaves the tracked files as they are,
     and the provenance keeps naming the commit whose run produced them."""
@@ -401,7 +431,7 @@ def kept_or_written(path: Path, record: dict, volatile=("commit",)) -> dict:
         strip = lambda r: {k: v for k, v in r.items() if k not in volatile}  # noqa: E731
         if strip(old) == strip(json.loads(json.dumps(record))):
             return old
-    path.write_text(json.dumps(record, indent=1))
+    write_atomic(output_path(path), json.dumps(record, indent=1))
     return record
 
 

@@ -46,12 +46,19 @@ def parse_set(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise ProfileError(f"--set {text!r}: write KEY=VALUE, e.g. --set seeds=[0,1]")
+        raise ProfileError(f"--set {_said(text)!r}: write KEY=VALUE, e.g. --set seeds=[0,1]")
     try:
         return key, _yaml12_floats(yaml.load(value, Loader=_Loader))
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ProfileError(f"--set {text!r}: the value is not valid YAML ({problem})") from None
+        raise ProfileError(
+            f"--set {_said(text)!r}: the value is not valid YAML ({problem})"
+        ) from None
+
+
+def _said(text: str, limit: int = 200) -> str:
+    """What an error message echoes of a value given: at most `limit` characters of it."""
+    return text if len(text) <= limit else f"{text[: limit - 40]} ... ({len(text)} characters)"
 
 
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
@@ -234,7 +241,7 @@ def custom_profile(
     config = deep_merge(standard, params)
     for key, value in pairs:
         apply_set(config, key, value)
-    validate_profile(config, chapter, base, f"{chapter}, profile {base} with {source}")
+    validate_profile(config, chapter, base, f"{chapter}, profile {base} with {_said(source)}")
     return CustomProfile(
         chapter,
         base,

@@ -3,10 +3,16 @@ claims)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
+
+RESULTS_ENV = "IMPLICIT_BIAS_RESULTS"
 
 
 def project_root() -> Path:
@@ -22,8 +28,32 @@ def project_root() -> Path:
 
 
 def results_root() -> Path:
-    env = os.environ.get("IMPLICIT_BIAS_RESULTS")
-    return Path(env) if env else project_root() / "results"
+    """`$IMPLICIT_BIAS_RESULTS` as an absolute path (the runner exports it so: the kernel runs
+    in the project root, where a relative one would name another folder), else `results/`."""
+    env = os.environ.get(RESULTS_ENV)
+    return Path(os.path.abspath(env)) if env else project_root() / "results"
+
+
+class ResultsPathError(ValueError):
+    """`$IMPLICIT_BIAS_RESULTS` names something that is not a folder."""
+
+
+def export_results_root() -> Path | None:
+    """Make `$IMPLICIT_BIAS_RESULTS` absolute for every process started from here (kernels,
+    workers), and check that it is a folder (or can become one); None when it is not set."""
+    env = os.environ.get(RESULTS_ENV)
+    if not env:
+        return None
+    root = Path(os.path.abspath(env))
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ResultsPathError(
+                    f"{RESULTS_ENV}={env!r}: {folder} is a file, not a folder; set it to a folder"
+                )
+            break
+    os.environ[RESULTS_ENV] = str(root)
+    return root
 
 
 def chapter_results(profile: str, chapter: str) -> Path:
@@ -59,8 +89,8 @@ def run_log_path(profile: str, chapter: str) -> Path:
 def publish_root() -> Path:
     """Where executed chapters are published: `book/chapters/`, or, for runs into another
     results folder (`$IMPLICIT_BIAS_RESULTS`), `<that folder>/book/`, never the book's."""
-    env = os.environ.get("IMPLICIT_BIAS_RESULTS")
-    return Path(env) / "book" if env else project_root() / "book" / "chapters"
+    env = os.environ.get(RESULTS_ENV)
+    return results_root() / "book" if env else project_root() / "book" / "chapters"
 
 
 def shown_path(path: Path) -> str:
@@ -107,3 +137,60 @@ def known_chapters() -> list[str]:
     in_book = chapters()
     drafts = sorted(p.stem for p in (project_root() / "notebooks").glob("*.md"))
     return in_book + [c for c in drafts if c not in in_book]
+
+
+# ---- writing files whole --------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path | str) -> Iterator[Path]:
+    """A temporary path beside `path` to write to; once the block ends without an error the
+    file is flushed to disk and renamed onto `path` (readable as the umask allows), so a reader
+    never finds a partial file under its final name. On an error (a full disk, Ctrl-C) the
+    temporary file is removed and `path` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others may read results
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: Path | str, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8) whole to `path`: see `atomic_path`."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    return Path(path)
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether `err` is the disk (or a quota) running out of space."""
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+# ---- a run's new files, staged beside the results until the run is complete ----------------
+
+STAGE_ENV = "IMPLICIT_BIAS_STAGE"  # set by the runner: the run's staging folder
+
+
+def output_path(path: Path | str) -> Path:
+    """Where a run writes the result file `path` (a figure, its data, a claims report): in the
+    runner's staging folder (`$IMPLICIT_BIAS_STAGE`, same relative path as under the results
+    root) while a run is going, so that committed results are never opened for writing; the
+    runner swaps the staged files into place once the run is complete and valid. Outside a run
+    (a notebook opened by hand, a test) the path itself."""
+    path = Path(path)
+    stage = os.environ.get(STAGE_ENV)
+    if not stage:
+        return path
+    try:
+        return Path(stage) / Path(os.path.abspath(path)).relative_to(results_root())
+    except ValueError:
+        return path

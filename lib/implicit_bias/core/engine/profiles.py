@@ -25,11 +25,12 @@ import copy
 import difflib
 import functools
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from .paths import project_root
 
@@ -52,8 +53,25 @@ def _is_integer(checker, instance) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+def _finite_bound(keyword: str):
+    """JSON Schema's `keyword` (minimum, maximum, ...), which a NaN passes (every comparison
+    with it is false) and infinity passes one way: a bounded number must be finite."""
+    check = Draft202012Validator.VALIDATORS[keyword]
+
+    def bounded(validator, bound, instance, schema):
+        if isinstance(instance, float) and not math.isfinite(instance):
+            yield ValidationError(f"{instance!r} is not a finite number", validator_value=bound)
+            return
+        yield from check(validator, bound, instance, schema)
+
+    return bounded
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
 Validator = validators.extend(
     Draft202012Validator,
+    validators={keyword: _finite_bound(keyword) for keyword in _BOUNDS},
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
 )
 

@@ -28,7 +28,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +38,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .fingerprint import fingerprint
-from .paths import current_umask, results_root
+from .paths import results_root, shown_path, write_atomic
 
 BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
@@ -120,6 +119,77 @@ class TaskResult(dict):
 
     def __reduce__(self):  # pickles (joblib, dask) as the dict plus where it came from
         return (TaskResult, (dict(self), self.entry))
+
+
+class TaskFailed(RuntimeError):
+    """A key asked of a task that failed in this run: its error, not a cache problem."""
+
+
+class FailedTask(dict):
+    """A failed task's `{"status": "error", ...}` as a chapter receives it: asked for a result
+    key, it says that the task failed and why (errors are never cached), rather than that a
+    cache entry lacks the key."""
+
+    def __init__(self, result: dict, label: str):
+        super().__init__(result)
+        self.label = label
+
+    def __missing__(self, key):
+        error = str(self.get("error", "")).strip().splitlines() or ["unknown error"]
+        raise TaskFailed(
+            f"{self.label} failed ({error[-1][:300]}), so it has no {key!r}; nothing of it was "
+            "cached: it is computed again on the next run"
+        )
+
+    def __reduce__(self):
+        return (FailedTask, (dict(self), self.label))
+
+
+class CacheEntryError(ValueError):
+    """A cache entry that cannot be read as a result and cannot be replaced by recomputing
+    it (not a file), or that holds a value of another kind than the sweep's other results."""
+
+
+def _kind(value) -> str | None:
+    if value is None:
+        return None  # an optional value (a solver's x when infeasible): any kind
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def odd_results(results: Sequence[dict | None]) -> list[tuple[int, str, str, str]]:
+    """(index, key, its kind, the kind the others hold) for each result value whose kind
+    (number, text, list, mapping, boolean; None fits any) differs from the one most results of
+    the sweep hold under that key, where at least two agree and one kind is the most common:
+    one task function returns the same shape for every task, so the odd one is a damaged or
+    foreign cache entry (its checksum only says it was not corrupted on disk)."""
+    from collections import Counter
+
+    by_key: dict[str, dict[int, str]] = {}
+    for i, result in enumerate(results):
+        if not isinstance(result, dict) or result.get("status") == "error":
+            continue
+        for key, value in result.items():
+            kind = _kind(value)
+            if kind is not None:
+                by_key.setdefault(key, {})[i] = kind
+    odd = []
+    for key, kinds in by_key.items():
+        ranked = Counter(kinds.values()).most_common()
+        if len(ranked) < 2 or ranked[0][1] < 2 or ranked[0][1] == ranked[1][1]:
+            continue
+        common = ranked[0][0]
+        odd += [(i, key, kind, common) for i, kind in kinds.items() if kind != common]
+    return odd
 
 
 def function_name(fn: Callable) -> str:
@@ -216,6 +286,12 @@ class ResultCache:
         path = self.path(task)
         if not path.exists():
             return None, "missing"
+        if not path.is_file():  # recomputing cannot replace it: say so, rather than fail later
+            raise CacheEntryError(
+                f"the cache entry {shown_path(path)} is "
+                f"{'a folder' if path.is_dir() else 'not a file'}, not a result: remove it "
+                f"(rm -r '{shown_path(path)}'), then run again"
+            )
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -241,7 +317,7 @@ class ResultCache:
         return result
 
     def put(self, task: dict, result: dict, fn: Callable | None = None) -> Path:
-        """Write the entry atomically (unique temporary file, then rename)."""
+        """Write the entry whole (unique temporary file, flushed, then renamed)."""
         if result.get("status") == "error":
             raise ValueError("errors are never cached")
         entry = {
@@ -253,18 +329,7 @@ class ResultCache:
             KERNELS_KEY: current_kernels(),
         }
         entry["checksum"] = _checksum(entry)
-        text = json.dumps(entry)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600
-            os.replace(tmp, self.path(task))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return self.path(task)
+        return write_atomic(self.path(task), json.dumps(entry))
 
 
 def compute_cached(
@@ -405,6 +470,15 @@ def sweep(
         if on_progress is not None:
             on_progress(outcome)
     bar.close()
+    cached = set(range(len(tasks))) - set(todo)
+    odd = [o for o in odd_results(results) if o[0] in cached]
+    if odd:
+        i, key, kind, common = odd[0]
+        raise CacheEntryError(
+            f"the cache entry {shown_path(cache.path(tasks[i]))} holds {kind} as {key!r} where the "
+            f"sweep's other results hold {common}: it was not written by this code; "
+            "recompute it (delete it, or run again with refresh)"
+        )
     outcome.entries = [
         cache.path(t).name
         for t, r in zip(tasks, results)

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..engine.paths import figures_dir
+from ..engine.paths import atomic_path, figures_dir, output_path, write_atomic
 
 STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
 # Okabe-Ito palette (colorblind-safe), in the style's cycle order.
@@ -198,17 +198,20 @@ def save_figure(
     """Write `<fig_id>.png`, its data (`<fig_id>.csv`, or `<fig_id>__<name>.csv` for several
     tables) and `<fig_id>.json` (tolerances for the figure-regression test).
 
-    Returns the PNG's path. The numbers plotted are the regression target; the PNG is compared
-    too, with matplotlib's image comparison.
+    Each file is written whole (a temporary file renamed into place); under the runner, into
+    the run's staging folder (`engine.paths.output_path`), which it swaps into place once the run is
+    complete. Returns the PNG's path (where it was written). The numbers plotted are the
+    regression target; the PNG is compared too, with matplotlib's image comparison.
     """
     if not fig_id.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"figure id {fig_id!r}: use letters, digits, '_' and '-'")
-    out = figures_dir(profile, chapter)
+    # under the runner: the run's staging folder, swapped into place when the run completes
+    out = output_path(figures_dir(profile, chapter))
     out.mkdir(parents=True, exist_ok=True)
     tables = []
     for name, frame in _frames(data).items():
         csv = out / (f"{fig_id}.csv" if not name else f"{fig_id}__{name}.csv")
-        frame.to_csv(csv, index=False, float_format="%.10g")
+        write_atomic(csv, frame.to_csv(index=False, float_format="%.10g"))
         tables.append(csv.name)
     meta = {
         "chapter": chapter,
@@ -218,14 +221,18 @@ def save_figure(
         "atol": atol,
         "tables": tables,
     }
-    (out / f"{fig_id}.json").write_text(json.dumps(meta, indent=2))
+    write_atomic(out / f"{fig_id}.json", json.dumps(meta, indent=2))
     png = out / f"{fig_id}.png"
     measured = make_legible(fig)
     # Fixed metadata so identical figures give identical files; the legibility measurements
     # travel in the PNG, for the website (`implicit_bias.core.site.website`) and its test.
-    fig.savefig(
-        png, dpi=SAVE_DPI, metadata={"Software": None, LEGIBILITY_KEY: json.dumps(measured)}
-    )
+    with atomic_path(png) as tmp:
+        fig.savefig(
+            tmp,
+            format="png",
+            dpi=SAVE_DPI,
+            metadata={"Software": None, LEGIBILITY_KEY: json.dumps(measured)},
+        )
     return png
 
 

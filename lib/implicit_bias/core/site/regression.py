@@ -212,6 +212,49 @@ def largest_deviation(current: pd.DataFrame, reference: pd.DataFrame) -> float:
     return worst
 
 
+class ToleranceFileError(ValueError):
+    """A tolerances file for `compare` that cannot be read as chapter -> figure -> tolerances."""
+
+
+def load_figure_tolerances(path: Path) -> dict:
+    """A `compare --tolerances` file: chapter -> figure id (or "*") -> {rtol, atol}, each a
+    finite number >= 0; a `ToleranceFileError` naming the first problem."""
+    import math
+
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ToleranceFileError(f"tolerances file {path}: not valid YAML{where}") from None
+    except OSError as err:
+        raise ToleranceFileError(f"tolerances file {path}: {err.strerror}") from None
+    data = {} if data is None else data
+    shape = "chapter -> figure id (or '*') -> {rtol: number, atol: number}"
+    if not isinstance(data, dict):
+        raise ToleranceFileError(f"tolerances file {path}: expected a mapping {shape}")
+    for chapter, figures in data.items():
+        if not isinstance(figures, dict):
+            raise ToleranceFileError(
+                f"tolerances file {path}: {chapter}: expected a mapping of figures ({shape})"
+            )
+        for figure, tols in figures.items():
+            if not isinstance(tols, dict) or set(tols) - {"rtol", "atol"}:
+                raise ToleranceFileError(
+                    f"tolerances file {path}: {chapter}.{figure}: expected {{rtol, atol}}"
+                )
+            for key, value in tols.items():
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not ok or not math.isfinite(value) or value < 0:
+                    raise ToleranceFileError(
+                        f"tolerances file {path}: {chapter}.{figure}.{key}: got {value!r}, "
+                        "expected a number >= 0 (write 1.0e-6, not 1e-6: YAML reads that as text)"
+                    )
+    return data
+
+
 def compare_runs(
     chapter: str,
     reference_figures: Path,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,26 +19,48 @@ import nbformat
 
 from ..chapter import (
     PROFILES,
-    PROGRESS_ENV,
     check_chapter,
     check_profile,
     device_name,
+    load_profile,
 )
 from ..engine.kernels import kernels_state
 from ..engine.overrides import CustomProfile
 from ..engine.paths import (
     RUN_ID_ENV,
+    STAGE_ENV,
     chapter_results,
     chapters,
     claims_results,
+    disk_full,
+    export_results_root,
     known_chapters,
     project_root,
     publish_root,
+    results_root,
     run_log_path,
     shown_path,
+    write_atomic,
 )
 from ..site.status_page import dashboard_rows
 from ..verdicts import claims as claims_module
+from .run_safety import (
+    _RUNNING,
+    _STOPPED,
+    STAGE,
+    STOPS,
+    RunFolder,
+    _job_signal,
+    check_space,
+    disk_full_in,
+    disk_full_message,
+    kernel_ipc_prefix,
+    promote,
+    signals_held,
+    stop_signal,
+    take_sigterm_as_interrupt,
+)
+from .terminal_progress import TerminalProgress
 
 PARAMETERS = ("profile", "device", "refresh")
 
@@ -51,11 +74,18 @@ def executed_notebook(chapter: str) -> Path:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a chapter: what was computed is cached, the run record says so."""
+    """Ctrl-C (or SIGTERM: `signal`) during a chapter: what was computed is cached, the run
+    record says so, and the results are as they were before the run."""
 
-    def __init__(self, chapter: str, summary: dict):
+    def __init__(self, chapter: str, summary: dict, signal: int | None = None):
+        import signal as signals
+
         super().__init__(chapter)
         self.chapter, self.summary = chapter, summary
+        self.signal = signal if signal is not None else signals.SIGINT
+
+    def __reduce__(self):  # from a `--jobs` worker to the runner
+        return (Interrupted, (self.chapter, self.summary, int(self.signal)))
 
 
 def validate_device(device: str) -> str:
@@ -77,6 +107,7 @@ def validate(requested, profile: str, device: str | None = None) -> list[str]:
     """Check every argument before running anything (`device` last, unless left to the
     caller's `validate_device`); raise ValueError listing valid values."""
     check_profile(profile)
+    export_results_root()  # absolute (the kernel runs in the project root), and a folder
     selected = list(requested) or chapters()
     for chapter in selected:
         check_chapter(chapter)
@@ -85,6 +116,8 @@ def validate(requested, profile: str, device: str | None = None) -> list[str]:
             raise ValueError(f"chapter {chapter!r} has no notebook at {notebook_source(chapter)}")
     for chapter in selected:  # a malformed claims file stops the run before anything is written
         claims_module.load_claims(chapter)
+    for chapter in selected:  # and so does a broken profiles file, before a kernel starts
+        load_profile(chapter, profile)
     if device is not None:
         validate_device(device)
     return selected
@@ -145,11 +178,12 @@ def _ipc_kernel_manager():
             # jupyter_client's default, "kernel-ipc" in the working directory, numbers its
             # sockets by the files it finds there: two chapters started together (`--jobs`)
             # took the same sockets and one kernel never answered. One prefix per kernel.
+            # Named by the run (`core.tools.run_safety`): whoever cleans up after a run that died
+            # finds its sockets.
             import os
-            import tempfile
             import uuid
 
-            return os.path.join(tempfile.gettempdir(), f"ib-kernel-{uuid.uuid4().hex[:12]}-ipc")
+            return kernel_ipc_prefix(os.environ.get(RUN_ID_ENV), uuid.uuid4().hex[:6])
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             # The kernel process's own log (not the cells' output, which travels over its
@@ -208,11 +242,13 @@ def run_chapter(
 ) -> dict:
     """Execute one chapter; returns a summary (seconds, ok, error, claims counts, tasks).
 
-    The executed notebook is published (`book/chapters/<chapter>.ipynb`) only after a complete
-    execution, atomically; a failed or interrupted execution is kept as
-    `results/<profile>/<chapter>/.run/failed.ipynb` and never rendered. The chapter's claims
-    report is removed before the run, so a failed run never shows the previous run's claims.
-    After a complete run without failed tasks, cache entries the run no longer uses are pruned.
+    The run's figures, claims report and record are staged and swapped into place, with the
+    executed notebook (`book/chapters/<chapter>.ipynb`), only after a complete and valid run
+    (`core.tools.run_safety`); a failed execution is kept as
+    `results/<profile>/<chapter>/.run/failed.ipynb` (its record as `last-failed-run.json`) and
+    the results stay those of the last valid run, whatever ended this one (an error, Ctrl-C,
+    SIGTERM, SIGKILL, a full disk). After a complete and valid run, cache entries the run no
+    longer uses are pruned.
 
     With `custom` (a profile changed by `--set` or read from a file, validated:
     `implicit_bias.core.engine.overrides.custom_profile`) the chapter runs its base profile with
@@ -220,6 +256,22 @@ def run_chapter(
     parameters, and everything it writes, the executed notebook included, goes under
     `results/custom/<name>/` (`profile` is then ignored); the run record says what changed.
     """
+    if _STOPPED:  # a `--jobs` worker
+        if _STOPPED[-1]:  # already stopped: start nothing new
+            raise Interrupted(chapter, {}, _STOPPED[-1])
+        import signal
+
+        _RUNNING.append(chapter)
+        try:
+            return _run_chapter(chapter, profile, device, refresh, log_output, custom)
+        finally:
+            _RUNNING.clear()
+            for signum in STOPS:
+                signal.signal(signum, _job_signal)
+    return _run_chapter(chapter, profile, device, refresh, log_output, custom)
+
+
+def _run_chapter(chapter, profile, device, refresh, log_output, custom) -> dict:
     if custom is not None:
         with custom.active():
             return _execute(
@@ -243,20 +295,20 @@ def _execute(
     out: Path,
     record: dict | None = None,
 ) -> dict:
-    """One run in its own run folder (`.run/<run id>/`), holding the chapter's lock shared."""
+    """One run in its own run folder (`.run/<run id>/`, see `core.tools.run_safety`), holding the
+    chapter's lock shared."""
     import os
-    import shutil
     import uuid
 
     validate([chapter], profile, device)
     folder = chapter_results(profile, chapter)
     previous_id = os.environ.get(RUN_ID_ENV)
-    os.environ[RUN_ID_ENV] = uuid.uuid4().hex[:12]
+    run_id = uuid.uuid4().hex[:12]
+    os.environ[RUN_ID_ENV] = run_id
     try:
-        with ChapterLock(folder / ".run") as lock:
+        with ChapterLock(folder / ".run") as lock, RunFolder(folder / ".run", run_id):
             return _execute_locked(chapter, profile, device, refresh, log_output, out, record, lock)
     finally:
-        shutil.rmtree(run_log_path(profile, chapter).parent, ignore_errors=True)
         if previous_id is None:
             os.environ.pop(RUN_ID_ENV, None)
         else:
@@ -273,56 +325,143 @@ def _execute_locked(
     record: dict | None,
     lock: ChapterLock,
 ) -> dict:
+    """Execute the notebook with the run's outputs staged (`engine.paths.output_path`); then, if the
+    run is complete and valid (`_invalid`), swap them into place, else leave every result as
+    it was and keep the run's record (and failed notebook) in the chapter's run folder."""
+    import os
+
     import papermill as pm
 
     nb = jupytext.read(notebook_source(chapter))
     nb.metadata.setdefault(
         "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
     run_dir = run_log_path(profile, chapter).parent
-    run_dir.mkdir(parents=True, exist_ok=True)
     chapter_run = chapter_results(profile, chapter) / ".run"
     partial = run_dir / "partial.ipynb"
-    failed_copy = chapter_run / "failed.ipynb"
-    # The previous claims report is set aside, so a failed run never shows it as its own, and
-    # put back if this run does not complete: committed paper results change only by a
-    # complete run.
-    report_path = claims_results(profile) / f"{chapter}.json"
-    set_aside = run_dir / "previous-claims.json"
-    if report_path.exists():
-        report_path.replace(set_aside)
-    import os
-
+    stage = run_dir / STAGE
+    needed = check_space(chapter, profile, out, executed_notebook(chapter))
+    os.environ[STAGE_ENV] = str(stage)
     os.environ[KERNEL_LOG_ENV] = str(run_dir / "kernel.log")
     start = time.perf_counter()
-    error = None
-    interrupted = False
+    error, interrupted, full = None, None, None
     progress = TerminalProgress(chapter, run_dir / "progress.json")
     quiet = _LibraryLog(run_dir / "kernel.log")
     try:
-        executed = pm.execute_notebook(
-            nb,
-            str(partial),
-            parameters={"profile": profile, "device": device, "refresh": bool(refresh)},
-            kernel_name="python3",
-            cwd=str(project_root()),
-            progress_bar=False,
-            log_output=log_output,
-            coalesce_streams=True,
-            kernel_manager_class=_ipc_kernel_manager(),
-        )
-    except KeyboardInterrupt:
-        interrupted = True
-        error = "interrupted (Ctrl-C)"
+        try:
+            executed = pm.execute_notebook(
+                nb,
+                str(partial),
+                parameters={"profile": profile, "device": device, "refresh": bool(refresh)},
+                kernel_name="python3",
+                cwd=str(project_root()),
+                progress_bar=False,
+                log_output=log_output,
+                coalesce_streams=True,
+                kernel_manager_class=_ipc_kernel_manager(),
+            )
+        finally:
+            take_sigterm_as_interrupt()  # nbclient's own handlers, removed, leave SIGTERM bare
+    except KeyboardInterrupt as err:
+        interrupted = stop_signal(err)
+        error = f"interrupted ({STOPS[interrupted][0]})"
         executed = None
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
         error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
-        executed = nbformat.read(partial, as_version=4) if partial.exists() else None
-    finally:
-        progress.close()
-        quiet.close()
-        os.environ.pop(KERNEL_LOG_ENV, None)
+        full = disk_full_in(err)
+        executed = _read_notebook(partial)
+    with signals_held() as came:  # a second Ctrl-C (or SIGTERM) waits for the clean-up
+        try:
+            summary = _finish(
+                chapter, profile, device, out, record, lock, start, executed, error, interrupted
+            )
+        except OSError as err:
+            if not disk_full(err):
+                raise
+            full = err
+            summary = _record_failure(
+                chapter, profile, device, start, f"{type(err).__name__}: {err}", record
+            )
+        finally:
+            progress.close()
+            quiet.close()
+            os.environ.pop(KERNEL_LOG_ENV, None)
+            os.environ.pop(STAGE_ENV, None)
+        if full is not None:
+            summary["error"] = disk_full_message(full, needed)
+            summary["disk_full"] = True
+            shutil.rmtree(stage, ignore_errors=True)  # frees what this run wrote, for its record
+            _write_record(chapter_run / "last-failed-run.json", summary)
+    if interrupted is None and came:
+        interrupted = came[0]
+    if interrupted is not None:
+        if _STOPPED:
+            _STOPPED.append(interrupted)
+        raise Interrupted(chapter, summary, interrupted)
+    return summary
+
+
+def _read_notebook(path: Path):
+    """The notebook papermill was writing, or None where it is missing or cut short."""
+    try:
+        return nbformat.read(path, as_version=4) if path.exists() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _write_record(path: Path, summary: dict) -> None:
+    """A run record, where it fits: on a full disk a record is not worth a second error."""
+    try:
+        claims_module.write_json_atomic(path, summary)
+    except OSError as err:
+        if not disk_full(err):
+            raise
+
+
+def _record_failure(chapter, profile, device, start, error, record) -> dict:
+    return {
+        "chapter": chapter,
+        "profile": profile,
+        "device": device_name(device),
+        "seconds": round(time.perf_counter() - start, 1),
+        "ok": False,
+        "error": error,
+        "claims": None,
+        "claims_ok": False,
+        "bad_claims": [],
+        "tasks": _task_summary(None),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "promoted": False,
+        **(record or {}),
+    }
+
+
+def _invalid(error: str | None, tasks: dict, report: dict | None, chapter: str, profile: str):
+    """Why a run's outputs cannot replace the results in place (None: they can): it did not
+    complete, a task failed, or its claims report is missing or names a metric the chapter
+    did not compute (a typo in the claims file must not rewrite committed records). A claim
+    that fails is a result, and is recorded."""
+    if error is not None:
+        return "the execution did not complete"
+    if tasks["failed"]:
+        return f"{tasks['failed']} task(s) failed"
+    active = [c for c in claims_module.load_claims(chapter) if profile in c["profiles"]]
+    if report is None:
+        return "no claims report written" if active else None
+    missing = [r["id"] for r in report.get("claims", []) if r["status"] == claims_module.MISSING]
+    if missing:
+        return f"claims whose metric the chapter did not compute: {', '.join(missing)}"
+    return None
+
+
+def _finish(chapter, profile, device, out, record, lock, start, executed, error, interrupted):
+    """After the execution: the run's record and, for a complete and valid run, its outputs
+    swapped into place; every other ending leaves the results as they were."""
+    run_dir = run_log_path(profile, chapter).parent
+    stage = run_dir / STAGE
+    folder = chapter_results(profile, chapter)
+    chapter_run = folder / ".run"
+    failed_copy = chapter_run / "failed.ipynb"
     if (run_dir / "kernel.log").exists() and (run_dir / "kernel.log").stat().st_size:
         (run_dir / "kernel.log").replace(chapter_run / "kernel.log")  # kept for whoever debugs
     if (run_dir / "progress.json").exists():  # the last run's progress, for whoever looks
@@ -337,12 +476,17 @@ def _execute_locked(
     log = _read_run_log(profile, chapter)
     tasks = _task_summary(log)
     finished = datetime.now(UTC)
-    folder = chapter_results(profile, chapter)
+    staged_report = stage / claims_results(profile).relative_to(results_root()) / f"{chapter}.json"
+    try:
+        report = json.loads(staged_report.read_text()) if error is None else None
+    except (OSError, ValueError):
+        report = None
+    why_not = _invalid(error, tasks, report, chapter, profile)
     if executed is not None:
         _tag_injected_cell(executed)
         # papermill records where it wrote the notebook: a path of this machine
         executed.metadata.get("papermill", {}).update(input_path=None, output_path=None)
-        if error is None:
+        if why_not is None:
             executed.cells.append(
                 nbformat.v4.new_markdown_cell(
                     run_record_markdown(
@@ -356,20 +500,6 @@ def _execute_locked(
                     )
                 )
             )
-        nbformat.write(executed, partial)
-    if error is None:
-        partial.replace(out)
-        failed_copy.unlink(missing_ok=True)
-        set_aside.unlink(missing_ok=True)
-    else:
-        if partial.exists() and not interrupted:
-            partial.replace(failed_copy)
-        partial.unlink(missing_ok=True)  # an interrupted run leaves no partial notebook
-        if set_aside.exists():
-            set_aside.replace(report_path)
-        else:
-            report_path.unlink(missing_ok=True)
-    report = claims_module.load_report(chapter, profile) if error is None else None
     summary = {
         "chapter": chapter,
         "profile": profile,
@@ -388,11 +518,21 @@ def _execute_locked(
         "tasks": tasks,
         "finished": finished.isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "failed_notebook": shown_path(failed_copy) if error and not interrupted else None,
+        "failed_notebook": None,
         **(record or {}),
     }
-    folder.mkdir(parents=True, exist_ok=True)
-    if error is None and log is not None and not tasks["failed"]:
+    if why_not is not None:
+        summary["promoted"] = False
+        summary["not_promoted"] = why_not
+        if executed is not None and interrupted is None:
+            write_atomic(failed_copy, nbformat.writes(executed))
+            summary["failed_notebook"] = shown_path(failed_copy)
+        if staged_report.exists():  # this run's report, for whoever debugs it
+            staged_report.replace(chapter_run / "failed-claims.json")
+        shutil.rmtree(stage, ignore_errors=True)  # frees what this run wrote, for its record
+        _write_record(chapter_run / "last-failed-run.json", summary)
+        return summary
+    if log is not None:
         if lock.try_exclusive():
             summary["pruned_entries"] = prune_unused(folder, log)
         else:
@@ -401,19 +541,18 @@ def _execute_locked(
     # A rerun that reuses the cache is quick; the cached tasks' own times say what the
     # results cost to compute.
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
-    # The committed run record of the paper profile changes only with a complete run; a
-    # failed or interrupted run keeps its record in the run folder.
+    summary["promoted"] = True
     # Every complete run's record is `.run/last-run.json`; `run.json`, committed with the paper
     # results, is the record of the run that produced them: a run that rendered them again from
     # the cache with the same claims (`make book` on a fresh clone) leaves it alone.
-    if error is None:
-        claims_module.write_json_atomic(chapter_run / LAST_RUN, summary)
-        if not _same_results_as_recorded(folder / "run.json", summary):
-            claims_module.write_json_atomic(folder / "run.json", summary)
-    else:
-        claims_module.write_json_atomic(chapter_run / "last-failed-run.json", summary)
-    if interrupted:
-        raise Interrupted(chapter, summary)
+    if not _same_results_as_recorded(folder / "run.json", summary):
+        staged_record = stage / folder.relative_to(results_root()) / "run.json"
+        claims_module.write_json_atomic(staged_record, summary)
+    # everything is written: now swap it into place (each file by an atomic rename)
+    write_atomic(out, nbformat.writes(executed))
+    promote(stage, results_root())
+    failed_copy.unlink(missing_ok=True)
+    claims_module.write_json_atomic(chapter_run / LAST_RUN, summary)
     return summary
 
 
@@ -457,75 +596,6 @@ def _print_warnings(chapter: str, path: Path) -> None:
     )
     for text in unique[:5]:
         print(f"    {text[:160]}", file=sys.stderr)
-
-
-BARS_ENV = "IMPLICIT_BIAS_PROGRESS_BARS"
-
-
-def without_progress_bars() -> None:
-    """For a process that executes chapters beside others (`run --jobs`): one line per chapter
-    in the terminal, not several bars drawn over each other."""
-    import os
-
-    os.environ[BARS_ENV] = "0"
-
-
-class TerminalProgress:
-    """While a chapter executes, a progress bar in the runner's terminal: the running sweep,
-    its tasks done (read from the cache, computed, failed) and the time left. The kernel's
-    sweeps report to a file (`$IMPLICIT_BIAS_PROGRESS`); a thread here draws it. Nothing is
-    drawn when stderr is not a terminal (CI logs, tests)."""
-
-    def __init__(self, chapter: str, path: Path, interval: float = 0.5):
-        import os
-        import sys
-        import threading
-
-        self.chapter, self.path, self.interval = chapter, path, interval
-        path.unlink(missing_ok=True)
-        self._previous = os.environ.get(PROGRESS_ENV)
-        os.environ[PROGRESS_ENV] = str(path)  # the kernel inherits it
-        self._stop = threading.Event()
-        self._thread = None
-        if sys.stderr.isatty() and os.environ.get(BARS_ENV, "1") != "0":
-            self._thread = threading.Thread(target=self._draw, daemon=True)
-            self._thread.start()
-
-    def _draw(self) -> None:
-        from tqdm import tqdm
-
-        bar, sweep_name = None, None
-        while not self._stop.wait(self.interval):
-            try:
-                state = json.loads(self.path.read_text())
-            except (OSError, ValueError):
-                continue
-            if state["sweep"] != sweep_name:
-                if bar is not None:
-                    bar.close()
-                sweep_name = state["sweep"]
-                bar = tqdm(total=state["total"], desc=f"{self.chapter}: {sweep_name}", unit="task")
-            if bar is None:
-                continue  # this sweep is drawn and done
-            bar.n = state["done"]
-            bar.set_postfix(cached=state["cached"], failed=state["failed"], refresh=False)
-            bar.refresh()
-            if state["done"] >= state["total"]:
-                bar.close()  # one line per finished sweep stays in the terminal
-                bar = None
-        if bar is not None:
-            bar.close()
-
-    def close(self) -> None:
-        import os
-
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._previous is None:
-            os.environ.pop(PROGRESS_ENV, None)
-        else:
-            os.environ[PROGRESS_ENV] = self._previous
 
 
 def run_record_markdown(
@@ -590,7 +660,7 @@ def prune_unused(folder: Path, log: dict) -> int:
     used = {(s["name"], entry) for s in log.get("sweeps", []) for entry in s["entries"]}
     removed = 0
     for path in folder.glob("*/*.json"):
-        if len(path.stem) == 64 and (path.parent.name, path.name) not in used:
+        if len(path.stem) == 64 and (path.parent.name, path.name) not in used and path.is_file():
             path.unlink()
             removed += 1
     return removed
@@ -602,8 +672,8 @@ def cached_task_seconds(folder: Path) -> float:
     for path in folder.glob("*/*.json"):
         try:
             total += float(json.loads(path.read_text())["result"].get("seconds", 0.0))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # not a readable entry (a folder, say): the sweep names it
     return total
 
 
@@ -643,7 +713,7 @@ def compare_with_reference(
     reference: str,
     candidate: str,
     profile: str,
-    tolerances_file: str | None = None,
+    tolerances_file: str | dict | None = None,
     summary_path: str | None = None,
     report_dir: str | None = None,
 ) -> int:
@@ -653,17 +723,17 @@ def compare_with_reference(
     `<candidate>/reports/figures-<profile>/index.html`); returns 0 only if every claim is ok
     and every figure agrees within tolerance.
     """
-    import yaml
-
-    from ..site.regression import compare_runs, write_report
+    from ..site.regression import compare_runs, load_figure_tolerances, write_report
 
     report = (
         Path(report_dir) if report_dir else Path(candidate) / "reports" / (f"figures-{profile}")
     )
     comparisons = []
 
-    tolerances = yaml.safe_load(Path(tolerances_file).read_text()) if tolerances_file else {}
-    tolerances = tolerances or {}
+    if isinstance(tolerances_file, dict):  # read and checked already
+        tolerances = tolerances_file
+    else:
+        tolerances = load_figure_tolerances(Path(tolerances_file)) if tolerances_file else {}
     summary, failed = {}, False
     for chapter in selected:
         cand_root, ref_root = Path(candidate), Path(reference)

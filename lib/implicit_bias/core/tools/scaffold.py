@@ -57,6 +57,13 @@ def new_chapter(
             f"chapter id {chapter!r}: use 3-40 lowercase letters, digits and "
             "underscores, starting with a letter (it names files and a package)"
         )
+    import keyword
+
+    if keyword.iskeyword(chapter):
+        raise ScaffoldError(
+            f"chapter id {chapter!r} is a Python keyword: it names a package "
+            f"(implicit_bias.chapters.{chapter}) that cannot be imported; choose another"
+        )
     files = planned_files(chapter, root)
     existing = [
         str(p.relative_to(root)) if p.is_relative_to(root) else str(p)

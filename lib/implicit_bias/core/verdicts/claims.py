@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..engine.paths import claims_results, current_umask, project_root
+from ..engine.paths import atomic_path, claims_results, output_path, project_root
 from ..engine.profiles import PROFILES
 from . import decision
 from .decision import Evidence
@@ -488,26 +488,16 @@ def check(
             row.update(status=MISSING_TASKS, evidence=reason)
     report = ClaimsReport(chapter, profile, rows, dict(code or {}))
     if write:
-        out = claims_results(profile)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / f"{chapter}.json", report.to_json())
+        # under the runner, staged: the runner swaps it into place once the run is complete
+        path = output_path(claims_results(profile) / f"{chapter}.json")
+        write_json_atomic(path, report.to_json())
     return report
 
 
 def write_json_atomic(path: Path, value) -> None:
-    """Write JSON through a temporary file unique to this process, then rename."""
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(value, handle, indent=2, default=_json_default)
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others may read results
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON whole: a temporary file beside `path`, flushed to disk, then renamed."""
+    with atomic_path(path) as tmp, open(tmp, "w") as handle:
+        json.dump(value, handle, indent=2, default=_json_default)
 
 
 def _json_default(value):
