@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ..engine.paths import disk_full, figures_dir, project_root, results_root, shown_path
 
@@ -38,7 +39,10 @@ class Stopped(KeyboardInterrupt):
     """A run stopped by SIGTERM, taken like Ctrl-C."""
 
 
-STOPS = {signal.SIGINT: ("Ctrl-C", 130), signal.SIGTERM: ("SIGTERM", 143)}
+STOPS: dict[int, tuple[str, int]] = {
+    signal.SIGINT: ("Ctrl-C", 130),
+    signal.SIGTERM: ("SIGTERM", 143),
+}
 
 
 def stop_signal(err: BaseException) -> int:
@@ -99,15 +103,16 @@ class RunFolder:
         self.chapter_run, self.run_id = chapter_run, run_id
         self.path = chapter_run / run_id
         self.lock_path = chapter_run / f"{run_id}.lock"
-        self.handle = None
+        self.handle: TextIO | None = None
 
     def __enter__(self) -> RunFolder:
         import fcntl
 
         self.chapter_run.mkdir(parents=True, exist_ok=True)
         # the lock first, then the folder: a folder whose lock is free belongs to a dead run
-        self.handle = open(self.lock_path, "a")  # noqa: SIM115 - held for the run
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        handle = open(self.lock_path, "a")  # noqa: SIM115 - held for the run
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        self.handle = handle
         self.path.mkdir(exist_ok=True)
         clean_dead_runs(self.chapter_run)
         return self
