@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..engine.paths import atomic_path, claims_results, output_path, project_root
+from ..engine.paths import atomic_path, claims_results, output_path, project_root, write_atomic
 from ..engine.profiles import PROFILES
 from . import decision
 from .decision import Evidence
@@ -186,23 +186,8 @@ def write_seed_plans(chapter: str) -> Path | None:
         "# seeds, never rewritten after it.\n"
     )
     text = header + yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
-    _write_text_atomic(path, text)
+    write_atomic(path, text)
     return path
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _as_value(value):
