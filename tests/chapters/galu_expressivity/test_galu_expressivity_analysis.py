@@ -105,12 +105,16 @@ def test_fig2_helpers(agg_backend):
         "fig2_k": [1, 2, 4],
         "fig2_seeds": [0, 1],
         "fig2_alg1_steps": 20,
-        "relu_steps": 30,
         "relu_lr": 0.01,
+        "adam_window": 50,
+        "adam_tol": 1e-3,
+        "adam_halvings": 1,
+        "adam_max_steps": 3000,
     }
     runs = tasks.fig2_tasks(cfg, "cpu")
     res = [tasks.fig2_task(t) for t in runs]
     df = analysis.fig2_frame(runs, res)
+    assert df["relu_converged"].all() and all(max(r["relu_steps"]) < 3000 for r in res)
     for _, sub in df.groupby("seed"):  # GaLU(2k) is a closed form: nonincreasing in k
         assert (sub["galu_2k"].values[:-1] >= sub["galu_2k"].values[1:] - 1e-12).all()
     assert all(r["alg1_nonincreasing"] for r in res)
@@ -141,6 +145,7 @@ def test_fig2_a_gap_within_the_seed_spread_leaves_the_claim_inconclusive():
             "galu_2k": 0.0,
             "galu_alg1": [0.95, 1.01, 0.99, 0.80, 0.82, 0.81],
             "relu": [0.95, 1.03, 0.99, 0.80, 0.81, 0.80],
+            "relu_converged": True,
         }
     )
     ev = analysis.fig2_metrics(df, 48, 4)["fig2_galu_minus_relu_every_k"]
@@ -150,6 +155,30 @@ def test_fig2_a_gap_within_the_seed_spread_leaves_the_claim_inconclusive():
     # per seed: (galu - alg1) summed over k / (galu - relu) summed over k
     assert share.values[0] == pytest.approx((0.01 + 0.10) / (0.01 + 0.10))
     assert share.values[1] == pytest.approx((0.01 + 0.10) / (-0.01 + 0.11))
+
+
+def test_fig2_unconverged_relu_runs_are_left_out_and_counted():
+    # seed 1's ReLU at k = 2 stopped by the cap: that width leaves every seed's share (the
+    # sums must cover the same widths) and the run is counted as dropped; its number, poisoned
+    # here, reaches no metric
+    df = pd.DataFrame(
+        {
+            "seed": [0, 1, 2, 0, 1, 2],
+            "k": [1, 1, 1, 2, 2, 2],
+            "galu": [0.96, 1.02, 1.00, 0.90, 0.92, 0.91],
+            "galu_2k": 0.0,
+            "galu_alg1": [0.95, 1.01, 0.99, 0.80, 0.82, 0.81],
+            "relu": [0.95, 1.03, 0.99, 0.80, 99.0, 0.80],
+            "relu_converged": [True, True, True, True, False, True],
+        }
+    )
+    met = analysis.fig2_metrics(df, 48, 4)
+    share = met["fig2_share_of_gap_closed_by_alg1"]
+    assert share.dropped == 3  # the three runs of k = 2
+    assert share.values == pytest.approx((1.0, (0.01) / (-0.01), 1.0))
+    cells = analysis.fig2_cells(df, 48, 4)["galu_minus_relu"]
+    assert cells[2].n == 2 and cells[2].dropped == 1 and cells[1].dropped == 0
+    assert all(abs(v) < 1 for ev in cells.values() for v in ev.values)
 
 
 def test_fig3_fig4_helpers(agg_backend):
@@ -172,7 +201,14 @@ def test_fig3_fig4_helpers(agg_backend):
     df = analysis.fig3_frame(runs, [tasks.fig3_task(t) for t in runs])
     assert set(df.model) == {"galu", "galu_adam", "relu"}
     met = analysis.fig3_metrics(df)
-    assert -1 <= met["fig3_spearman_test_vs_noise_every_curve"].estimate <= 1
+    assert isinstance(met["fig3_clean_test_error_slope_every_curve"], decision.Evidence)
+    # at noise 0 the noisy labels are the clean ones
+    zero = df[df.noise == 0.0]
+    assert (zero["test"] == zero["test_clean"]).all()
+    assert set(analysis.fig3_evidence_table(df).index.get_level_values("statistic")) == {
+        "slope of clean-label test error",
+        "Spearman, noisy-label test error",
+    }
     figures.fig3(df)
     cfg.update(adam_window=50, adam_tol=1e-3, adam_halvings=1, adam_max_steps=3000)
     runs = tasks.fig4_tasks(cfg, "cpu")
@@ -183,6 +219,67 @@ def test_fig3_fig4_helpers(agg_backend):
     assert met4["fig4_r2_gap_vs_l2_sq_adam"].value <= 1
     assert "fig3_test_galu_adam_minus_relu_regression" in met
     figures.fig4(df4)
+
+
+def test_fig3_floor_of_noisy_labels_does_not_decide_the_growth_claim():
+    # A fit that learns the clean labels perfectly at every noise level: its noisy-label test
+    # error rises with the noise (the floor p), Spearman 1 in every seed, while its clean-label
+    # error stays 0, so the slope claim cannot pass; a fit whose clean error grows passes.
+    # (regression: the floor sigma_y^2 under a clean MSE of 0)
+    rows = []
+    for seed in (0, 1, 2):
+        for p in (0.0, 0.1, 0.25, 0.5):
+            for task in ("classification", "regression"):
+                for model in ("galu", "galu_adam", "relu"):
+                    rows.append(
+                        {
+                            "task": task,
+                            "seed": seed,
+                            "model": model,
+                            "noise": p,
+                            "train": 0.0,
+                            "test": p if task == "classification" else p**2,
+                            "test_clean": 0.001 * seed * (p == 0.5),
+                        }
+                    )
+    df = pd.DataFrame(rows)
+    cells = analysis.fig3_cells(df)
+    assert all(ev.values == (1.0, 1.0, 1.0) for ev in cells["spearman"].values())
+    slope = analysis.fig3_metrics(df)["fig3_clean_test_error_slope_every_curve"]
+    assert slope.decide(decision.region(">", 0)) != decision.PASS
+    grows = df.assign(test_clean=df["noise"] * (0.9 + 0.05 * df["seed"]))
+    slope = analysis.fig3_metrics(grows)["fig3_clean_test_error_slope_every_curve"]
+    assert slope.estimate == pytest.approx(0.95)
+    assert slope.decide(decision.region(">", 0)) == decision.PASS
+
+
+def test_fig3_task_scores_the_clean_labels_independently():
+    # the clean-label error, recomputed here from the same draw at noise 0 and the task's own
+    # closed-form fit, equals the task's; and it differs from the noisy-label error at p > 0
+    task = {
+        "m": 80,
+        "m_test": 60,
+        "d": 5,
+        "n_clusters": 4,
+        "k": 4,
+        "sigma_x": 0.1,
+        "task": "classification",
+        "noise": [0.0, 0.4],
+        "seed": 3,
+        "relu_steps": 0,
+        "relu_lr": 0.01,
+    }
+    out = tasks.fig3_task(task)
+    Xtr, ytr, Xte, clean = galu.cluster_model(80, 60, 5, 4, 0.1, "classification", 0.0, 3)
+    _, ytr4, _, _ = galu.cluster_model(80, 60, 5, 4, 0.1, "classification", 0.4, 3)
+    U = torch.randn(5, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    w = torch.linalg.lstsq(galu.galu_features(Xtr, U), ytr4[:, None]).solution[:, 0]
+    pred = galu.galu_features(Xte, U) @ w
+    assert out["galu_test_clean"][1] == pytest.approx(
+        float((torch.sign(pred) != clean).double().mean())
+    )
+    assert out["galu_test_clean"][0] == out["galu_test"][0]
+    assert out["galu_test_clean"][1] != out["galu_test"][1]
 
 
 def test_lemma1_helpers(agg_backend):
@@ -320,6 +417,55 @@ def test_fig5_metrics_keep_the_direction_of_the_gap():
     assert analysis.fig5_metrics(mins, curves, 0.3)["fig5_k_increasing_in_dout"] is False
 
 
+def _fig5_on_grids(widths: dict, grids: dict):
+    """Curves and minimal widths of a synthetic Fig. 5 on the paper's grids: `widths` maps
+    d' to the (GaLU, ReLU) smallest widths below 0.3, the same in seeds 0-2."""
+    curve_rows, min_rows = [], []
+    for dout, (kg, kr) in widths.items():
+        for seed in (0, 1, 2):
+            for k in grids[dout]:
+                loss = {c: (0.2 if k >= kk else 0.4) for c, kk in (("galu", kg), ("relu", kr))}
+                curve_rows.append(
+                    {"d_out": dout, "seed": seed, "k": k, "galu_acs": np.nan}
+                    | {"galu_acs_converged": False, "galu_adam": loss["galu"]}
+                    | {"galu_adam_converged": True, "galu": loss["galu"], "galu_converged": True}
+                    | {"relu": loss["relu"], "relu_converged": True}
+                )
+            min_rows.append({"d_out": dout, "seed": seed, "galu": kg, "relu": kr})
+    return pd.DataFrame(curve_rows), pd.DataFrame(min_rows)
+
+
+def test_fig5_similarity_is_decided_on_every_larger_dout_with_the_grid_resolution():
+    # The paper profile's outcome: every seed finds GaLU one grid step above ReLU, at d' = 2
+    # (40 against 32 on a grid of step 4: +0.25) and at d' = 8 (104 against 96, step 8). The
+    # largest d' alone passed "similar" (within 0.2) on the zero-width interval of identical
+    # seeds; decided on every larger d', each known to one grid step, it cannot pass.
+    grids = {1: [12, 14, 16, 18, 20], 2: [20, 24, 28, 32, 36, 40], 8: [88, 96, 104, 112]}
+    curves, mins = _fig5_on_grids({1: (16, 14), 2: (40, 32), 8: (104, 96)}, grids)
+    assert analysis.fig5_grid_steps(curves) == {1: 2, 2: 4, 8: 8}
+    cells = analysis.fig5_similarity_cells(mins, curves)
+    assert set(cells) == {2, 8}  # d' = 1 is not "larger d'"
+    assert cells[2].resolution == pytest.approx(4 / 32)
+    assert cells[8].resolution == pytest.approx(8 / 96)
+    # identical seeds: plain paired evidence is a point; with its resolution, one step each side
+    assert decision.paired_differences([8 / 96] * 3).interval() == (8 / 96, 8 / 96)
+    assert cells[8].interval() == pytest.approx((0.0, 16 / 96))
+    assert cells[2].interval() == pytest.approx((0.125, 0.375))
+    similar = decision.equivalence_region(0.2)
+    assert cells[8].decide(similar) == decision.PASS
+    assert cells[2].decide(similar) == decision.INCONCLUSIVE
+    met = analysis.fig5_metrics(mins, curves, 0.3)["fig5_rel_k_galu_minus_relu_every_larger_dout"]
+    assert met.estimate == pytest.approx(0.25)  # decided on d' = 2, farthest from 0
+    assert met.decide(similar) == decision.INCONCLUSIVE
+    assert met.to_json()["resolution"] == pytest.approx(0.125)
+    assert met.to_json()["interval"] == pytest.approx([0.125, 0.375])
+    # a spread wider than the resolution keeps its t interval
+    spread = analysis.GridEvidence((0.0, 0.1, 0.2), "paired t", resolution=0.01)
+    assert spread.interval() == pytest.approx(decision.paired_differences([0, 0.1, 0.2]).interval())
+    table = analysis.fig5_similarity_table(mins, curves)
+    assert list(table.index) == [2, 8] and table.loc[2, "resolution"] == pytest.approx(0.125)
+
+
 def test_every_claim_metric_is_named_literally_in_analysis():
     claims = yaml.safe_load((project_root() / "data/claims/galu_expressivity.yaml").read_text())
     source = Path(analysis.__file__).read_text()
@@ -365,9 +511,11 @@ def test_tables_the_notebook_displays():
             "noise": 0.5,
             "train": [0.1, 0.3],
             "test": [1.0, 2.0],
+            "test_clean": [0.7, 1.1],
         }
     )
     assert analysis.fig3_table(df3).loc[("regression", 0.5), ("test", "galu")] == 1.5
+    assert analysis.fig3_table(df3).loc[("regression", 0.5), ("test_clean", "galu")] == 0.9
     mins = pd.DataFrame(
         {
             "d_out": [1, 1, 2],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
@@ -74,12 +75,15 @@ def test_fig2_four_curves_and_theorem1():
             "galu_2k": [0.8, 0.6, 0.2],
             "galu_alg1": [0.85, 0.75, 0.55],
             "relu": [0.85, 0.7, 0.5],
+            "relu_converged": [True, True, False],
         }
     )
     fig = figures.fig2(df, 48, 4)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert titles(fig) == ["Fig. 2: memorizing N(0,1) labels (m=48, d=4)"]
     assert len(fig.axes[0].lines) == 5
+    relu = next(line for line in fig.axes[0].lines if line.get_label().startswith("ReLU"))
+    assert np.isnan(relu.get_ydata()[2])  # the unconverged run is not plotted
 
 
 def test_fig3_regression_and_classification_panels():
@@ -91,6 +95,7 @@ def test_fig3_regression_and_classification_panels():
             "noise": noise,
             "train": 0.1 * noise,
             "test": noise + 0.1,
+            "test_clean": 0.1,
         }
         for task in ("regression", "classification")
         for model in figures.FIG3_LABELS
@@ -102,7 +107,8 @@ def test_fig3_regression_and_classification_panels():
         "Fig. 3: cluster model, regression",
         "Fig. 3: cluster model, classification",
     ]
-    assert all(len(ax.lines) == 6 for ax in fig.axes)  # train and test for three models
+    # train, test and test on the clean labels for three models
+    assert all(len(ax.lines) == 9 for ax in fig.axes)
 
 
 def test_fig4_gap_against_both_norms():

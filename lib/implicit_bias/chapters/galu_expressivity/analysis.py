@@ -171,37 +171,67 @@ def theorem1_rank_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig2_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
+    """One row per (seed, width): the training MSE of each fit, and whether ReLU's run met its
+    stopping rule (`relu_converged`; results of a fixed budget, before the stopping rule,
+    count as unconverged)."""
     cols = ("galu", "galu_2k", "galu_alg1", "relu")
     return pd.DataFrame(
         [
-            {"seed": t["seed"], "k": k, **{c: r[c][i] for c in cols}}
+            {
+                "seed": t["seed"],
+                "k": k,
+                **{c: r[c][i] for c in cols},
+                "relu_converged": bool(r.get("relu_converged", [False] * len(r["k"]))[i]),
+            }
             for t, r in zip(tasks, results)
             for i, k in enumerate(r["k"])
         ]
     )
 
 
+def _converged_relu(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """`df` with the ReLU losses of unconverged runs blanked (NaN: paired evidence leaves
+    those seeds out of their width), and how many runs that was."""
+    bad = ~df["relu_converged"].astype(bool)
+    return df.assign(relu=df["relu"].where(~bad)), int(bad.sum())
+
+
+def _cells_dropped(cells: dict, df: pd.DataFrame) -> dict:
+    """Each width's evidence with the number of its ReLU runs left out as unconverged."""
+    bad = (~df["relu_converged"].astype(bool)).groupby(df["k"]).sum()
+    return {k: dataclasses.replace(ev, dropped=int(bad.get(k, 0))) for k, ev in cells.items()}
+
+
 def fig2_cells(df: pd.DataFrame, m: int, d: int) -> dict:
-    """Per width, paired-by-seed evidence for GaLU minus ReLU and GaLU minus GaLU after
-    Algorithm 1 (widths with kd < m: where kd >= m both fits reach 0 by construction), ReLU(k)
-    minus GaLU(2k) (widths with 2kd < m, for the same reason), and per seed the share of the
-    GaLU-ReLU gap, summed over the widths kd < m, that Algorithm 1 closes."""
+    """Per width, paired-by-seed evidence for GaLU minus ReLU (widths with kd < m: where
+    kd >= m both fits reach 0 by construction), ReLU(k) minus GaLU(2k) (widths with 2kd < m,
+    for the same reason), and per seed the share of the GaLU-ReLU gap, summed over the widths
+    kd < m, that Algorithm 1 closes; the ReLU side from converged runs only (a width whose
+    ReLU run is unconverged in some seed is left out of every seed's sums, which must cover
+    the same widths). GaLU minus GaLU after Algorithm 1 per width (`alg1_improvement`) is the
+    book's sanity check, not a claim: it is positive by construction once one of Algorithm 1's
+    candidates is accepted."""
     under, half = df[df.k * d < m], df[2 * df.k * d < m]
-    sums = under.groupby("seed")[["galu", "galu_alg1", "relu"]].sum()
+    under_ok, _ = _converged_relu(under)
+    half_ok, _ = _converged_relu(half)
+    bad_k = set(under.loc[~under["relu_converged"].astype(bool), "k"])
+    kept = under[~under["k"].isin(bad_k)]
+    sums = kept.groupby("seed")[["galu", "galu_alg1", "relu"]].sum()
+    share = decision.per_seed((sums["galu"] - sums["galu_alg1"]) / (sums["galu"] - sums["relu"]))
     return {
-        "galu_minus_relu": paired_cells(under, ["k"], "galu", "relu"),
+        "galu_minus_relu": _cells_dropped(paired_cells(under_ok, ["k"], "galu", "relu"), under),
         "alg1_improvement": paired_cells(under, ["k"], "galu", "galu_alg1"),
-        "relu_minus_galu_2k": paired_cells(half, ["k"], "relu", "galu_2k"),
+        "relu_minus_galu_2k": _cells_dropped(paired_cells(half_ok, ["k"], "relu", "galu_2k"), half),
         # a ratio of summed gaps: a per-k ratio blows up where GaLU and ReLU nearly coincide
-        "share_closed": decision.per_seed(
-            (sums["galu"] - sums["galu_alg1"]) / (sums["galu"] - sums["relu"])
-        ),
+        "share_closed": dataclasses.replace(share, dropped=len(under) - len(kept)),
     }
 
 
 def fig2_metrics(df: pd.DataFrame, m: int, d: int) -> dict:
     """Fig. 2 claims on the training MSE, paired by seed; the "every width" claims are decided
-    on the width whose interval reaches lowest (least favourable)."""
+    on the width whose interval reaches lowest (least favourable). `fig2_alg1_improvement_
+    every_k` is the book's sanity check (no claim: true by construction), shown in the
+    chapter's tables."""
     cells = fig2_cells(df, m, d)
     return {
         "fig2_galu_minus_relu_every_k": least_favourable(cells["galu_minus_relu"], "low")[1],
@@ -234,6 +264,8 @@ def fig2_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig3_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
+    """One row per (task, seed, model, noise): train and test error on the noisy labels, and
+    the test error on the clean labels b_i (`test_clean`)."""
     rows = []
     for t, r in zip(tasks, results):
         for model in ("galu", "galu_adam", "relu"):
@@ -246,26 +278,37 @@ def fig3_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
                         "noise": noise,
                         "train": r[f"{model}_train"][i],
                         "test": r[f"{model}_test"][i],
+                        "test_clean": r[f"{model}_test_clean"][i],
                     }
                 )
     return pd.DataFrame(rows)
 
 
+def noise_slope(noise: pd.Series, error: pd.Series) -> float:
+    """The least-squares slope of an error against the noise level (one seed's curve)."""
+    x, y = noise.astype(float), error.astype(float)
+    return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+
+
 def fig3_cells(df: pd.DataFrame) -> dict:
-    """Per-seed evidence of the Fig. 3 claims, by cell: per (task, model) the Spearman
-    correlation of test error with the noise level; per (task, model, noise > 0) the train
+    """Per-seed evidence of the Fig. 3 claims, by cell: per (task, model) the least-squares
+    slope of the clean-label test error against the noise level (`clean_slope`) and, shown
+    beside it, the Spearman correlation of the noisy-label test error with the noise level
+    (`spearman`: 1 by construction once the floor dominates); per (task, model, noise > 0) the train
     error relative to the test error, (train - test) / test; per task the test error of GaLU
     (Adam, both layers: the paper's Fig. 3 GaLU, see the chapter) minus ReLU's, averaged over
     the noise levels of each seed."""
-    rho, rel = {}, {}
+    rho, rel, slope = {}, {}, {}
     for (task, model, seed), sub in df.groupby(["task", "model", "seed"]):
         rho.setdefault((task, model), {})[seed] = spearmanr(sub["noise"], sub["test"]).statistic
+        slope.setdefault((task, model), {})[seed] = noise_slope(sub["noise"], sub["test_clean"])
         for r in sub[sub.noise > 0].itertuples():
             rel.setdefault((task, model, r.noise), {})[seed] = (r.train - r.test) / r.test
     wide = df.pivot_table(index=["task", "seed", "noise"], columns="model", values="test")
     gap = (wide["galu_adam"] - wide["relu"]).groupby(["task", "seed"]).mean()
     return {
         "spearman": {k: decision.per_seed(v) for k, v in rho.items()},
+        "clean_slope": {k: decision.per_seed(v) for k, v in slope.items()},
         "train_rel_test": {k: decision.per_seed(v) for k, v in rel.items()},
         "galu_adam_minus_relu": {
             task: decision.paired_differences(g.droplevel("task"))
@@ -276,13 +319,14 @@ def fig3_cells(df: pd.DataFrame) -> dict:
 
 def fig3_metrics(df: pd.DataFrame) -> dict:
     """Fig. 3 claims on per-seed evidence: "the generalization error increases" with the noise
-    (Spearman > 0) and "the train error is always small" (much below the test error) on
-    every curve, each decided on its least favourable cell; "GaLU and ReLU have similar
-    statistical behavior" as similar test error levels, per task (its own unit)."""
+    (the slope of the clean-label test error against the noise level > 0) and "the train
+    error is always small" (much below the test error) on every curve, each decided on its
+    least favourable cell; "GaLU and ReLU have similar statistical behavior" as similar test
+    error levels, per task (its own unit)."""
     cells = fig3_cells(df)
     gap = cells["galu_adam_minus_relu"]
     return {
-        "fig3_spearman_test_vs_noise_every_curve": least_favourable(cells["spearman"], "low")[1],
+        "fig3_clean_test_error_slope_every_curve": least_favourable(cells["clean_slope"], "low")[1],
         "fig3_train_minus_test_rel_every_cell": least_favourable(cells["train_rel_test"], "high")[
             1
         ],
@@ -292,8 +336,25 @@ def fig3_metrics(df: pd.DataFrame) -> dict:
 
 
 def fig3_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Train and test error by (task, noise) and model, mean over seeds."""
-    return df.pivot_table(index=["task", "noise"], columns="model", values=["train", "test"])
+    """Train and test error (noisy labels) and test error on the clean labels by (task, noise)
+    and model, mean over seeds."""
+    return df.pivot_table(
+        index=["task", "noise"], columns="model", values=["train", "test", "test_clean"]
+    )
+
+
+def fig3_evidence_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per curve: the slope of the clean-label test error against the noise (the claim) and
+    the Spearman correlation of the noisy-label test error with the noise (by construction),
+    each its mean over seeds and 95% interval."""
+    cells, keys = fig3_cells(df), ["task", "model"]
+    return pd.concat(
+        {
+            "slope of clean-label test error": evidence_table(cells["clean_slope"], keys),
+            "Spearman, noisy-label test error": evidence_table(cells["spearman"], keys),
+        },
+        names=["statistic"],
+    )
 
 
 def fig4_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
@@ -466,6 +527,71 @@ def _with_dropped(ev: decision.Evidence, dropped: int) -> decision.Evidence:
     return dataclasses.replace(ev, dropped=int(dropped))
 
 
+@dataclasses.dataclass(frozen=True)
+class GridEvidence(decision.Evidence):
+    """Per-seed evidence of a metric read on a grid (a smallest width found on a grid of
+    neuron counts): its interval reaches at least `resolution` (one grid step, in the metric's
+    units) on each side of the estimate, so seeds that find the same grid point read as
+    "within one grid step", not as certainty. The chapter's own form of a resolution, written
+    to the claims report as `resolution` (the same field and rule, half-width
+    max(t se, resolution), as the book's decision rule gives it)."""
+
+    resolution: float = 0.0
+
+    def interval(self) -> tuple[float, float]:
+        low, high = super().interval()
+        if math.isnan(low):
+            return (low, high)
+        half = max((high - low) / 2, self.resolution)
+        return (self.estimate - half, self.estimate + half)
+
+    @property
+    def detectable(self) -> float:
+        return max(super().detectable, self.resolution)
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "resolution": self.resolution}
+
+
+def fig5_grid_steps(curves: pd.DataFrame) -> dict[int, int]:
+    """By d', the step of its width grid (the smallest gap between grid points)."""
+    return {
+        int(dout): int(pd.Series(sorted(g["k"].unique())).diff().min())
+        for dout, g in curves.groupby("d_out")
+    }
+
+
+def fig5_similarity_cells(mins: pd.DataFrame, curves: pd.DataFrame) -> dict:
+    """Per d' >= 2, (k_GaLU - k_ReLU) / k_ReLU paired by seed (a seed whose width is unknown is
+    dropped and counted), with the resolution of one grid step of that d' relative to ReLU's
+    smallest width (the smallest over seeds: the widest step)."""
+    k = mins.set_index(["d_out", "seed"])[["galu", "relu"]].astype(float)
+    rel = (k["galu"] - k["relu"]) / k["relu"]
+    steps = fig5_grid_steps(curves)
+    cells = {}
+    for dout in sorted(d for d in rel.index.get_level_values("d_out").unique() if d >= 2):
+        ev = decision.paired_differences(rel.loc[dout])
+        k_relu = k.loc[dout, "relu"].min()
+        resolution = steps[int(dout)] / k_relu if math.isfinite(k_relu) else 0.0
+        cells[int(dout)] = GridEvidence(
+            ev.values,
+            ev.test,
+            seeds=ev.seeds,
+            dropped=int(rel.loc[dout].isna().sum()),
+            resolution=float(resolution),
+        )
+    return cells
+
+
+def fig5_similarity_table(mins: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
+    """By d' >= 2: the relative gap of the smallest widths, its resolution (one grid step) and
+    the 95% interval the claim fig5_similar_at_large_dout decides on."""
+    cells = fig5_similarity_cells(mins, curves)
+    table = evidence_table(cells, ["d_out"])
+    table.insert(1, "resolution", [cells[d].resolution for d in table.index])
+    return table
+
+
 def fig5_bracketed(curves: pd.DataFrame, threshold: float) -> bool:
     """Whether every grid brackets its crossing: at each (d', seed) the smallest width of the
     grid is above `threshold` for GaLU and ReLU, with a converged fit. Without it the smallest
@@ -506,6 +632,11 @@ def fig5_metrics(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> 
     out["fig5_rel_k_galu_minus_relu_largest_dout"] = _with_dropped(
         decision.paired_differences(rel.loc[top]), rel.loc[top].isna().sum()
     )
+    similarity = fig5_similarity_cells(mins, curves)
+    if similarity:  # "similar" at every larger d': the d' farthest from 0
+        out["fig5_rel_k_galu_minus_relu_every_larger_dout"] = least_favourable(similarity, "both")[
+            1
+        ]
     if not k.isna().any().any():  # a width is unknown: the metric is missing
         grows = all(
             (k.loc[(slice(None), s), c].diff().dropna() > 0).all()

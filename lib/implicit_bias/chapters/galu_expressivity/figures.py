@@ -95,15 +95,17 @@ def theorem1(df):
 
 
 def fig2(df, m: int, d: int):
-    """Fig. 2: training MSE against width on random labels, with Theorem 1's curve."""
+    """Fig. 2: training MSE against width on random labels, with Theorem 1's curve (ReLU: the
+    mean over the runs that met their stopping rule)."""
     fig, axes = figure(1, 1, width=4.6, height=3.2)
     ax = axes
+    df = df.assign(relu=df["relu"].where(df["relu_converged"].astype(bool)))
     mean = df.groupby("k").mean()
     ks = np.array(mean.index)
     lines = [
         ("galu", "GaLU(k), closed form", "o-"),
         ("galu_alg1", "GaLU(512), Algorithm 1", "s-"),
-        ("relu", "ReLU(k), Adam", "^-"),
+        ("relu", "ReLU(k), Adam to convergence", "^-"),
         ("galu_2k", "GaLU(2k), closed form", "v:"),
     ]
     for i, (col, label, style) in enumerate(lines):
@@ -122,7 +124,8 @@ def fig2(df, m: int, d: int):
 def fig3(df):
     """Fig. 3: train and test error against label noise in the cluster model."""
     fig, axes = figure(1, 2, width=7.4, height=3.1)
-    mean = df.groupby(["task", "model", "noise"])[["train", "test"]].mean().reset_index()
+    cols = ["train", "test", "test_clean"]
+    mean = df.groupby(["task", "model", "noise"])[cols].mean().reset_index()
     for ax, task in zip(axes[0], ("regression", "classification")):
         for i, model in enumerate(FIG3_LABELS):
             sub = mean[(mean.task == task) & (mean.model == model)]
@@ -141,6 +144,14 @@ def fig3(df):
                 color=PALETTE[i],
                 ms=4,
                 label=f"{FIG3_LABELS[model]}: train",
+            )
+            ax.plot(
+                sub.noise,
+                sub.test_clean,
+                "s:",
+                color=PALETTE[i],
+                ms=3,
+                label=f"{FIG3_LABELS[model]}: test, clean labels",
             )
         if task == "regression":
             ax.set_yscale("symlog", linthresh=0.01)
