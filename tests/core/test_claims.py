@@ -94,6 +94,29 @@ def test_check_writes_report_and_renders(demo_project):
     assert not strict.ok and strict.counts()["unexpected pass"] == 1
 
 
+def test_check_adds_a_chapters_own_columns(demo_project):
+    # the demo's claims: mean_is_small and a known deviation; one gets the extra column's text
+    column = {"on other data": {"mean_is_small": "fail (0.5; 95% CI [0.4, 0.6])"}}
+    report = claims.check("demo", {"abs_mean": 0.1, "variance": 1.0}, "smoke", columns=column)
+    html = report._repr_html_()
+    assert "<th>on other data</th>" in html and "with-columns" in html
+    assert html.count("<td class='claim-column'>") == 2  # one cell per claim, "–" where none
+    assert "fail (0.5; 95% CI [0.4, 0.6])" in html and "colspan='5'" in html
+    frame = report.to_frame()
+    assert frame["on other data"].iloc[0] == "fail (0.5; 95% CI [0.4, 0.6])"
+    assert frame["on other data"].isna().iloc[1]
+    saved = json.loads((demo_project / "results/smoke/claims/demo.json").read_text())
+    assert saved["columns"] == ["on other data"]
+    assert saved["claims"][0]["columns"] == {
+        "on other data": column["on other data"]["mean_is_small"]
+    }
+    assert report.counts() == {"pass": 1, "known deviation": 1}  # the verdicts do not change
+    plain = claims.check("demo", {"abs_mean": 0.1, "variance": 1.0}, "smoke")
+    assert "claim-column" not in plain._repr_html_() and "colspan='4'" in plain._repr_html_()
+    with pytest.raises(ClaimsError, match="names no claim of this table: nope"):
+        claims.check("demo", {"abs_mean": 0.1}, "smoke", columns={"x": {"nope": "pass"}})
+
+
 def test_check_rejects_unknown_profile(demo_project):
     with pytest.raises(ValueError, match="valid: smoke, paper"):
         claims.check("demo", {}, "quick")

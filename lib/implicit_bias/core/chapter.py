@@ -398,13 +398,18 @@ class Chapter:
         write_atomic(output_path(path), frame.to_csv(index=False))
         return path
 
-    def check_claims(self, metrics: dict) -> claims_module.ClaimsReport:
+    def check_claims(
+        self, metrics: dict, columns: dict[str, dict[str, str]] | None = None
+    ) -> claims_module.ClaimsReport:
+        """Decide every claim of this profile on `metrics`, display the claims table and write
+        its report; `columns` adds the chapter's own columns ({name: {claim id: text}})."""
         return claims_module.check(
             self.chapter,
             metrics,
             self.profile,
             failed_tasks=self.failed_tasks,
             code={o.fn: o.fingerprint for o in self.outcomes},
+            columns=columns,
         )
 
 

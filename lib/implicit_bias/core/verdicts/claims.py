@@ -279,6 +279,10 @@ class ClaimsReport:
     profile: str
     rows: list[dict] = field(default_factory=list)
     code: dict = field(default_factory=dict)
+    # extra columns of the table, in order: a chapter's own column beside the book's verdict
+    # (gln_norm: the verdict on the authors' own data); each row holds its text in
+    # row["columns"][name] ("–" where a claim has none)
+    columns: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -314,6 +318,8 @@ class ClaimsReport:
             ],
         )
         frame["interval"] = [seeds_summary(r.get("seeds")) for r in self.rows]
+        for name in self.columns:
+            frame[name] = [(r.get("columns") or {}).get(name) for r in self.rows]
         return frame.rename(columns={"paper_value": "paper", "value": "ours"})
 
     def to_json(self) -> dict:
@@ -325,12 +331,15 @@ class ClaimsReport:
             "audit_counts": self.audit_counts(),
             "claims": self.rows,
             "code": self.code,
+            "columns": self.columns,
         }
 
     def _repr_html_(self) -> str:
+        extra = "".join(f"<th>{_escape(name)}</th>" for name in self.columns)
+        css = " with-columns" if self.columns else ""
         lines = [
-            "<table class='claims-table'><thead><tr><th>claim</th><th>ours</th>"
-            "<th>expected</th><th>status</th></tr></thead><tbody>"
+            f"<table class='claims-table{css}'><thead><tr><th>claim</th><th>ours</th>"
+            f"<th>expected</th><th>status</th>{extra}</tr></thead><tbody>"
         ]
         for row in self.rows:
             status = row["status"]
@@ -339,8 +348,10 @@ class ClaimsReport:
             if row.get("audit_of"):
                 origin += f" <small>(an audit of {_escape(row['audit_of'])})</small>"
             # the explanation folds into a row of its own under the claim, the table's width
+            width = 4 + len(self.columns)
             note = (
-                f"<tr class='claim-why'><td colspan='4'><details><summary>why: {_escape(status)}"
+                f"<tr class='claim-why'><td colspan='{width}'><details>"
+                f"<summary>why: {_escape(status)}"
                 f"</summary><small>{_escape(row['evidence'])}</small></details></td></tr>"
                 if row["evidence"]
                 else ""
@@ -354,7 +365,8 @@ class ClaimsReport:
                 f"{_dropped_html(row.get('dropped_runs'))}</td>"
                 f"<td>{_escape(expect_text(row))}{_bound_html(row.get('bound'))}"
                 f"{_paper_html(row['paper_value'])}</td>"
-                f"<td><span class='claim-status {css}'>{_escape(status)}</span></td></tr>{note}"
+                f"<td><span class='claim-status {css}'>{_escape(status)}</span></td>"
+                f"{_columns_html(row, self.columns)}</tr>{note}"
             )
         summary = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         lines.append(f"</tbody></table><p>{self.chapter} ({self.profile} profile): {summary}</p>")
@@ -401,6 +413,14 @@ def seeds_summary(seeds: dict | None) -> str:
     df = "–" if seeds["df"] is None else f"{seeds['df']:.3g}"
     detect = "–" if seeds["detectable"] is None else f"{seeds['detectable']:.2g}"
     return f"95% CI {interval}; {seeds['test']}, n = {seeds['n']}, df = {df}; detectable {detect}"
+
+
+def _columns_html(row: dict, columns: list[str]) -> str:
+    values = row.get("columns") or {}
+    return "".join(
+        f"<td class='claim-column'><small>{_escape(values.get(name) or '–')}</small></td>"
+        for name in columns
+    )
 
 
 def _dropped_html(dropped) -> str:
@@ -450,8 +470,13 @@ def check(
     write: bool = True,
     failed_tasks: list[dict] | None = None,
     code: dict | None = None,
+    columns: dict[str, dict[str, str]] | None = None,
 ) -> ClaimsReport:
     """Check every claim of `chapter` active at `profile`; write the JSON report.
+
+    `columns` adds columns to the table, in order: {column name: {claim id: text}}, a
+    chapter's own reading of its claims beside the book's verdict (a claim without an entry
+    shows "–"); a claim id that is not a claim of the table is an error.
 
     `failed_tasks` (from `Chapter.failed_tasks`): when any task of the run failed, the
     metrics rest on part of the data, so no claim is decided: each row says `missing tasks`
@@ -471,7 +496,17 @@ def check(
         )
         for row in rows:
             row.update(status=MISSING_TASKS, evidence=reason)
-    report = ClaimsReport(chapter, profile, rows, dict(code or {}))
+    columns = dict(columns or {})
+    ids = {row["id"] for row in rows}
+    for name, values in columns.items():
+        unknown = sorted(set(values) - ids)
+        if unknown:
+            raise ClaimsError(f"column {name!r} names no claim of this table: {', '.join(unknown)}")
+    for row in rows:
+        row["columns"] = {
+            name: values[row["id"]] for name, values in columns.items() if row["id"] in values
+        }
+    report = ClaimsReport(chapter, profile, rows, dict(code or {}), list(columns))
     if write:
         # under the runner, staged: the runner swaps it into place once the run is complete
         path = output_path(claims_results(profile) / f"{chapter}.json")
