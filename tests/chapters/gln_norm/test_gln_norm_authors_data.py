@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from implicit_bias.chapters.gln_norm import authors_data
-from implicit_bias.core.claims import load_claims
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.verdicts.claims import load_claims
 
 REF = project_root() / "data" / "reference" / "lippl2022"
 T_975_DF2 = 4.302652729911275  # Student's t, 97.5% quantile, 2 degrees of freedom (tables)

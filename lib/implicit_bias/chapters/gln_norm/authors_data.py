@@ -21,9 +21,9 @@ import math
 
 import pandas as pd
 
-from implicit_bias.core import claims as claims_module
-from implicit_bias.core.decision import Evidence
-from implicit_bias.core.paths import project_root
+from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.verdicts import claims as claims_module
+from implicit_bias.core.verdicts.decision import Evidence
 
 from .analysis import L2_STATISTICS, best_metrics, gln_metrics
 from .reference import reference_frame
