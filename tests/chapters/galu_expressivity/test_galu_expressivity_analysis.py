@@ -460,7 +460,7 @@ def test_fig5_similarity_is_decided_on_every_larger_dout_with_the_grid_resolutio
     assert met.to_json()["resolution"] == pytest.approx(0.125)
     assert met.to_json()["interval"] == pytest.approx([0.125, 0.375])
     # a spread wider than the resolution keeps its t interval
-    spread = analysis.GridEvidence((0.0, 0.1, 0.2), "paired t", resolution=0.01)
+    spread = decision.Evidence((0.0, 0.1, 0.2), "paired t", resolution=0.01)
     assert spread.interval() == pytest.approx(decision.paired_differences([0, 0.1, 0.2]).interval())
     table = analysis.fig5_similarity_table(mins, curves)
     assert list(table.index) == [2, 8] and table.loc[2, "resolution"] == pytest.approx(0.125)

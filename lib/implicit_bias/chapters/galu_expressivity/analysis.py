@@ -527,32 +527,6 @@ def _with_dropped(ev: decision.Evidence, dropped: int) -> decision.Evidence:
     return dataclasses.replace(ev, dropped=int(dropped))
 
 
-@dataclasses.dataclass(frozen=True)
-class GridEvidence(decision.Evidence):
-    """Per-seed evidence of a metric read on a grid (a smallest width found on a grid of
-    neuron counts): its interval reaches at least `resolution` (one grid step, in the metric's
-    units) on each side of the estimate, so seeds that find the same grid point read as
-    "within one grid step", not as certainty. The chapter's own form of a resolution, written
-    to the claims report as `resolution` (the same field and rule, half-width
-    max(t se, resolution), as the book's decision rule gives it)."""
-
-    resolution: float = 0.0
-
-    def interval(self) -> tuple[float, float]:
-        low, high = super().interval()
-        if math.isnan(low):
-            return (low, high)
-        half = max((high - low) / 2, self.resolution)
-        return (self.estimate - half, self.estimate + half)
-
-    @property
-    def detectable(self) -> float:
-        return max(super().detectable, self.resolution)
-
-    def to_json(self) -> dict:
-        return {**super().to_json(), "resolution": self.resolution}
-
-
 def fig5_grid_steps(curves: pd.DataFrame) -> dict[int, int]:
     """By d', the step of its width grid (the smallest gap between grid points)."""
     return {
@@ -570,16 +544,10 @@ def fig5_similarity_cells(mins: pd.DataFrame, curves: pd.DataFrame) -> dict:
     steps = fig5_grid_steps(curves)
     cells = {}
     for dout in sorted(d for d in rel.index.get_level_values("d_out").unique() if d >= 2):
-        ev = decision.paired_differences(rel.loc[dout])
         k_relu = k.loc[dout, "relu"].min()
         resolution = steps[int(dout)] / k_relu if math.isfinite(k_relu) else 0.0
-        cells[int(dout)] = GridEvidence(
-            ev.values,
-            ev.test,
-            seeds=ev.seeds,
-            dropped=int(rel.loc[dout].isna().sum()),
-            resolution=float(resolution),
-        )
+        ev = decision.paired_differences(rel.loc[dout], resolution=float(resolution))
+        cells[int(dout)] = _with_dropped(ev, rel.loc[dout].isna().sum())
     return cells
 
 

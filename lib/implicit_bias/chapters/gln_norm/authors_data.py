@@ -6,7 +6,8 @@ The authors published the per-seed raw results behind their Figures 2 and 4
 whose inputs they hold is computed on their numbers by the same function as on ours
 (`analysis.gln_metrics` for Sec. 4.1 and C.1, `analysis.best_metrics` for Fig. 2c), and each
 claim on it is decided by `core.claims.evaluate`, the book's rule (`core.decision`), with no
-known deviation: the verdict the paper's claim gets on its own data.
+known deviation and no seed plan (both are about our runs): the verdict the paper's claim
+gets on its own data.
 
 What their tables do not cover has no verdict here: the ReLU side (relu.csv holds means over
 seeds, no per-seed values), group sparsity (no solutions), the authors' SVM-RC construction,
@@ -53,13 +54,15 @@ def _determined(value) -> bool:
 
 def authors_verdicts(claims: list[dict], metrics: dict, profile: str = "paper") -> pd.DataFrame:
     """One row per claim (active at `profile`) whose metric `metrics` holds: the verdict the
-    book's rule gives on it (the claim's known deviation, a statement about our runs, left
-    out), its estimate and 95% interval over the authors' seeds, and their number."""
+    book's rule gives on it over all the authors' seeds, its estimate and 95% interval, and
+    their number. The claim's known deviation and seed plan are statements about our runs
+    and our seeds, and are left out."""
     rows = []
     for claim in claims:
         if profile not in claim["profiles"] or claim["metric"] not in metrics:
             continue
-        plain = {k: v for k, v in claim.items() if k != "known_deviation"}
+        ours_only = ("known_deviation", "seed_plan")
+        plain = {k: v for k, v in claim.items() if k not in ours_only}
         row = claims_module.evaluate(plain, {claim["metric"]: metrics[claim["metric"]]}, profile)
         seeds = row["seeds"] or {}
         low, high = seeds.get("interval") or (None, None)
