@@ -318,3 +318,48 @@ def fit_tables(text: str) -> tuple[str, int]:
         return fitted
 
     return TABLE.sub(one, text), changed
+
+
+# A chapter's long tables (per seed, per cell of a grid) are downloads, not pages of rows: a
+# DataFrame of more than LONG_TABLE_ROWS rows displays as its size, a link to all of it as CSV
+# (inlined in the notebook, a file beside the page on the website: `website.externalize`) and
+# its first PREVIEW_ROWS rows.
+LONG_TABLE_ROWS, PREVIEW_ROWS = 20, 5
+
+
+def long_table_html(frame) -> str:
+    """How a DataFrame displays in a chapter: pandas' own HTML up to LONG_TABLE_ROWS rows;
+    longer, its size, a CSV download of every row and a preview of the first rows."""
+    if len(frame) <= LONG_TABLE_ROWS:
+        return frame._repr_html_()
+    import base64
+    import hashlib
+
+    csv = frame.to_csv(float_format="%.10g").encode()
+    name = f"table-{hashlib.sha1(csv).hexdigest()[:10]}.csv"
+    columns = ", ".join(str(c) for c in list(frame.columns)[:6])
+    more = ", …" if frame.shape[1] > 6 else ""
+    link = (
+        f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
+        "download it as CSV</a>"
+    )
+    head = frame.head(PREVIEW_ROWS).to_html(classes="dataframe", border=0)
+    return (
+        f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
+        f"({html.escape(columns)}{more}): {link}. Its first {PREVIEW_ROWS} rows:</p>{head}"
+    )
+
+
+def install_long_tables() -> bool:
+    """Display DataFrames with `long_table_html` in this IPython kernel (False outside one)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    import pandas as pd
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, long_table_html)
+    return True

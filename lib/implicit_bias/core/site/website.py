@@ -22,6 +22,7 @@ import json
 import re
 from pathlib import Path
 
+from . import verdict
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
 
@@ -127,11 +128,99 @@ def mark_claim_states(text: str) -> str:
     return PROVENANCE.sub(mark, text)
 
 
+def executed_profile(chapter: str) -> str | None:
+    """The profile the executed chapter `book/chapters/<chapter>.ipynb` ran with (papermill's
+    record of its parameters), or None."""
+    from .paths import project_root
+
+    path = project_root() / "book" / "chapters" / f"{chapter}.ipynb"
+    try:
+        record = json.loads(path.read_text())["metadata"]["papermill"]["parameters"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record.get("profile")
+
+
+def chapter_report(chapter: str) -> dict | None:
+    """The claims report of the run a chapter's page shows (None: none on disk)."""
+    from .claims import load_report
+
+    profile = executed_profile(chapter)
+    return load_report(chapter, profile) if profile else None
+
+
+# Where a chapter's abstract ends: its first code cell (the set-up cell, whose input is folded)
+FIRST_CELL = re.compile(r"<div class=\"cell(?: [\w-]+)*\"")
+CLAIM_ROW_END = re.compile(r"(<tr id='claim-([\w-]+)'>.*?</tr>)(\s*<tr class='claim-why'>)?", re.S)
+
+
+class VerdictMismatch(RuntimeError):
+    """The claims report on disk is not the one the page's claims table shows."""
+
+
+def add_verdict(text: str, report: dict | None) -> str:
+    """Open a chapter page with its verdict box (`core.verdict`), after its abstract and
+    before its first cell, and give each inconclusive row of its claims table a "why" fold
+    (its interval against its region). `report` must be the report of the run the page shows:
+    the states of its claims are checked against the page's table."""
+    if not report or "claims-table" not in text or "class='verdict-box'" in text:
+        return text
+    shown = {
+        m.group(1): re.search(r">([^<]*)</span>$", m.group(2)).group(1)
+        for m in CLAIM_ROW.finditer(text)
+    }
+    stored = {row["id"]: row["status"] for row in report["claims"]}
+    if shown != stored:
+        differ = sorted(k for k in set(shown) | set(stored) if shown.get(k) != stored.get(k))
+        raise VerdictMismatch(
+            f"{report['chapter']}: the claims report on disk ({report['profile']} profile) is "
+            f"not the page's claims table: {differ[:5]}; run the chapter again"
+        )
+    rows = {row["id"]: row for row in report["claims"]}
+
+    def why(match: re.Match) -> str:
+        row = rows.get(match.group(2))
+        if match.group(3) or not row or row["status"] != "inconclusive":
+            return match.group(0)
+        fold = (
+            "<tr class='claim-why'><td colspan='4'><details><summary>why: inconclusive"
+            f"</summary><small>{html.escape(verdict.why_inconclusive(row))}</small></details>"
+            "</td></tr>"
+        )
+        return match.group(1) + fold
+
+    text = CLAIM_ROW_END.sub(why, text)
+    first = FIRST_CELL.search(text)
+    if first is None:
+        return text
+    return text[: first.start()] + verdict.verdict_html(report) + text[first.start() :]
+
+
+INLINE_SCRIPT = re.compile(r"<script>[^<]*</script>")
+
+
+def drop_repeated_scripts(text: str) -> str:
+    """Keep the first of identical inline scripts: the launch buttons' set-up (sphinx-thebe)
+    comes twice, and its second `const THEBE_JS_URL` is an error in every page's console."""
+    seen: set[str] = set()
+
+    def once(match: re.Match) -> str:
+        if match.group(0) in seen:
+            return ""
+        seen.add(match.group(0))
+        return match.group(0)
+
+    return INLINE_SCRIPT.sub(once, text)
+
+
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
     them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`,
-    `mark_claim_states`); returns the number of files written."""
-    text = mark_claim_states(retarget_source_links(page.read_text()))
+    `mark_claim_states`, and on a chapter page `add_verdict`); returns the number of files
+    written."""
+    text = mark_claim_states(retarget_source_links(drop_repeated_scripts(page.read_text())))
+    if page.parent.name == "chapters":
+        text = add_verdict(text, chapter_report(page.stem))
     text, _ = fit_tables(breakable_headers(text))
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
@@ -220,12 +309,88 @@ def _repo_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     return [link], []
 
 
+# Tags that already say how a cell's input shows; every other code cell of a chapter gets
+# `hide-input`: its code folds under a "Show code" toggle, its output stays (myst-nb).
+SHOWN_BY_TAG = {"hide-input", "hide-cell", "remove-input", "remove-cell", "full-width"}
+
+
+def fold_code(notebook: dict) -> int:
+    """Tag every code cell of `notebook` (nbformat JSON) `hide-input` unless a tag of
+    SHOWN_BY_TAG already decides; returns how many it tagged."""
+    tagged = 0
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if not SHOWN_BY_TAG & set(tags):
+            tags.append("hide-input")
+            tagged += 1
+    return tagged
+
+
+def _source_read(app, docname: str, source: list) -> None:
+    """A chapter's code cells fold by default (`fold_code`), whatever its notebook tags: the
+    reader reads the narrative and the results, and opens the code where they want it."""
+    if not docname.startswith("book/chapters/") or not source[0].lstrip().startswith("{"):
+        return
+    notebook = json.loads(source[0])
+    if fold_code(notebook):
+        source[0] = json.dumps(notebook)
+
+
 def _build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         externalize_site(Path(app.outdir))
 
 
+def toc_chapters() -> list[str]:
+    """The chapters of `_toc.yml`, in its order (the sidebar's)."""
+    import yaml
+
+    from .paths import project_root
+
+    found: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            path = str(node.get("file", ""))
+            if path.startswith("book/chapters/"):
+                found.append(path.removeprefix("book/chapters/"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load((project_root() / "_toc.yml").read_text()))
+    return found
+
+
+def chapter_counts() -> dict[str, str]:
+    """`counts_<chapter>`: the states of each chapter's claims in the run its page shows
+    ("41 pass, 8 known deviation, 21 inconclusive (paper profile)"), as MyST substitutions
+    for the introduction's chapter table."""
+    out = {}
+    for chapter in toc_chapters():
+        report = chapter_report(chapter)
+        out[f"counts_{chapter}"] = (
+            f"{verdict.counts_text(report['claims'])} ({report['profile']})"
+            if report and report.get("claims")
+            else "not executed yet"
+        )
+    return out
+
+
+def _config_inited(app, config) -> None:
+    config.myst_substitutions = {**chapter_counts(), **(config.myst_substitutions or {})}
+    # the theme's light/dark switch starts from "auto" on a first visit (its template leaves
+    # the mode empty, which its script logs as an error: "Got invalid theme mode")
+    config.html_context = {"default_mode": "auto", **(config.html_context or {})}
+
+
 def setup(app):
     app.add_role("repo", _repo_role)
+    app.connect("config-inited", _config_inited)
+    app.connect("source-read", _source_read)
     app.connect("build-finished", _build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
