@@ -130,6 +130,14 @@ def code_problems(page: str, found: dict) -> list[str]:
     return []
 
 
+# Folded tables (the claims table, long data tables) are measured open, as a reader opens them:
+# they must fit, and be readable, too. Code cells stay folded.
+OPEN_FOLDS = (
+    "const folds = [...document.querySelectorAll('details:not(.above-input)')];"
+    "folds.forEach(d => { d.open = true; }); result = folds.length"
+)
+
+
 # ---- machinery off the page: no long table, printed dict or DataFrame repr -----------------
 MAX_TABLE_ROWS = 20
 LONG_TABLES = (
@@ -143,10 +151,10 @@ PRINTED = (
     ".filter(p => p.getClientRects().length).map(p => p.textContent.trim().slice(0, 400))"
 )
 # A printed dict or list of records, pandas' text repr of a frame (its shape line, or its
-# "..." rows), the notebook's branch on the profile it ran with.
+# "..." rows) or of a Series (its dtype line), the notebook's branch on the profile it ran with.
 DICT_REPR = re.compile(r"^\{\s*['\"]?[\w .-]+['\"]?\s*:|^\[\{'")
 FRAME_REPR = re.compile(
-    r"\[\d+ rows x \d+ columns\]|\d+ rows × \d+ columns|^\s*\.\.\.\s+\.\.\.", re.M
+    r"\[\d+ rows x \d+ columns\]|\d+ rows × \d+ columns|^\s*\.\.\.\s+\.\.\.|dtype: \w+$", re.M
 )
 PROFILE_BRANCH = re.compile(r"this run is the (paper|smoke) profile|is not part of this profile")
 
@@ -204,3 +212,24 @@ CONSOLE = "result = window.__console || ['the console hook did not run']"
 
 def console_problems(page: str, messages: list[str]) -> list[str]:
     return [f"{page}: console: {m[:160]}" for m in messages]
+
+
+# ---- the status page: claim ids break after an underscore, never inside a word -------------
+# Each piece of an id between its break points (<wbr>) is a text node of its own: one that
+# spans two lines is a word broken in the middle.
+MID_WORD = (
+    "result = [];"
+    "for (const a of document.querySelectorAll('.status-table td:first-child > a')) {"
+    " for (const n of a.childNodes) { if (n.nodeType !== 3 || !n.textContent.trim()) continue;"
+    " const r = document.createRange(); r.selectNodeContents(n);"
+    " const tops = new Set([...r.getClientRects()].map(b => Math.round(b.top)));"
+    " if (tops.size > 1) result.push(a.textContent); } }"
+)
+
+
+def mid_word_problems(page: str, broken: list[str]) -> list[str]:
+    return (
+        [f"{page}: {len(broken)} claim ids broken inside a word, e.g. {broken[:3]}"]
+        if broken
+        else []
+    )

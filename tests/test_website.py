@@ -27,6 +27,8 @@ from reader_checks import (
     CONSOLE_HOOK,
     CONTRAST,
     LONG_TABLES,
+    MID_WORD,
+    OPEN_FOLDS,
     PHONE_TEXT,
     PRINTED,
     VERDICT,
@@ -35,6 +37,7 @@ from reader_checks import (
     console_problems,
     contrast_problems,
     machinery_problems,
+    mid_word_problems,
     phone_text_problems,
     verdict_problems,
 )
@@ -357,6 +360,11 @@ def probe_with_dom(
 def page_measures() -> dict[str, str]:
     """The measures (JavaScript, as `probe` takes them) the tests below read of a page."""
     return {
+        # first what a reader sees as the page opens; then with every fold open but the code
+        "height": "result = document.documentElement.scrollHeight",
+        "code": CODE_FOLDED,
+        "verdict": VERDICT,
+        "open folds": OPEN_FOLDS,
         "overflow": OVERFLOW,
         "figures": FIGURE_SIZES,
         "phone figures": PHONE_FIGURES,
@@ -365,13 +373,11 @@ def page_measures() -> dict[str, str]:
         "colours": COLOURS,
         "clipping": CLIPPING,
         "contrast": CONTRAST,
-        "verdict": VERDICT,
-        "code": CODE_FOLDED,
         "long tables": LONG_TABLES,
         "printed": PRINTED,
         "phone text": PHONE_TEXT,
         "console": CONSOLE,
-        "height": "result = document.documentElement.scrollHeight",
+        "mid word": MID_WORD,
     }
 
 
@@ -416,11 +422,14 @@ OVERFLOW = (
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
-    """At 1280 px and at a phone's 390 px, the page is no wider than the screen and the
-    status table's columns all fit (no column cut off or scrolled out of view)."""
-    found = measured(built_site / "book" / "status.html", width)["overflow"]
+    """At 1280 px and at a phone's 390 px, the page is no wider than the screen, the status
+    table's columns all fit (no column cut off or scrolled out of view) and no claim id breaks
+    inside a word."""
+    measures = measured(built_site / "book" / "status.html", width)
+    found = measures["overflow"]
     assert found["document"] <= 0, f"the page is {found['document']} px too wide"
     assert found["table"] <= 0, f"a table is {found['table']} px wider than its column"
+    assert not mid_word_problems("status", measures["mid word"])
 
 
 def test_every_figure_shows_its_provenance(built_site):
@@ -557,7 +566,8 @@ def chapter_pages(site: Path) -> list[Path]:
 
 
 FIGURE_SIZES = (
-    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length).map(i => ["
     "i.getAttribute('src'), i.getBoundingClientRect().width, i.naturalWidth,"
     "JSON.parse(i.dataset.legibility || '{}')])"
 )
@@ -838,13 +848,18 @@ def test_the_status_link_check_can_fail():
     assert status_link_problems(status, lambda c: "<tr id='claim-other'>") == (["c#claim-a_b"], 1)
 
 
+# A figure that scrolls sideways (a wide image kept legible on a phone: book.css) is measured
+# by its own box, which must fit the screen; any other by its image.
 PHONE_FIGURES = (
     "const width = document.documentElement.clientWidth;"
-    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
-    "i.getAttribute('src'), Math.round(i.getBoundingClientRect().right - width),"
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length).map(i => {"
+    "const f = i.closest('figure'); const scrolls = getComputedStyle(f).overflowX === 'auto';"
+    "const right = (scrolls ? f : i).getBoundingClientRect().right; return ["
+    "i.getAttribute('src'), Math.round(right - width),"
     "i.parentElement.tagName === 'A'"
     " && i.parentElement.getAttribute('href') === i.getAttribute('src')"
-    "])"
+    "]; })"
 )
 
 
@@ -897,6 +912,9 @@ def written_caption_problems(page: str) -> list[str]:
             problems.append(f"figure {number}: not one takeaway")
             continue
         described, takeaway = words.split("Takeaway:")
+        takeaway, _, run = takeaway.partition("This run:")  # core.website.report_findings
+        if len(run.strip()) > TAKEAWAY_MAX_CHARS:
+            problems.append(f"figure {number}: what this run found is not one line: {run!r}")
         described = described.removeprefix(f"Figure {number}.").strip()
         if len(described) < 80:
             problems.append(f"figure {number}: says little of what it plots: {described!r}")
@@ -907,6 +925,62 @@ def written_caption_problems(page: str) -> list[str]:
         if re.match(r"(Fig\.|Figure) ?\d", described):
             problems.append(f"figure {number}: numbered twice: {described[:40]!r}")
     return problems
+
+
+def run_findings_problems(page: str) -> list[str]:
+    """Figures that check claims but do not say what this run found of them, or say that all
+    reproduce where the claims table says otherwise."""
+    states = {
+        m.group(1): m.group(2)
+        for m in re.finditer(
+            r"<tr id=.claim-([\w-]+).>.*?<span class=.claim-status [\w-]+.>([^<]*)</span>",
+            page,
+            re.S,
+        )
+    }
+    problems = []
+    for number, (block, provenance) in enumerate(
+        re.findall(
+            r"(<figure class=.book-figure.*?</figure>).*?(<p class=.figure-provenance.>.*?</p>)",
+            page,
+            re.S,
+        ),
+        1,
+    ):
+        claims = re.findall(r"href=.#claim-([\w-]+).", provenance)
+        found = re.search(r"<em>This run:</em> ([^<]*)</span>", block)
+        if claims and not found:
+            problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
+        elif (
+            found
+            and "reproduce" in found.group(1).split(";")[0]
+            and any(states.get(c) != "pass" for c in claims)
+            and not re.match(r"\d+ of the", found.group(1))
+        ):
+            problems.append(f"figure {number}: says all reproduce: {found.group(1)!r}")
+    return problems
+
+
+def test_every_figure_says_what_this_run_found_of_its_claims(built_site):
+    problems = [
+        f"{page.stem}: {p}"
+        for page in chapter_pages(built_site)
+        for p in run_findings_problems(page.read_text())
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_run_findings_check_can_fail():
+    figure = "<figure class='book-figure'><figcaption>x{}</figcaption></figure>"
+    provenance = "<p class='figure-provenance'>checks: <a href='#claim-a'>a</a></p>"
+    row = (
+        "<tr id='claim-a'><td>a</td><td><span class='claim-status status-{0}'>{0}</span></td></tr>"
+    )
+    said = "<span class='figure-run'><br><em>This run:</em> {}</span>"
+    good = figure.format(said.format("the claim it checks reproduces: ours 1.")) + provenance
+    assert run_findings_problems(good + row.format("pass")) == []
+    assert "says nothing" in run_findings_problems(figure.format("") + provenance)[0]
+    assert "says all" in run_findings_problems(good + row.format("inconclusive"))[0]
 
 
 def test_every_figure_has_a_written_caption_with_a_takeaway(built_site):
@@ -1201,7 +1275,10 @@ def test_the_reader_checks_can_fail(tmp_path):
         'height:50px\' data-legibility=\'{"min_font_pt": 9, "width_in": 7.4}\'></figure>'
         "</div><pre>{'a': 1, 'b': 2}</pre></div></div>"
         "<p style='background:rgb(206,214,221);color:rgb(243,199,238)'>metric</p>"
-        f"<table><tbody>{rows}</tbody></table></section></article></body></html>"
+        f"<table><tbody>{rows}</tbody></table>"
+        "<div class='status-table'><table><tr><td style='width:60px;overflow-wrap:anywhere'>"
+        "<a>equivariance_<wbr>exact</a></td></tr></table></div>"
+        "</section></article></body></html>"
     )
     found = probe(page, 1280, tmp_path, all_of(page_measures()))
     assert clipping_problems("s", 1280, found["clipping"])
@@ -1212,6 +1289,7 @@ def test_the_reader_checks_can_fail(tmp_path):
     assert len(machinery_problems("s", found["long tables"], found["printed"])) == 2
     assert verdict_problems("s", found["verdict"], 10) == ["s: no verdict box"]
     assert phone_text_problems("s", found["phone text"])  # 9 pt at 420 of 740 px: 7.1 px
+    assert mid_word_problems("s", found["mid word"])  # "equivariance_" in 60 px
 
 
 def test_the_verdict_machinery_and_phone_checks_can_fail():
@@ -1238,8 +1316,9 @@ def test_the_verdict_machinery_and_phone_checks_can_fail():
         "615 rows × 14 columns",
         "this run is the paper profile: see below",
         "[3 rows x 2 columns]",
+        "method  status\nGD-GLN  ok  288\nName: runs, dtype: int64",
     ]
-    assert len(machinery_problems("c", [], printed)) == 3
+    assert len(machinery_problems("c", [], printed)) == 4
     assert machinery_problems("c", [], ["final cos = 0.99, margin ratio 1.0"]) == []
     assert phone_text_problems("c", [("a.png", 9.0), ("b.png", 8.9), ("c.png", None)]) == [
         "c: b.png: smallest text 8.9 CSS px (< 9.0)",

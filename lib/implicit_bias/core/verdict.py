@@ -174,3 +174,42 @@ def verdict_html(report: dict) -> str:
         "<p class='verdict-more'><a href='#claims'>Every claim, with its evidence</a></p>"
         "</aside>"
     )
+
+
+RUN_QUOTE_WORDS = 10
+
+
+def _short_quote(row: dict) -> str:
+    words = " ".join(str(row.get("quote") or "").replace("_", " ").split()).split(" ")
+    short = " ".join(words[:RUN_QUOTE_WORDS]).rstrip(".,;:")
+    return f"“{short}{'…' if len(words) > RUN_QUOTE_WORDS else ''}”"
+
+
+def figure_run(rows: list[dict]) -> str:
+    """What this run found of the claims a figure checks, in one sentence (plain text): how
+    many reproduce, and the first that does not, with its value against its expectation."""
+    if not rows:
+        return ""
+    held = [r for r in rows if r["status"] == "pass"]
+    n = len(rows)
+    if len(held) == n:
+        if n == 1:
+            paper = rows[0].get("paper_value")
+            versus = f" (paper {_number(paper)})" if paper is not None else ""
+            return f"the claim it checks reproduces: ours {_number(rows[0].get('value'))}{versus}."
+        return f"all {n} claims it checks reproduce."
+    other = next(r for r in rows if r["status"] != "pass")
+    head = f"{len(held)} of the {n} claims it checks reproduce; " if n > 1 else ""
+    ours = _number(other.get("value"))
+    if other["status"] == "inconclusive":
+        interval = _interval(other)
+        span = (
+            f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
+            if interval
+            else ours
+        )
+        said = f"undecided: {_short_quote(other)} (ours {span}, against {other.get('region')})"
+    else:
+        word = "not reproduced" if other["status"] == "known deviation" else other["status"]
+        said = f"{word}: {_short_quote(other)} (ours {ours}, expected {other.get('expect')})"
+    return head + said + "."

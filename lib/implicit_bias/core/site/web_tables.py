@@ -323,7 +323,7 @@ def fit_tables(text: str) -> tuple[str, int]:
 # A chapter's long tables (per seed, per cell of a grid) are downloads, not pages of rows: a
 # DataFrame of more than LONG_TABLE_ROWS rows displays as its size, a link to all of it as CSV
 # (inlined in the notebook, a file beside the page on the website: `website.externalize`) and
-# its first PREVIEW_ROWS rows.
+# its first PREVIEW_ROWS rows, folded.
 LONG_TABLE_ROWS, PREVIEW_ROWS = 20, 5
 
 
@@ -346,12 +346,15 @@ def long_table_html(frame) -> str:
     head = frame.head(PREVIEW_ROWS).to_html(classes="dataframe", border=0)
     return (
         f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
-        f"({html.escape(columns)}{more}): {link}. Its first {PREVIEW_ROWS} rows:</p>{head}"
+        f"({html.escape(columns)}{more}): {link}.</p>"
+        f"<details class='table-fold'><summary>Its first {PREVIEW_ROWS} rows</summary>{head}"
+        "</details>"
     )
 
 
 def install_long_tables() -> bool:
-    """Display DataFrames with `long_table_html` in this IPython kernel (False outside one)."""
+    """Display DataFrames (and Series, as one-column frames) with `long_table_html` in this
+    IPython kernel (False outside one)."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -361,5 +364,8 @@ def install_long_tables() -> bool:
         return False
     import pandas as pd
 
-    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, long_table_html)
+    html_formatter = shell.display_formatter.formatters["text/html"]
+    html_formatter.for_type(pd.DataFrame, long_table_html)
+    # a Series shows as a table too, not as its text repr ("Name: runs, dtype: int64")
+    html_formatter.for_type(pd.Series, lambda series: long_table_html(series.to_frame()))
     return True
