@@ -176,7 +176,7 @@ def machinery_problems(page: str, long_tables: list, printed: list[str]) -> list
 
 
 # ---- phone figures: the smallest text of every figure shown, in CSS px ----------------------
-# A figure inch is 100 CSS px at the width it is drawn for (core.plotting.DISPLAY_DPI): its
+# A figure inch is 100 CSS px at the width it is drawn for (core.site.plotting.DISPLAY_DPI): its
 # smallest font shows at min_font_pt / 72 inch, scaled by the width it is shown at.
 PHONE_TEXT = (
     "result = [...document.querySelectorAll('figure.book-figure img')]"

@@ -912,7 +912,7 @@ def written_caption_problems(page: str) -> list[str]:
             problems.append(f"figure {number}: not one takeaway")
             continue
         described, takeaway = words.split("Takeaway:")
-        takeaway, _, run = takeaway.partition("This run:")  # core.website.report_findings
+        takeaway, _, run = takeaway.partition("This run:")  # core.site.website.report_findings
         if len(run.strip()) > TAKEAWAY_MAX_CHARS:
             problems.append(f"figure {number}: what this run found is not one line: {run!r}")
         described = described.removeprefix(f"Figure {number}.").strip()

@@ -1,7 +1,7 @@
 """The verdict a chapter opens with, the "why" of an inconclusive claim and what a figure's
-claims found (core.verdict), from a claims report's rows."""
+claims found (core.site.verdict), from a claims report's rows."""
 
-from implicit_bias.core import verdict
+from implicit_bias.core.site import verdict
 
 
 def row(cid, status, **extra):

@@ -157,7 +157,7 @@ class Chapter:
         self.run_log = run_log_path(profile, chapter)
         self.run_log.unlink(missing_ok=True)
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
-        from .web_tables import install_long_tables
+        from .site.web_tables import install_long_tables
 
         install_long_tables()  # a long table shows as a CSV download and a preview
         if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
@@ -435,6 +435,8 @@ def _params(task: dict) -> dict:
 
 def repository_file_url(path: str) -> str:
     """The address of a file of the repository (`repository: url, branch` of `_config.yml`)."""
+    import yaml
+
     try:
         repo = yaml.safe_load((project_root() / "_config.yml").read_text())["repository"]
         return f"{repo['url'].rstrip('/')}/blob/{repo.get('branch', 'main')}/{path}"

@@ -185,7 +185,7 @@ def mark_claim_states(text: str) -> str:
 def executed_profile(chapter: str) -> str | None:
     """The profile the executed chapter `book/chapters/<chapter>.ipynb` ran with (papermill's
     record of its parameters), or None."""
-    from .paths import project_root
+    from ..engine.paths import project_root
 
     path = project_root() / "book" / "chapters" / f"{chapter}.ipynb"
     try:
@@ -197,7 +197,7 @@ def executed_profile(chapter: str) -> str | None:
 
 def chapter_report(chapter: str) -> dict | None:
     """The claims report of the run a chapter's page shows (None: none on disk)."""
-    from .claims import load_report
+    from ..verdicts.claims import load_report
 
     profile = executed_profile(chapter)
     return load_report(chapter, profile) if profile else None
@@ -506,7 +506,7 @@ def toc_chapters() -> list[str]:
     """The chapters of `_toc.yml`, in its order (the sidebar's)."""
     import yaml
 
-    from .paths import project_root
+    from ..engine.paths import project_root
 
     found: list[str] = []
 

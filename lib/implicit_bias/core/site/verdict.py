@@ -5,7 +5,7 @@ the introduction's chapter table shows, and the "why" an inconclusive row folds 
 interval sits against the region its claim decides on).
 
 The chapter decides its claims at its end, so the website places the box at its top when the
-site is built (`core.website`), from the report of the run the page shows."""
+site is built (`core.site.website`), from the report of the run the page shows."""
 
 from __future__ import annotations
 
