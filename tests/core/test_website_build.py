@@ -130,7 +130,6 @@ def test_a_figure_is_cut_into_its_panels_at_its_gutters():
     fig, ax = figure(1, 1, width=6.4)
     ax.plot([0, 1], [1, 0], label="a series with a long name")
     ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.tight_layout()
     beside = panel_boxes(png(fig), [1.0])
     assert len(beside) == 2 and beside[1][2] - beside[1][0] < beside[0][2] - beside[0][0]
     fig, ax = figure()
