@@ -128,6 +128,7 @@ def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
         ("||rho(t) - w_tilde|| / ||w_tilde||", "||rho(t) - w tilde|| / ||w tilde||"),
         ("rank_upper_bound of $u_{inf}$", "rank upper bound of u_(inf)"),
         ("costs $5", "costs $5"),
+        ("Lemma 4: h_L^{-1} (dots: ODE)", "Lemma 4: h L⁻¹ (dots: ODE)"),
     ],
 )
 def test_axis_text_is_spoken_without_tex(tex, spoken):

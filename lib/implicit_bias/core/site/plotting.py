@@ -142,13 +142,21 @@ def _scripted(table: dict, mark: str):
 def _clean(text: str) -> str:
     """Axis text in words a screen reader speaks: TeX markup to Unicode, `$\\|w\\|_2^2$` ->
     `‖w‖₂²`, `$\\langle x, \\beta\\rangle$` -> `⟨x, β⟩` (never `betarangle`). Only math
-    (between `$`) has scripts: outside it an underscore is a space (`w_tilde` -> `w tilde`,
-    never `wₜilde`), as matplotlib draws it literally."""
+    (between `$`) has subscripts: outside it an underscore is a space (`w_tilde` -> `w tilde`,
+    never `wₜilde`), as matplotlib draws it literally; a caret is still a superscript."""
     parts = text.split("$")
     if len(parts) % 2 == 0:  # an unpaired $ is a dollar sign
         parts[-2:] = ["$".join(parts[-2:])]
-    spoken = [_clean_math(p) if i % 2 else p.replace("_", " ") for i, p in enumerate(parts)]
+    spoken = [_clean_math(p) if i % 2 else _clean_plain(p) for i, p in enumerate(parts)]
     return " ".join("".join(spoken).split())  # one line: titles may break lines
+
+
+def _clean_plain(text: str) -> str:
+    """Text outside math: an underscore is a space; a caret, as in `h_L^{-1}`, a superscript."""
+    import re
+
+    text = text.replace("_", " ")
+    return re.sub(r"\^(?:\{([^{}]*)\}|(\S))", _scripted(_SUPERSCRIPT, "^"), text)
 
 
 def _clean_math(text: str) -> str:

@@ -152,22 +152,34 @@ def claim_row(row: dict, registered: str) -> str:
     )
 
 
+# State names for the overview's narrow columns: each word fits, a long one breaks at its
+# soft hyphen, never elsewhere.
+SHORT_STATE = {"known deviation": "known devi&shy;ation", "inconclusive": "incon&shy;clusive"}
+
+
 def overview(rows: list[dict]) -> list[str]:
-    """The compact table first: one row per chapter and profile, one column per state."""
+    """The compact table first: per profile, one row per chapter, one column per state."""
     states = [s for s in ORDER if any(r["status"] == s for r in rows)]
     states += sorted({r["status"] for r in rows} - set(states))
-    lines = [
-        "| chapter | profile | " + " | ".join(states) + " |",
-        "|---|---|" + "---|" * len(states),
-    ]
+    lines = []
     for profile in sorted(PROFILES, key=lambda p: p != "paper"):
-        for chapter in dict.fromkeys(r["chapter"] for r in rows if r["profile"] == profile):
-            mine = [r for r in rows if r["profile"] == profile and r["chapter"] == chapter]
-            counts = [sum(r["status"] == s for r in mine) for s in states]
+        mine = [r for r in rows if r["profile"] == profile]
+        if not mine:
+            continue
+        lines += [
+            f"*{profile} profile:*",
+            "",
+            ":::{div} status-overview",
+            "| chapter | " + " | ".join(SHORT_STATE.get(s, s) for s in states) + " |",
+            "|---|" + "---|" * len(states),
+        ]
+        for chapter in dict.fromkeys(r["chapter"] for r in mine):
+            counts = [
+                sum(r["status"] == s for r in mine if r["chapter"] == chapter) for s in states
+            ]
             cells = " | ".join(str(n) if n else "–" for n in counts)
-            lines.append(
-                f"| [{chapter_title(chapter)}](#{profile}-{chapter}) | {profile} | {cells} |"
-            )
+            lines.append(f"| [{chapter_title(chapter)}](#{profile}-{chapter}) | {cells} |")
+        lines += [":::", ""]
     return lines
 
 

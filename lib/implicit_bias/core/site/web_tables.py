@@ -343,7 +343,7 @@ def long_table_html(frame) -> str:
         f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
         "download it as CSV</a>"
     )
-    head = frame.head(PREVIEW_ROWS).to_html(classes="dataframe", border=0)
+    head = frame.head(PREVIEW_ROWS).to_html()  # class="dataframe", as pandas' own display
     return (
         f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
         f"({html.escape(columns)}{more}): {link}.</p>"
