@@ -323,8 +323,8 @@ def fit_tables(text: str) -> tuple[str, int]:
 # A chapter's long tables (per seed, per cell of a grid) are downloads, not pages of rows: a
 # DataFrame of more than LONG_TABLE_ROWS rows displays as its size, a link to all of it as CSV
 # (inlined in the notebook, a file beside the page on the website: `website.externalize`) and
-# its first PREVIEW_ROWS rows, folded.
-LONG_TABLE_ROWS, PREVIEW_ROWS = 20, 5
+# its first PREVIEW_ROWS rows and PREVIEW_COLUMNS columns, folded.
+LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
 
 
 def long_table_html(frame) -> str:
@@ -343,11 +343,12 @@ def long_table_html(frame) -> str:
         f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
         "download it as CSV</a>"
     )
-    head = frame.head(PREVIEW_ROWS).to_html()  # class="dataframe", as pandas' own display
+    # the first rows and columns: a glimpse (the CSV has the rest), as pandas displays a frame
+    head = frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS].to_html()
     return (
         f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
         f"({html.escape(columns)}{more}): {link}.</p>"
-        f"<details class='table-fold'><summary>Its first {PREVIEW_ROWS} rows</summary>{head}"
+        f"<details class='table-fold'><summary>Its first rows</summary>{head}"
         "</details>"
     )
 
