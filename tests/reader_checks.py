@@ -1,4 +1,4 @@
-"""What a reader of the built site must get (issue #45), as measures Chromium runs on a page
+"""What a reader of the built site must get, as measures Chromium runs on a page
 (JavaScript that sets `result`, run by `test_website.measured`) and the functions that turn
 their results into problems; the tests are in tests/test_website.py, each with a companion
 that shows its check can fail."""

@@ -1178,7 +1178,7 @@ def test_the_table_fit_check_can_fail(tmp_path):
     assert any("the page is" in p for p in problems)  # the unscrolled claims table, on a phone
 
 
-# ---- issue #45: a book a researcher reads (measures and checks: tests/reader_checks.py) -----
+# ---- a book a researcher reads (measures and checks: tests/reader_checks.py) -----
 WIDE_WINDOWS = (960, 1280, 1366)
 
 
@@ -1253,7 +1253,7 @@ def test_no_page_logs_a_console_error(built_site, measured):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #45's target, not met: gln_norm is 27,125 px (smoke) and 28,334 px (paper) "
+    reason="the target for a long chapter, not met: gln_norm is 27,125 px (smoke) and 28,334 px (paper) "
     "at 1280 px, from 61,589 (paper, before); what is left is its prose and figures",
 )
 def test_page_heights(built_site, measured, capsys):
