@@ -1253,8 +1253,8 @@ def test_no_page_logs_a_console_error(built_site, measured):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the target for a long chapter, not met: gln_norm is 26,890 px (smoke) and 28,334 px (paper) "
-    "at 1280 px, from 61,589 (paper, before); what is left is its prose and figures",
+    reason="the target for a long chapter, not met: gln_norm is 26,890 px (smoke) and 28,334 px "
+    "(paper) at 1280 px, from 61,589 (paper, before); what is left is its prose and figures",
 )
 def test_page_heights(built_site, measured, capsys):
     """Prints each chapter's height at 1280 px; gln_norm, once 65,062 px (72 screens), is at

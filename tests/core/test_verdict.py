@@ -52,7 +52,8 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
     why = verdict.why_inconclusive(r)
     assert "[−0.0114, −0.005]" in why and "in [-0.01, 0.01]" in why and "3 seeds" in why
     assert "would need" not in why  # no plan: nothing made up
-    assert "about 12 new seeds" in verdict.why_inconclusive({**r, "plan": {"needed": 12}})
+    assert "need about 12 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": 12})
+    assert "need more than 1000 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": None})
 
 
 def test_what_a_figure_found_says_where_the_run_disagrees():

@@ -16,6 +16,7 @@ import re
 ORDER = (
     "pass",
     "known deviation",
+    "no practical effect",
     "inconclusive",
     "fail",
     "unexpected pass",
@@ -65,13 +66,16 @@ def _interval(row: dict) -> tuple[float, float] | None:
     return None if low is None or high is None else (low, high)
 
 
-def seeds_needed(row: dict) -> int | None:
-    """The seeds a decision of an inconclusive claim would need, where the decision rule has
-    computed it (its seed plan: `row["plan"]["needed"]`, or `row["seeds_needed"]`); None where
-    it has not. The hook for `core.decision`'s power analysis: this module only shows it."""
-    plan = row.get("plan") or {}
-    needed = plan.get("needed") if isinstance(plan, dict) else None
-    return needed if needed is not None else row.get("seeds_needed")
+def seeds_needed(row: dict) -> str | None:
+    """The new seeds a decision of an inconclusive claim would need, as the decision rule's
+    power analysis put it in its row (`needs_seeds`: a number, or None for more than
+    `decision.SEARCH_SEEDS`); None where the row has no such figure."""
+    from ..verdicts.decision import SEARCH_SEEDS
+
+    if "needs_seeds" not in row:
+        return None
+    needed = row["needs_seeds"]
+    return f"about {needed}" if needed is not None else f"more than {SEARCH_SEEDS}"
 
 
 def why_inconclusive(row: dict) -> str:
@@ -90,7 +94,7 @@ def why_inconclusive(row: dict) -> str:
     )
     needed = seeds_needed(row)
     if needed is not None:
-        text += f" A decision would need about {needed} new seeds."
+        text += f" A decision would need {needed} new seeds."
     return text
 
 
@@ -107,6 +111,8 @@ def finding(row: dict) -> str:
         return f"Reproduced. {said}: ours {ours}{versus}."
     if state == "known deviation":  # why: in its row's fold
         return f"Not reproduced. {said}: ours {ours}, expected {expect}."
+    if state == "no practical effect":
+        return f"No effect of practical size. {said}: ours {ours}, within its negligible size."
     if state == "inconclusive":
         interval = _interval(row)
         span = (
