@@ -20,6 +20,27 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 
 from implicit_bias.core.engine.paths import project_root
+from reader_checks import (
+    CLIPPING,
+    CODE_FOLDED,
+    CONSOLE,
+    CONSOLE_HOOK,
+    CONTRAST,
+    LONG_TABLES,
+    MID_WORD,
+    OPEN_FOLDS,
+    PHONE_TEXT,
+    PRINTED,
+    VERDICT,
+    clipping_problems,
+    code_problems,
+    console_problems,
+    contrast_problems,
+    machinery_problems,
+    mid_word_problems,
+    phone_text_problems,
+    verdict_problems,
+)
 
 pytestmark = pytest.mark.website
 ROOT = project_root()
@@ -301,7 +322,8 @@ def probe_with_dom(
         "if (window.parent !== window) window.parent.postMessage(found, '*'); }, 500); });"
         "</script>"
     )
-    probe_page.write_text(page.read_text().replace("</body>", script + "</body>"))
+    text = page.read_text().replace("<head>", "<head>" + CONSOLE_HOOK, 1)
+    probe_page.write_text(text.replace("</body>", script + "</body>"))
     opened = probe_page
     if width < MIN_WINDOW_PX:
         opened = page.with_name(f".frame-{name}")
@@ -338,12 +360,24 @@ def probe_with_dom(
 def page_measures() -> dict[str, str]:
     """The measures (JavaScript, as `probe` takes them) the tests below read of a page."""
     return {
+        # first what a reader sees as the page opens; then with every fold open but the code
+        "height": "result = document.documentElement.scrollHeight",
+        "code": CODE_FOLDED,
+        "verdict": VERDICT,
+        "open folds": OPEN_FOLDS,
         "overflow": OVERFLOW,
         "figures": FIGURE_SIZES,
         "phone figures": PHONE_FIGURES,
         "caption math": CAPTION_MATH,
         "tables": TABLE_FIT,
         "colours": COLOURS,
+        "clipping": CLIPPING,
+        "contrast": CONTRAST,
+        "long tables": LONG_TABLES,
+        "printed": PRINTED,
+        "phone text": PHONE_TEXT,
+        "console": CONSOLE,
+        "mid word": MID_WORD,
     }
 
 
@@ -359,19 +393,20 @@ def all_of(measures: dict[str, str]) -> str:
 
 @pytest.fixture(scope="session")
 def measured(built_site, tmp_path_factory):
-    """`measured(page, width=1280)`: every measure of `page_measures` on `page` opened in
-    Chromium at `width` px, and its rendered DOM ("dom", at 1280 px). One browser run per page
+    """`measured(page, width=1280, dark=False)`: every measure of `page_measures` on `page`
+    opened in Chromium at `width` px (in the theme's dark mode with `dark`), and its rendered
+    DOM ("dom"). One browser run per page
     and width (each costs 1-2 s of CPU), shared by the tests that read it. (Two or three runs
     at once took longer on 2 cores: 23 s instead of 19 s for the 13 pages at 1280 px.)"""
     profile, runs = tmp_path_factory.mktemp("chromium"), {}
 
-    def measure(page: Path, width: int = 1280) -> dict:
-        if (page, width) not in runs:
-            found, dom = probe_with_dom(page, width, profile, all_of(page_measures()))
+    def measure(page: Path, width: int = 1280, dark: bool = False) -> dict:
+        if (page, width, dark) not in runs:
+            found, dom = probe_with_dom(page, width, profile, all_of(page_measures()), dark)
             failed = {k: v for k, v in found.items() if isinstance(v, dict) and "probe error" in v}
             assert not failed, f"{page.name} at {width} px: {failed}"
-            runs[page, width] = {**found, "dom": dom}
-        return runs[page, width]
+            runs[page, width, dark] = {**found, "dom": dom}
+        return runs[page, width, dark]
 
     return measure
 
@@ -387,11 +422,14 @@ OVERFLOW = (
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
-    """At 1280 px and at a phone's 390 px, the page is no wider than the screen and the
-    status table's columns all fit (no column cut off or scrolled out of view)."""
-    found = measured(built_site / "book" / "status.html", width)["overflow"]
+    """At 1280 px and at a phone's 390 px, the page is no wider than the screen, the status
+    table's columns all fit (no column cut off or scrolled out of view) and no claim id breaks
+    inside a word."""
+    measures = measured(built_site / "book" / "status.html", width)
+    found = measures["overflow"]
     assert found["document"] <= 0, f"the page is {found['document']} px too wide"
     assert found["table"] <= 0, f"a table is {found['table']} px wider than its column"
+    assert not mid_word_problems("status", measures["mid word"])
 
 
 def test_every_figure_shows_its_provenance(built_site):
@@ -528,7 +566,8 @@ def chapter_pages(site: Path) -> list[Path]:
 
 
 FIGURE_SIZES = (
-    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length).map(i => ["
     "i.getAttribute('src'), i.getBoundingClientRect().width, i.naturalWidth,"
     "JSON.parse(i.dataset.legibility || '{}')])"
 )
@@ -642,14 +681,11 @@ COLOURS = (
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_captions_and_provenance_are_readable_in_both_modes(
-    built_site, measured, tmp_path, dark, capsys
-):
+def test_captions_and_provenance_are_readable_in_both_modes(built_site, measured, dark, capsys):
     """In the theme's light and dark modes, caption and provenance text keep a WCAG contrast
     of at least 4.5 against their background (and the page really is in that mode)."""
     page = chapter_pages(built_site)[0]
-    found = probe(page, 1280, tmp_path, COLOURS, dark=True) if dark else measured(page)["colours"]
-    found = dict(found)
+    found = dict(measured(page, dark=dark)["colours"])
     assert (found.pop("theme") == "dark") == dark
     ratios = {k: round(contrast(fg, bg), 2) for k, (fg, bg) in found.items()}
     with capsys.disabled():  # in the test run's output, also when it passes
@@ -812,13 +848,18 @@ def test_the_status_link_check_can_fail():
     assert status_link_problems(status, lambda c: "<tr id='claim-other'>") == (["c#claim-a_b"], 1)
 
 
+# A figure that scrolls sideways (a wide image kept legible on a phone: book.css) is measured
+# by its own box, which must fit the screen; any other by its image.
 PHONE_FIGURES = (
     "const width = document.documentElement.clientWidth;"
-    "result = [...document.querySelectorAll('figure.book-figure img')].map(i => ["
-    "i.getAttribute('src'), Math.round(i.getBoundingClientRect().right - width),"
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length).map(i => {"
+    "const f = i.closest('figure'); const scrolls = getComputedStyle(f).overflowX === 'auto';"
+    "const right = (scrolls ? f : i).getBoundingClientRect().right; return ["
+    "i.getAttribute('src'), Math.round(right - width),"
     "i.parentElement.tagName === 'A'"
     " && i.parentElement.getAttribute('href') === i.getAttribute('src')"
-    "])"
+    "]; })"
 )
 
 
@@ -871,6 +912,9 @@ def written_caption_problems(page: str) -> list[str]:
             problems.append(f"figure {number}: not one takeaway")
             continue
         described, takeaway = words.split("Takeaway:")
+        takeaway, _, run = takeaway.partition("This run:")  # core.site.website.report_findings
+        if len(run.strip()) > TAKEAWAY_MAX_CHARS:
+            problems.append(f"figure {number}: what this run found is not one line: {run!r}")
         described = described.removeprefix(f"Figure {number}.").strip()
         if len(described) < 80:
             problems.append(f"figure {number}: says little of what it plots: {described!r}")
@@ -881,6 +925,62 @@ def written_caption_problems(page: str) -> list[str]:
         if re.match(r"(Fig\.|Figure) ?\d", described):
             problems.append(f"figure {number}: numbered twice: {described[:40]!r}")
     return problems
+
+
+def run_findings_problems(page: str) -> list[str]:
+    """Figures that check claims but do not say what this run found of them, or say that all
+    reproduce where the claims table says otherwise."""
+    states = {
+        m.group(1): m.group(2)
+        for m in re.finditer(
+            r"<tr id=.claim-([\w-]+).>.*?<span class=.claim-status [\w-]+.>([^<]*)</span>",
+            page,
+            re.S,
+        )
+    }
+    problems = []
+    for number, (block, provenance) in enumerate(
+        re.findall(
+            r"(<figure class=.book-figure.*?</figure>).*?(<p class=.figure-provenance.>.*?</p>)",
+            page,
+            re.S,
+        ),
+        1,
+    ):
+        claims = re.findall(r"href=.#claim-([\w-]+).", provenance)
+        found = re.search(r"<em>This run:</em> ([^<]*)</span>", block)
+        if claims and not found:
+            problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
+        elif (
+            found
+            and "reproduce" in found.group(1).split(";")[0]
+            and any(states.get(c) != "pass" for c in claims)
+            and not re.match(r"\d+ of the", found.group(1))
+        ):
+            problems.append(f"figure {number}: says all reproduce: {found.group(1)!r}")
+    return problems
+
+
+def test_every_figure_says_what_this_run_found_of_its_claims(built_site):
+    problems = [
+        f"{page.stem}: {p}"
+        for page in chapter_pages(built_site)
+        for p in run_findings_problems(page.read_text())
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_run_findings_check_can_fail():
+    figure = "<figure class='book-figure'><figcaption>x{}</figcaption></figure>"
+    provenance = "<p class='figure-provenance'>checks: <a href='#claim-a'>a</a></p>"
+    row = (
+        "<tr id='claim-a'><td>a</td><td><span class='claim-status status-{0}'>{0}</span></td></tr>"
+    )
+    said = "<span class='figure-run'><br><em>This run:</em> {}</span>"
+    good = figure.format(said.format("the claim it checks reproduces: ours 1.")) + provenance
+    assert run_findings_problems(good + row.format("pass")) == []
+    assert "says nothing" in run_findings_problems(figure.format("") + provenance)[0]
+    assert "says all" in run_findings_problems(good + row.format("inconclusive"))[0]
 
 
 def test_every_figure_has_a_written_caption_with_a_takeaway(built_site):
@@ -1076,3 +1176,157 @@ def test_the_table_fit_check_can_fail(tmp_path):
         assert numeric == [width == PHONE_PX]  # only the numeric table, only on a phone
         assert len(problems) == (3 if width == 1280 else 2) + (width == PHONE_PX)
     assert any("the page is" in p for p in problems)  # the unscrolled claims table, on a phone
+
+
+# ---- a book a researcher reads (measures and checks: tests/reader_checks.py) -----
+WIDE_WINDOWS = (960, 1280, 1366)
+
+
+@pytest.mark.parametrize("width", WIDE_WINDOWS)
+def test_no_figure_is_clipped(built_site, measured, width):
+    """At a small laptop's 960 px, at 1280 and at 1366 px, no figure is cut off, by the window
+    or by an output box that clips (the figures' margins once reached outside theirs)."""
+    problems, seen = [], 0
+    for page in chapter_pages(built_site):
+        figures = measured(page, width)["clipping"]
+        seen += len(figures)
+        problems += clipping_problems(page.stem, width, figures)
+    assert seen and not problems, "\n".join(problems[:20])
+
+
+def test_every_text_is_readable_in_dark_mode(built_site, measured, capsys):
+    """In the theme's dark mode, every text node of every page (tables, code, badges, captions)
+    has a contrast of at least 4.5:1 against the background it is drawn on."""
+    problems, checked = [], {}
+    for page in pages():
+        found = measured(HTML / page, dark=True)["contrast"]
+        assert found["theme"] == "dark", page
+        checked[page] = found["checked"]
+        problems += contrast_problems(page, found)
+    with capsys.disabled():
+        print(f"\ndark mode: {sum(checked.values())} text nodes measured on {len(checked)} pages")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_chapter_opens_with_its_verdict(built_site, measured):
+    """After its abstract and before its first figure, each chapter shows its verdict: counts
+    by state and 3-5 findings, each linked to its row of the claims table."""
+    problems = []
+    for page in chapter_pages(built_site):
+        claims = len(re.findall(r"<tr id=.claim-", page.read_text()))
+        problems += verdict_problems(page.stem, measured(page)["verdict"], claims)
+    assert not problems, "\n".join(problems)
+
+
+def test_chapters_fold_their_code_and_show_no_machinery(built_site, measured):
+    """No code cell is open when a chapter page opens; no data table of more than 20 rows (a
+    download instead), no printed dict, DataFrame repr or message of the profile's branch."""
+    problems = []
+    for page in chapter_pages(built_site):
+        found = measured(page)
+        problems += code_problems(page.stem, found["code"])
+        problems += machinery_problems(page.stem, found["long tables"], found["printed"])
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_phone_figures_show_text_of_at_least_9_px(built_site, measured, capsys):
+    """At a phone's 390 px, the smallest text of every figure shown is at least 9 CSS px."""
+    problems, smallest = [], []
+    for page in chapter_pages(built_site):
+        found = measured(page, PHONE_PX)["phone text"]
+        smallest += [px for _, px in found if px is not None]
+        problems += phone_text_problems(page.stem, found)
+    with capsys.disabled():
+        print(
+            f"\n{len(smallest)} figure images at {PHONE_PX} px: smallest text "
+            f"{min(smallest, default=0)} CSS px"
+        )
+    assert smallest and not problems, "\n".join(problems[:20])
+
+
+def test_no_page_logs_a_console_error(built_site, measured):
+    problems = [
+        p for page in pages() for p in console_problems(page, measured(HTML / page)["console"])
+    ]
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the target for a long chapter, not met: gln_norm is 26,890 px (smoke) and 28,334 px "
+    "(paper) at 1280 px, from 61,589 (paper, before); what is left is its prose and figures",
+)
+def test_page_heights(built_site, measured, capsys):
+    """Prints each chapter's height at 1280 px; gln_norm, once 65,062 px (72 screens), is at
+    most 25,000 px."""
+    heights = {page.stem: measured(page)["height"] for page in chapter_pages(built_site)}
+    with capsys.disabled():
+        print(f"\nchapter heights at 1280 px: {heights}")
+    assert heights["gln_norm"] <= 25_000, heights
+
+
+def test_the_reader_checks_can_fail(tmp_path):
+    """One synthetic page that breaks every rule above, measured as the site's pages are: a
+    figure cut by its scrolling output box, pink text on a light panel, a second declaration
+    of a constant, an unfolded code cell, a 25-row table, a printed dict; no verdict box."""
+    rows = "".join(f"<tr><td>{i}</td></tr>" for i in range(25))
+    page = tmp_path / "synthetic.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><script>const X = 1;</script><script>const X = 1;</script>"
+        "</head><body style='background:#121212;color:#eee'><article><section id='s'>"
+        "<div class='cell'><div class='cell_input'><pre>print(1)</pre></div>"
+        "<div class='cell_output'><div class='output' style='overflow-x:auto;width:400px'>"
+        "<figure class='book-figure'><img src='a.png' style='margin-left:-40px;width:420px;"
+        'height:50px\' data-legibility=\'{"min_font_pt": 9, "width_in": 7.4}\'></figure>'
+        "</div><pre>{'a': 1, 'b': 2}</pre></div></div>"
+        "<p style='background:rgb(206,214,221);color:rgb(243,199,238)'>metric</p>"
+        f"<table><tbody>{rows}</tbody></table>"
+        "<div class='status-table'><table><tr><td style='width:60px;overflow-wrap:anywhere'>"
+        "<a>equivariance_<wbr>exact</a></td></tr></table></div>"
+        "</section></article></body></html>"
+    )
+    found = probe(page, 1280, tmp_path, all_of(page_measures()))
+    assert clipping_problems("s", 1280, found["clipping"])
+    low = contrast_problems("s", found["contrast"])
+    assert low and "metric" in low[0] and found["contrast"]["lowCount"] == 1
+    assert any("already been declared" in m for m in console_problems("s", found["console"]))
+    assert code_problems("s", found["code"])
+    assert len(machinery_problems("s", found["long tables"], found["printed"])) == 2
+    assert verdict_problems("s", found["verdict"], 10) == ["s: no verdict box"]
+    assert phone_text_problems("s", found["phone text"])  # 9 pt at 420 of 740 px: 7.1 px
+    assert mid_word_problems("s", found["mid word"])  # "equivariance_" in 60 px
+
+
+def test_the_verdict_machinery_and_phone_checks_can_fail():
+    good = {
+        "box": True,
+        "figure": True,
+        "before_figure": True,
+        "findings": 4,
+        "counts": 3,
+        "linked": 4,
+        "links": 4,
+    }
+    assert verdict_problems("c", good, 30) == []
+    assert (
+        "after the first figure" in verdict_problems("c", {**good, "before_figure": False}, 30)[0]
+    )
+    assert (
+        "2 findings"
+        in verdict_problems("c", {**good, "findings": 2, "linked": 2, "links": 2}, 30)[0]
+    )
+    assert verdict_problems("c", {**good, "findings": 2, "linked": 2, "links": 2}, 2) == []
+    assert "link a row" in verdict_problems("c", {**good, "linked": 3}, 30)[0]
+    printed = [
+        "615 rows × 14 columns",
+        "this run is the paper profile: see below",
+        "[3 rows x 2 columns]",
+        "method  status\nGD-GLN  ok  288\nName: runs, dtype: int64",
+    ]
+    assert len(machinery_problems("c", [], printed)) == 4
+    assert machinery_problems("c", [], ["final cos = 0.99, margin ratio 1.0"]) == []
+    assert phone_text_problems("c", [("a.png", 9.0), ("b.png", 8.9), ("c.png", None)]) == [
+        "c: b.png: smallest text 8.9 CSS px (< 9.0)",
+        "c: c.png: no legibility record",
+    ]
+    assert code_problems("c", {"cells": 3, "shown": 0}) == []

@@ -124,6 +124,11 @@ def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
         (r"$h_L^{-1}(t)$", "h_L⁻¹(t)"),
         (r"$|\beta_{GD} - \beta_Q|$", "|β_(GD) - β_Q|"),
         (r"$\mathrm{rank}(\bar X)$", "rank(X bar)"),
+        # outside math an underscore is no subscript (was "wₜilde", "rankᵤpper_bound")
+        ("||rho(t) - w_tilde|| / ||w_tilde||", "||rho(t) - w tilde|| / ||w tilde||"),
+        ("rank_upper_bound of $u_{inf}$", "rank upper bound of u_(inf)"),
+        ("costs $5", "costs $5"),
+        ("Lemma 4: h_L^{-1} (dots: ODE)", "Lemma 4: h L⁻¹ (dots: ODE)"),
     ],
 )
 def test_axis_text_is_spoken_without_tex(tex, spoken):

@@ -58,3 +58,28 @@ def test_the_page_has_titles_counts_and_no_emoji(monkeypatch):
     assert "1 pass, 1 known deviation · [read the chapter](chapters/gln_norm.ipynb)" in page
     assert not EMOJI.search(page)
     assert EMOJI.search("status \u2705")  # the scan sees an emoji badge
+
+
+def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
+    """A chapter x state table before any chapter's rows; the registration most of a chapter's
+    claims share is said once, a claim registered otherwise says its own; a profile without
+    results has no section; claim ids break only after an underscore."""
+    regs = {
+        "a_b": "registered 1111111, before its result",
+        "c": "registered 2222222, no result yet",
+    }
+    regs["d"] = regs["a_b"]
+    monkeypatch.setattr(status_page, "_registrations", lambda chapter: regs)
+    rows = [row(id="a_b"), row(id="d", status="inconclusive"), row(id="c")]
+    page = status_page.status_markdown(rows)
+    overview = page.index("## Every chapter at a glance")
+    assert overview < page.index("## Profile `paper`") and "## Profile `smoke`" not in page
+    assert "| [Gated linear networks" in page[overview:] and "| 2 | 1 |" in page
+    assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
+    assert "Every claim below was registered 1111111, before its result" in page
+    assert "a_<wbr>b</a>" in page
+    # can fail: with every claim registered alike, no row repeats it
+    monkeypatch.setattr(
+        status_page, "_registrations", lambda chapter: {k: regs["a_b"] for k in regs}
+    )
+    assert "<small>registered" not in status_page.status_markdown(rows)

@@ -110,3 +110,24 @@ def test_an_unusual_table_is_left_alone():
     odd = '<table border="1" class="dataframe"><tbody><tr><td>1</td></tr></tbody></table>'
     assert fit_tables(odd) == (odd, 0)
     assert web_tables.parse('<table class="dataframe">', "<thead></thead><tbody></tbody>") is None
+
+
+def test_a_long_table_is_a_download_with_a_glimpse():
+    """More than 20 rows: its size, a CSV of every row and column, and its first 5 rows and 6
+    columns folded; 20 rows or fewer: pandas' own table."""
+    import base64
+    import re
+
+    import pandas as pd
+
+    from implicit_bias.core.site.web_tables import long_table_html
+
+    short = pd.DataFrame({"a": range(20)})
+    assert long_table_html(short) == short._repr_html_()
+    frame = pd.DataFrame({f"c{j}": [i * j for i in range(615)] for j in range(14)})
+    shown = long_table_html(frame)
+    assert "A table of 615 rows and 14 columns (c0, c1, c2, c3, c4, c5, …)" in shown
+    csv = re.search(r"href='data:text/csv;base64,([^']+)'", shown).group(1)
+    assert pd.read_csv(__import__("io").BytesIO(base64.b64decode(csv)), index_col=0).equals(frame)
+    glimpse = shown.split("<details", 1)[1]
+    assert glimpse.count("<tr") == 1 + 5 and "c6" not in glimpse and 'class="dataframe"' in glimpse

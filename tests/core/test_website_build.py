@@ -32,7 +32,12 @@ def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
         "<a class='figure-full' href='chapter_files/fig1.png'><img src='chapter_files/fig1.png'"
         in text
     )
-    assert "width='740'" in text and re.search(r"<img [^>]*height:auto'></a></figure>", text)
+    assert "width='740'" in text and re.search(r"<img [^>]*height:auto'></a><span", text)
+    # for a phone, its two panels one under the other, each a file linking to itself
+    panels = re.findall(r"<a class='figure-panel' href='([^']+)'><img src='\1' width='(\d+)'", text)
+    assert [src for src, _ in panels] == [f"chapter_files/fig1-panel{k}.png" for k in (1, 2)]
+    assert all(300 < int(width) < 400 for _, width in panels), panels
+    assert all((tmp_path / src).is_file() for src, _ in panels)
     assert "href='chapter_files/fig1.csv'" in text
     record = json.loads(text.split("data-legibility='")[1].split("'")[0].replace("&quot;", '"'))
     assert record["panels"] == [0.5, 0.5] and record["display_width_px"] == 740
@@ -100,3 +105,34 @@ def test_figure_provenance_shows_the_state_of_each_claim_it_checks():
     assert mark_claim_states(table + "<a href='#claim-a_b'>a_b</a>") == (
         table + "<a href='#claim-a_b'>a_b</a>"  # only the provenance's links
     )
+
+
+def test_a_figure_is_cut_into_its_panels_at_its_gutters():
+    """Two panels side by side, a one-panel figure with a legend beside its axes, and a plain
+    one-panel figure (not cut); the grid says how many columns to look for."""
+    import io
+
+    from PIL import Image
+
+    from implicit_bias.core.site.figure_panels import panel_boxes
+
+    def png(fig) -> bytes:
+        out = io.BytesIO()
+        fig.savefig(out, format="png", dpi=200)
+        return out.getvalue()
+
+    fig, axes = figure(1, 2)
+    for ax in axes.ravel():
+        ax.plot([0, 1], [1, 0])
+        ax.set_title("a panel")
+    two = panel_boxes(png(fig), [0.5, 0.5])
+    assert len(two) == 2 and two[0][2] <= two[1][0]  # side by side, not overlapping
+    fig, ax = figure(1, 1, width=6.4)
+    ax.plot([0, 1], [1, 0], label="a series with a long name")
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+    beside = panel_boxes(png(fig), [1.0])
+    assert len(beside) == 2 and beside[1][2] - beside[1][0] < beside[0][2] - beside[0][0]
+    fig, ax = figure()
+    ax.plot([0, 1], [1, 0])
+    assert panel_boxes(png(fig), [1.0]) == []  # 3.7 in fits a phone
+    assert Image.open(io.BytesIO(png(fig))).width < 920

@@ -157,6 +157,9 @@ class Chapter:
         self.run_log = run_log_path(profile, chapter)
         self.run_log.unlink(missing_ok=True)
         self.figures_shown = 0  # figures are numbered in the order the chapter shows them
+        from .site.web_tables import install_long_tables
+
+        install_long_tables()  # a long table shows as a CSV download and a preview
         if PROGRESS_ENV in os.environ:  # under the runner: warnings go to its terminal
             _log_warnings(self.run_log.with_name("warnings.log"))
         if threads is not None:
@@ -183,23 +186,41 @@ class Chapter:
         return pd.DataFrame(rows).set_index("parameter")
 
     def show_profile(self):
-        """Display the profile's parameters (in a notebook; returns the table elsewhere)."""
-        table = self.profile_table()
+        """Say, in a few lines of prose, which profile this page ran with and where its
+        parameters are (the profile file in the repository; a custom run's changes listed);
+        in a notebook, returns None (elsewhere, the parameters as a table)."""
         try:
             from IPython.display import Markdown, display
+        except ImportError:
+            return self.profile_table()
+        display(Markdown(self.profile_prose()))
+        return None
 
-            title = f"**Profile `{self.profile}`**"
-            if self.profile_changes:  # a custom run: say what it changed
-                title += " with overrides " + ", ".join(
+    def profile_prose(self) -> str:
+        """The profile of this run as a reader reads it (markdown, no parameter dump)."""
+        kind = {
+            "paper": "the paper's own protocol (its data sizes, grids, seeds and step counts)",
+            "smoke": "a reduced scale that runs on a laptop's CPU in minutes: its numbers "
+            "check each claim's direction, not the paper's values",
+        }.get(self.profile, "")
+        path = f"data/profiles/{self.chapter}.yaml"
+        link = f"[{path}]({repository_file_url(path)})"
+        text = (
+            f"This page was executed with the **{self.profile}** profile, {kind}. Its "
+            f"{len(self.config)} parameters are in {link}; the book's *How to rerun* page "
+            "shows how to change them."
+        )
+        if self.profile_changes:  # a custom run: say what it changed
+            text += (
+                " This custom run ran with overrides "
+                + ", ".join(
                     f"`{key} = {json.dumps(value)}`" for key, value in self.profile_changes.items()
                 )
-            elif self.custom:
-                title += " (custom run: no parameter differs from it)"
-            display(Markdown(f"{title} on {self.describe_device()}"))
-            display(table)
-        except ImportError:
-            pass
-        return None
+                + "."
+            )
+        elif self.custom:
+            text += " (A custom run: no parameter differs from the profile.)"
+        return text
 
     def describe_device(self) -> str:
         """The GPU's model, or the CPU with torch's thread count (plain "CPU" while torch is
@@ -415,6 +436,17 @@ class Chapter:
 
 def _params(task: dict) -> dict:
     return {k: v for k, v in task.items() if k != "device"}
+
+
+def repository_file_url(path: str) -> str:
+    """The address of a file of the repository (`repository: url, branch` of `_config.yml`)."""
+    import yaml
+
+    try:
+        repo = yaml.safe_load((project_root() / "_config.yml").read_text())["repository"]
+        return f"{repo['url'].rstrip('/')}/blob/{repo.get('branch', 'main')}/{path}"
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return path
 
 
 def clean_commit(commit) -> bool:

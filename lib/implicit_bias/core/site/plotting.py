@@ -141,16 +141,35 @@ def _scripted(table: dict, mark: str):
 
 def _clean(text: str) -> str:
     """Axis text in words a screen reader speaks: TeX markup to Unicode, `$\\|w\\|_2^2$` ->
-    `‖w‖₂²`, `$\\langle x, \\beta\\rangle$` -> `⟨x, β⟩` (never `betarangle`)."""
+    `‖w‖₂²`, `$\\langle x, \\beta\\rangle$` -> `⟨x, β⟩` (never `betarangle`). Only math
+    (between `$`) has subscripts: outside it an underscore is a space (`w_tilde` -> `w tilde`,
+    never `wₜilde`), as matplotlib draws it literally; a caret is still a superscript."""
+    parts = text.split("$")
+    if len(parts) % 2 == 0:  # an unpaired $ is a dollar sign
+        parts[-2:] = ["$".join(parts[-2:])]
+    spoken = [_clean_math(p) if i % 2 else _clean_plain(p) for i, p in enumerate(parts)]
+    return " ".join("".join(spoken).split())  # one line: titles may break lines
+
+
+def _clean_plain(text: str) -> str:
+    """Text outside math: an underscore is a space; a caret, as in `h_L^{-1}`, a superscript."""
     import re
 
-    text = text.replace("$", "").replace("\\|", "‖").replace("\\!", "").replace("\\,", " ")
+    text = text.replace("_", " ")
+    return re.sub(r"\^(?:\{([^{}]*)\}|(\S))", _scripted(_SUPERSCRIPT, "^"), text)
+
+
+def _clean_math(text: str) -> str:
+    """The TeX of one math span in Unicode and words."""
+    import re
+
+    text = text.replace("\\|", "‖").replace("\\!", "").replace("\\,", " ")
     text = re.sub(r"\\(?:mathrm|mathbf|mathit|mathcal|text|operatorname)\s*", "", text)
     text = re.sub(r"\\(hat|tilde|bar)\s*\{?([A-Za-z])\}?", r"\2 \1", text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: TEX_WORDS.get(m[1], m[1]), text)
     for mark, table in (("^", _SUPERSCRIPT), ("_", _SUBSCRIPT)):
         text = re.sub(re.escape(mark) + r"(?:\{([^{}]*)\}|(.))", _scripted(table, mark), text)
-    return " ".join(re.sub(r"[{}]", "", text).split())  # one line: titles may break lines
+    return re.sub(r"[{}]", "", text)
 
 
 def describe_panels(fig) -> list[str]:
@@ -162,9 +181,10 @@ def describe_panels(fig) -> list[str]:
         if ax.get_label() == "<colorbar>":
             continue
         title, x, y = _clean(ax.get_title()), _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
-        phrase = title or "a panel"
-        if x and y:
-            phrase += f" ({y} against {x})"
+        if title:
+            phrase = f"{title} ({y} against {x})" if x and y else title
+        else:  # no title: what it plots says what it is
+            phrase = f"{y} against {x}" if x and y else "a panel"
         labels = [_clean(label) for label in ax.get_legend_handles_labels()[1]]
         labels = [label for label in labels if label and not label.startswith("_")]
         if labels:

@@ -24,9 +24,10 @@ INTRO = (
     "passing unnoticed. A claim that rests on several seeds is decided on its 95% interval: "
     "*inconclusive* means these seeds cannot decide it, and *no practical effect* that a claimed "
     "difference lies within the negligible size of its unit (see "
-    "[How claims are decided](decision-rule.md)). Each claim links to its row in the chapter; "
-    "under it, the commit that registered its current wording and expectation, and whether "
-    "that commit came before the first one that stored its paper result "
+    "[How claims are decided](decision-rule.md)). Each claim links to its row in the chapter. "
+    "Under each chapter's counts: the commit that registered its claims' current wording and "
+    "expectation, and whether that commit came before the first one that stored its paper "
+    "result (a claim registered otherwise says so in its row) "
     "(`python -m implicit_bias claims registered` lists them)."
 )
 # Statuses in the order the counts show them.
@@ -110,7 +111,7 @@ def _html(text: str) -> str:
 
 def _registrations(chapter: str) -> dict[str, str]:
     """Per claim: the commit that registered its current definition, and whether it came before
-    its first stored paper value (from git)."""
+    its first stored paper value (from git), as words."""
     from ..verdicts.registration import HistoryError, registrations
 
     try:
@@ -118,16 +119,21 @@ def _registrations(chapter: str) -> dict[str, str]:
     except HistoryError:
         return {}
     words = {True: "before its result", False: "with or after its result", None: "no result yet"}
-    return {
-        cid: f"<br><small>registered {r.short}, {words[r.pre_registered]}</small>"
-        for cid, r in regs.items()
-    }
+    return {cid: f"registered {r.short}, {words[r.pre_registered]}" for cid, r in regs.items()}
+
+
+def _breakable(cid: str) -> str:
+    """A claim id that a narrow column breaks after an underscore, never inside a word."""
+    return html.escape(cid).replace("_", "_<wbr>")
 
 
 def claim_row(row: dict, registered: str) -> str:
+    """One claim's row; `registered`: its registration, where it differs from its chapter's."""
     chapter, cid = row["chapter"], row["id"]
-    cid = html.escape(cid)  # snake_case: markdown reads no emphasis inside a word
-    claim = f"<a href='chapters/{chapter}.html#claim-{cid}'>{cid}</a>{registered}"
+    # snake_case: markdown reads no emphasis inside a word
+    claim = f"<a href='chapters/{chapter}.html#claim-{html.escape(cid)}'>{_breakable(cid)}</a>"
+    if registered:
+        claim += f"<br><small>{registered}</small>"
     paper = "" if row["paper_value"] is None else f" ({_cell(row['paper_value'])})"
     seeds = "; ".join(
         t
@@ -146,14 +152,46 @@ def claim_row(row: dict, registered: str) -> str:
     )
 
 
+# State names for the overview's narrow columns: each word fits, a long one breaks at its
+# soft hyphen, never elsewhere.
+SHORT_STATE = {"known deviation": "known devi&shy;ation", "inconclusive": "incon&shy;clusive"}
+
+
+def overview(rows: list[dict]) -> list[str]:
+    """The compact table first: per profile, one row per chapter, one column per state."""
+    states = [s for s in ORDER if any(r["status"] == s for r in rows)]
+    states += sorted({r["status"] for r in rows} - set(states))
+    lines = []
+    for profile in sorted(PROFILES, key=lambda p: p != "paper"):
+        mine = [r for r in rows if r["profile"] == profile]
+        if not mine:
+            continue
+        lines += [
+            f"*{profile} profile:*",
+            "",
+            ":::{div} status-overview",
+            "| chapter | " + " | ".join(SHORT_STATE.get(s, s) for s in states) + " |",
+            "|---|" + "---|" * len(states),
+        ]
+        for chapter in dict.fromkeys(r["chapter"] for r in mine):
+            counts = [
+                sum(r["status"] == s for r in mine if r["chapter"] == chapter) for s in states
+            ]
+            cells = " | ".join(str(n) if n else "–" for n in counts)
+            lines.append(f"| [{chapter_title(chapter)}](#{profile}-{chapter}) | {cells} |")
+        lines += [":::", ""]
+    return lines
+
+
 def status_markdown(rows: list[dict]) -> str:
     out = ["# Status of every claim", "", INTRO, ""]
+    if rows:
+        out += ["## Every chapter at a glance", "", *overview(rows), ""]
     for profile in sorted(PROFILES, key=lambda p: p != "paper"):  # the site shows paper results
         prof_rows = [r for r in rows if r["profile"] == profile]
-        out += [f"## Profile `{profile}`", ""]
-        if not prof_rows:
-            out += ["No results for this profile yet.", ""]
+        if not prof_rows:  # a profile without results has no section
             continue
+        out += [f"## Profile `{profile}`", ""]
         out += [f"All chapters: {counts_text(prof_rows)}.", ""]
         stale = sorted({r["chapter"] for r in prof_rows if r["stale"]})
         if stale:
@@ -166,17 +204,27 @@ def status_markdown(rows: list[dict]) -> str:
         for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
             ch_rows = [r for r in prof_rows if r["chapter"] == chapter]
             registered = _registrations(chapter)
+            # the registration most claims share is said once; a claim that differs says its own
+            said = [registered.get(r["id"], "") for r in ch_rows]
+            common = max(set(said), key=said.count) if said else ""
+            shared = (
+                [f"Every claim below was {common}, except where its row says otherwise.", ""]
+                if common
+                else []
+            )
             # one narrow table per chapter (a phone shows it without scrolling sideways); the
             # wrapper's class lets book/_css/book.css wrap long claim ids
             out += [
+                f"({profile}-{chapter})=",
                 f"### {chapter_title(chapter)}",
                 "",
                 f"{counts_text(ch_rows)} · [read the chapter](chapters/{chapter}.ipynb)",
                 "",
+                *shared,
                 ":::{div} status-table",
                 "| claim | where | ours | expected (paper) | status |",
                 "|---|---|---|---|---|",
-                *(claim_row(r, registered.get(r["id"], "")) for r in ch_rows),
+                *(claim_row(r, "" if s == common else s) for r, s in zip(ch_rows, said)),
                 ":::",
                 "",
             ]

@@ -318,3 +318,55 @@ def fit_tables(text: str) -> tuple[str, int]:
         return fitted
 
     return TABLE.sub(one, text), changed
+
+
+# A chapter's long tables (per seed, per cell of a grid) are downloads, not pages of rows: a
+# DataFrame of more than LONG_TABLE_ROWS rows displays as its size, a link to all of it as CSV
+# (inlined in the notebook, a file beside the page on the website: `website.externalize`) and
+# its first PREVIEW_ROWS rows and PREVIEW_COLUMNS columns, folded.
+LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
+
+
+def long_table_html(frame) -> str:
+    """How a DataFrame displays in a chapter: pandas' own HTML up to LONG_TABLE_ROWS rows;
+    longer, its size, a CSV download of every row and a preview of the first rows."""
+    if len(frame) <= LONG_TABLE_ROWS:
+        return frame._repr_html_()
+    import base64
+    import hashlib
+
+    csv = frame.to_csv(float_format="%.10g").encode()
+    name = f"table-{hashlib.sha1(csv).hexdigest()[:10]}.csv"
+    columns = ", ".join(str(c) for c in list(frame.columns)[:6])
+    more = ", …" if frame.shape[1] > 6 else ""
+    link = (
+        f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
+        "download it as CSV</a>"
+    )
+    # the first rows and columns: a glimpse (the CSV has the rest), as pandas displays a frame
+    head = frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS].to_html()
+    return (
+        f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
+        f"({html.escape(columns)}{more}): {link}.</p>"
+        f"<details class='table-fold'><summary>Its first rows</summary>{head}"
+        "</details>"
+    )
+
+
+def install_long_tables() -> bool:
+    """Display DataFrames (and Series, as one-column frames) with `long_table_html` in this
+    IPython kernel (False outside one)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    import pandas as pd
+
+    html_formatter = shell.display_formatter.formatters["text/html"]
+    html_formatter.for_type(pd.DataFrame, long_table_html)
+    # a Series shows as a table too, not as its text repr ("Name: runs, dtype: int64")
+    html_formatter.for_type(pd.Series, lambda series: long_table_html(series.to_frame()))
+    return True

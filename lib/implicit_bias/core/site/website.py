@@ -22,6 +22,8 @@ import json
 import re
 from pathlib import Path
 
+from . import verdict
+from .figure_panels import crop, panel_boxes
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
 
@@ -42,18 +44,59 @@ def png_legibility(data: bytes) -> dict:
     return record
 
 
-def _image_tag(match: re.Match, fig_id: str, folder: Path) -> str:
-    data = base64.b64decode(match.group(2))
+# A figure's smallest text shows at PHONE_TEXT_PX CSS px at least on a phone: an image whose
+# text would show smaller in the column is given that much width (`--phone-min`; book.css),
+# and scrolls sideways inside its figure.
+PHONE_TEXT_PX = 9.0
+
+
+def _img(src: str, record: dict, rest: str = "") -> str:
+    """An img tag for a figure's image (or a piece of it) with its legibility record."""
+    width = record["display_width_px"]
+    phone = PHONE_TEXT_PX * 72 * record["width_in"] / record["min_font_pt"]
+    attribute = html.escape(json.dumps(record), quote=True)
+    return (
+        f"<img src='{src}' width='{width}' loading='lazy' style='--phone-min: {phone:.0f}px'"
+        f" data-legibility='{attribute}'{rest}"
+    )
+
+
+def _image_tag(data: bytes, fig_id: str, folder: Path) -> tuple[str, dict]:
     name = f"{fig_id}.png"
     (folder / name).write_bytes(data)
     record = png_legibility(data)
     width_in = record.get("width_in")
     width = round(width_in * DISPLAY_DPI) if width_in else round(record["pixel_width"] / 2)
+    record.setdefault("width_in", width / DISPLAY_DPI)
+    record.setdefault("min_font_pt", 9.0)
     record["display_width_px"] = width
     record["save_dpi"] = SAVE_DPI
-    src = f"{folder.name}/{name}"
-    attribute = html.escape(json.dumps(record), quote=True)
-    return f"<img src='{src}' width='{width}' loading='lazy' data-legibility='{attribute}'"
+    return _img(f"{folder.name}/{name}", record), record
+
+
+def phone_panels(data: bytes, fig_id: str, folder: Path, record: dict, alt: str) -> str:
+    """The figure's panels one under the other, for a phone (`figure_panels`), each a file
+    beside the page linking to itself; empty where the figure does not cut."""
+    boxes = panel_boxes(data, record.get("panels") or [])
+    tags = []
+    for k, box in enumerate(boxes, 1):
+        name = f"{fig_id}-panel{k}.png"
+        (folder / name).write_bytes(crop(data, box))
+        width_px = box[2] - box[0]
+        piece = {
+            "width_in": round(width_px / SAVE_DPI, 4),
+            "min_font_pt": record["min_font_pt"],
+            "panels": [1.0],
+            "tick_overlaps": record.get("tick_overlaps", 0),
+            "display_width_px": round(width_px * DISPLAY_DPI / SAVE_DPI),
+            "save_dpi": SAVE_DPI,
+            "piece": k,
+        }
+        said = alt if k == 1 else f"Panel {k} of {len(boxes)} of the figure"
+        src = f"{folder.name}/{name}"
+        rest = f" alt='{html.escape(said, quote=True)}'>"
+        tags.append(f"<a class='figure-panel' href='{src}'>{_img(src, piece, rest)}</a>")
+    return f"<span class='figure-panels'>{''.join(tags)}</span>" if tags else ""
 
 
 # The executed chapter `book/chapters/<id>.ipynb` is built, not kept in the repository: the
@@ -94,6 +137,18 @@ def breakable_headers(text: str) -> str:
     return DATAFRAME_BODY.sub(cells, DATAFRAME_HEAD.sub(cells, text))
 
 
+# Pages written by the build (`status_page`), not kept in the repository: nothing to edit.
+GENERATED_PAGES = ("book/status.md",)
+EDIT_BUTTON = re.compile(
+    r"<li><a href=\"[^\"]*/edit/[^\"]*?/([\w./-]+)\"[^>]*>.*?</a>\s*</li>", re.S
+)
+
+
+def drop_edit_of_generated(text: str) -> str:
+    """No "Suggest edit" button on a generated page: its source is not in the repository."""
+    return EDIT_BUTTON.sub(lambda m: "" if m.group(1) in GENERATED_PAGES else m.group(0), text)
+
+
 def retarget_source_links(text: str) -> str:
     text = COLAB.sub(r"\1colab/\2.ipynb", text)
     text = EXECUTED.sub(r"\1notebooks/\2.md", text)
@@ -127,12 +182,199 @@ def mark_claim_states(text: str) -> str:
     return PROVENANCE.sub(mark, text)
 
 
+def executed_profile(chapter: str) -> str | None:
+    """The profile the executed chapter `book/chapters/<chapter>.ipynb` ran with (papermill's
+    record of its parameters), or None."""
+    from ..engine.paths import project_root
+
+    path = project_root() / "book" / "chapters" / f"{chapter}.ipynb"
+    try:
+        record = json.loads(path.read_text())["metadata"]["papermill"]["parameters"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record.get("profile")
+
+
+def chapter_report(chapter: str) -> dict | None:
+    """The claims report of the run a chapter's page shows (None: none on disk)."""
+    from ..verdicts.claims import load_report
+
+    profile = executed_profile(chapter)
+    return load_report(chapter, profile) if profile else None
+
+
+# Where a chapter's abstract ends: its first code cell (the set-up cell, whose input is folded)
+FIRST_CELL = re.compile(r"<div class=\"cell(?: [\w-]+)*\"")
+CLAIM_ROW_END = re.compile(r"(<tr id='claim-([\w-]+)'>.*?</tr>)(\s*<tr class='claim-why'>)?", re.S)
+
+
+class VerdictMismatch(RuntimeError):
+    """The claims report on disk is not the one the page's claims table shows."""
+
+
+def add_verdict(text: str, report: dict | None) -> str:
+    """Open a chapter page with its verdict box (`core.verdict`), after its abstract and
+    before its first cell, and give each inconclusive row of its claims table a "why" fold
+    (its interval against its region). `report` must be the report of the run the page shows:
+    the states of its claims are checked against the page's table."""
+    if not report or "claims-table" not in text or "class='verdict-box'" in text:
+        return text
+    shown = {
+        m.group(1): re.search(r">([^<]*)</span>$", m.group(2)).group(1)
+        for m in CLAIM_ROW.finditer(text)
+    }
+    stored = {row["id"]: row["status"] for row in report["claims"]}
+    if shown != stored:
+        differ = sorted(k for k in set(shown) | set(stored) if shown.get(k) != stored.get(k))
+        raise VerdictMismatch(
+            f"{report['chapter']}: the claims report on disk ({report['profile']} profile) is "
+            f"not the page's claims table: {differ[:5]}; run the chapter again"
+        )
+    rows = {row["id"]: row for row in report["claims"]}
+
+    def why(match: re.Match) -> str:
+        row = rows.get(match.group(2))
+        if match.group(3) or not row or row["status"] != "inconclusive":
+            return match.group(0)
+        fold = (
+            "<tr class='claim-why'><td colspan='4'><details><summary>why: inconclusive"
+            f"</summary><small>{html.escape(verdict.why_inconclusive(row))}</small></details>"
+            "</td></tr>"
+        )
+        return match.group(1) + fold
+
+    text = CLAIM_ROW_END.sub(why, text)
+    first = FIRST_CELL.search(text)
+    if first is None:
+        return text
+    return text[: first.start()] + verdict.verdict_html(report) + text[first.start() :]
+
+
+INLINE_SCRIPT = re.compile(r"<script>[^<]*</script>")
+
+
+def drop_repeated_scripts(text: str) -> str:
+    """Keep the first of identical inline scripts: the launch buttons' set-up (sphinx-thebe)
+    comes twice, and its second `const THEBE_JS_URL` is an error in every page's console."""
+    seen: set[str] = set()
+
+    def once(match: re.Match) -> str:
+        if match.group(0) in seen:
+            return ""
+        seen.add(match.group(0))
+        return match.group(0)
+
+    return INLINE_SCRIPT.sub(once, text)
+
+
+# A chapter page reads as a book: its claims table (the verdict box above says what it holds),
+# its data tables of more than FOLD_ROWS rows, what a figure shows (its takeaway stays) and its
+# provenance fold, each under a line that says what it is; a link to a claim's row opens its
+# fold (FOLD_SCRIPT; Chromium also does it by itself). The narrative says what they found.
+FOLD_ROWS = 3  # a table of a few rows (a summary) stays open
+TH = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
+# a written caption: what the figure shows, then its takeaway (core.chapter.figure_html)
+WRITTEN_CAPTION = re.compile(
+    r"(<span class='written-caption'>)(.*?)(<span class='figure-takeaway'>)", re.S
+)
+CLAIMS_TABLE = re.compile(r"<table class='claims-table'>.*?</table>", re.S)
+DATA_TABLE = re.compile(r"<table[^>]*class=\"dataframe[^\"]*\"[^>]*>.*?</table>", re.S)
+FOLD_SCRIPT = (
+    "<script>(() => { const reveal = () => { const id = decodeURIComponent("
+    "location.hash.slice(1)); const target = id && document.getElementById(id); if (!target)"
+    " return; for (let d = target.closest('details'); d; d = d.parentElement.closest("
+    "'details')) d.open = true; target.scrollIntoView(); };"
+    " window.addEventListener('hashchange', reveal);"
+    " window.addEventListener('DOMContentLoaded', reveal); })();</script>"
+)
+
+
+def fold_tables(text: str) -> str:
+    """Fold a chapter page's claims table, its data tables of more than FOLD_ROWS rows, its
+    figures' descriptions and provenance (once: a page the build did not rewrite is folded
+    already)."""
+    if FOLD_SCRIPT in text:
+        return text
+
+    def claims(match: re.Match) -> str:
+        rows = match.group(0).count("<tr id='claim-")
+        return (
+            "<details class='claims-fold'><summary>Every claim of this chapter, one row each "
+            f"({rows}): the paper's words, our value, the expectation and its state</summary>"
+            f"{match.group(0)}</details>"
+        )
+
+    def data(match: re.Match) -> str:
+        head, _, body = match.group(0).partition("<tbody>")
+        rows = body.count("<tr")
+        before = match.string[max(0, match.start() - 300) : match.start()]
+        if rows <= FOLD_ROWS or "<details class='table-fold'>" in before:
+            return match.group(0)
+        names = [html.unescape(re.sub(r"<[^>]+>", "", n)).strip() for n in TH.findall(head)]
+        names = [n for n in names if n][:4]
+        what = f" ({html.escape(', '.join(names))}{', …' if len(names) == 4 else ''})"
+        return (
+            f"<details class='table-fold'><summary>A table of {rows} rows"
+            f"{what if names else ''}</summary>{match.group(0)}</details>"
+        )
+
+    def provenance(match: re.Match) -> str:
+        return (
+            "<details class='provenance-fold'><summary>Its data and how it was computed"
+            f"</summary>{match.group(0)}</details>"
+        )
+
+    def caption(match: re.Match) -> str:
+        described, takeaway = match.group(2), match.group(3)
+        return (
+            f"{match.group(1)}<details class='caption-fold'><summary>What it shows</summary>"
+            f"{described}</details>{takeaway}"
+        )
+
+    text = DATA_TABLE.sub(data, CLAIMS_TABLE.sub(claims, text))
+    text = PROVENANCE.sub(provenance, text)
+    text = WRITTEN_CAPTION.sub(caption, text)
+    return text.replace("</body>", FOLD_SCRIPT + "</body>", 1)
+
+
+FIGURE_WITH_PROVENANCE = re.compile(
+    r"(<figure class='book-figure'.*?)(</figcaption>)(.*?<p class='figure-provenance'>.*?</p>)",
+    re.S,
+)
+
+
+def report_findings(text: str, report: dict | None) -> str:
+    """After each figure's takeaway, what this run found of the claims the figure checks
+    (`verdict.figure_run`, from the report the page shows), so a takeaway written from the
+    paper never stands alone where the run disagrees."""
+    if not report or "class='figure-run'" in text:
+        return text
+    rows = {row["id"]: row for row in report["claims"]}
+
+    def add(match: re.Match) -> str:
+        ids = re.findall(r"<a href='#claim-([\w-]+)'>", match.group(3))
+        found = verdict.figure_run([rows[i] for i in dict.fromkeys(ids) if i in rows])
+        if not found:
+            return match.group(0)
+        note = f"<span class='figure-run'><br><em>This run:</em> {html.escape(found)}</span>"
+        return match.group(1) + note + match.group(2) + match.group(3)
+
+    return FIGURE_WITH_PROVENANCE.sub(add, text)
+
+
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
     them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`,
-    `mark_claim_states`); returns the number of files written."""
-    text = mark_claim_states(retarget_source_links(page.read_text()))
+    `mark_claim_states`, and on a chapter page `add_verdict`); returns the number of files
+    written."""
+    text = drop_edit_of_generated(drop_repeated_scripts(page.read_text()))
+    text = mark_claim_states(retarget_source_links(text))
+    if page.parent.name == "chapters":
+        report = chapter_report(page.stem)
+        text = report_findings(add_verdict(text, report), report)
     text, _ = fit_tables(breakable_headers(text))
+    if page.parent.name == "chapters":
+        text = fold_tables(text)
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
         return 0
@@ -146,13 +388,19 @@ def externalize(page: Path) -> int:
             continue
         # the image links to itself, full size: a phone's reader taps it to zoom
         end = text.index(">", image.end()) + 1  # the img tag's end (its alt text is escaped)
-        src = f"{folder.name}/{figure.group(3)}.png"
+        fig_id = figure.group(3)
+        src = f"{folder.name}/{fig_id}.png"
+        data = base64.b64decode(image.group(2))
+        tag, record = _image_tag(data, fig_id, folder)
+        alt = re.search(r"alt=(['\"])(.*?)\1", text[image.end() : end], re.S)
+        alt_text = html.unescape(alt.group(2)) if alt else ""
         pieces += [
             text[last : image.start()],
             f"<a class='figure-full' href='{src}'>",
-            _image_tag(image, figure.group(3), folder),
+            tag,
             text[image.end() : end],
             "</a>",
+            phone_panels(data, fig_id, folder, record, alt_text),
         ]
         last = end
         written += 1
@@ -220,12 +468,88 @@ def _repo_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     return [link], []
 
 
+# Tags that already say how a cell's input shows; every other code cell of a chapter gets
+# `hide-input`: its code folds under a "Show code" toggle, its output stays (myst-nb).
+SHOWN_BY_TAG = {"hide-input", "hide-cell", "remove-input", "remove-cell", "full-width"}
+
+
+def fold_code(notebook: dict) -> int:
+    """Tag every code cell of `notebook` (nbformat JSON) `hide-input` unless a tag of
+    SHOWN_BY_TAG already decides; returns how many it tagged."""
+    tagged = 0
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if not SHOWN_BY_TAG & set(tags):
+            tags.append("hide-input")
+            tagged += 1
+    return tagged
+
+
+def _source_read(app, docname: str, source: list) -> None:
+    """A chapter's code cells fold by default (`fold_code`), whatever its notebook tags: the
+    reader reads the narrative and the results, and opens the code where they want it."""
+    if not docname.startswith("book/chapters/") or not source[0].lstrip().startswith("{"):
+        return
+    notebook = json.loads(source[0])
+    if fold_code(notebook):
+        source[0] = json.dumps(notebook)
+
+
 def _build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         externalize_site(Path(app.outdir))
 
 
+def toc_chapters() -> list[str]:
+    """The chapters of `_toc.yml`, in its order (the sidebar's)."""
+    import yaml
+
+    from ..engine.paths import project_root
+
+    found: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            path = str(node.get("file", ""))
+            if path.startswith("book/chapters/"):
+                found.append(path.removeprefix("book/chapters/"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load((project_root() / "_toc.yml").read_text()))
+    return found
+
+
+def chapter_counts() -> dict[str, str]:
+    """`counts_<chapter>`: the states of each chapter's claims in the run its page shows
+    ("41 pass, 8 known deviation, 21 inconclusive (paper profile)"), as MyST substitutions
+    for the introduction's chapter table."""
+    out = {}
+    for chapter in toc_chapters():
+        report = chapter_report(chapter)
+        out[f"counts_{chapter}"] = (
+            f"{verdict.counts_text(report['claims'])} ({report['profile']})"
+            if report and report.get("claims")
+            else "not executed yet"
+        )
+    return out
+
+
+def _config_inited(app, config) -> None:
+    config.myst_substitutions = {**chapter_counts(), **(config.myst_substitutions or {})}
+    # the theme's light/dark switch starts from "auto" on a first visit (its template leaves
+    # the mode empty, which its script logs as an error: "Got invalid theme mode")
+    config.html_context = {"default_mode": "auto", **(config.html_context or {})}
+
+
 def setup(app):
     app.add_role("repo", _repo_role)
+    app.connect("config-inited", _config_inited)
+    app.connect("source-read", _source_read)
     app.connect("build-finished", _build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

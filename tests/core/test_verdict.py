@@ -1,0 +1,72 @@
+"""The verdict a chapter opens with, the "why" of an inconclusive claim and what a figure's
+claims found (core.site.verdict), from a claims report's rows."""
+
+from implicit_bias.core.site import verdict
+
+
+def row(cid, status, **extra):
+    base = {
+        "id": cid,
+        "where": "Fig. 2a",
+        "quote": f"the words of {cid}",
+        "value": 0.5,
+        "expect": "> 0",
+        "paper_value": None,
+        "status": status,
+        "region": None,
+        "seeds": None,
+    }
+    return {**base, **extra}
+
+
+SEEDS = {"test": "paired t", "n": 3, "interval": [-0.0114, -0.005]}
+
+
+def test_counts_and_findings_put_problems_first_and_stay_within_five():
+    rows = [row(f"p{i}", "pass") for i in range(6)]
+    rows += [
+        row("k1", "known deviation"),
+        row("k2", "known deviation"),
+        row("k3", "known deviation"),
+    ]
+    rows += [row("i1", "inconclusive", seeds=SEEDS, region="in [-0.01, 0.01]"), row("f1", "fail")]
+    assert verdict.counts_text(rows) == "6 pass, 3 known deviation, 1 inconclusive, 1 fail"
+    chosen = [r["id"] for r in verdict.findings(rows)]
+    assert len(chosen) == 5 and chosen[0] == "f1"
+    assert {"k1", "k2", "i1"} <= set(chosen) and "k3" not in chosen
+    # one finding per quote: a variant of a claim says the same words
+    twins = [row("a", "pass", quote="same"), row("b", "pass", quote="same"), row("c", "pass")]
+    assert [r["id"] for r in verdict.findings(twins)] == ["a", "c"]
+
+
+def test_the_box_links_each_finding_to_its_row():
+    rows = [row("a_b", "pass"), row("c", "known deviation"), row("d", "pass")]
+    box = verdict.verdict_html({"profile": "paper", "claims": rows})
+    assert box.count("<li>") == 3 and "href='#claim-a_b'" in box and "href='#claim-c'" in box
+    assert "status-known-deviation'>known deviation</span> 1" in box
+    assert verdict.verdict_html({"claims": []}) == ""
+
+
+def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_needed():
+    r = row("i", "inconclusive", seeds=SEEDS, region="in [-0.01, 0.01]")
+    why = verdict.why_inconclusive(r)
+    assert "[−0.0114, −0.005]" in why and "in [-0.01, 0.01]" in why and "3 seeds" in why
+    assert "would need" not in why  # no plan: nothing made up
+    assert "need about 12 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": 12})
+    assert "need more than 1000 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": None})
+
+
+def test_what_a_figure_found_says_where_the_run_disagrees():
+    assert verdict.figure_run([]) == ""
+    assert verdict.figure_run([row("a", "pass"), row("b", "pass")]) == (
+        "all 2 claims it checks reproduce."
+    )
+    one = verdict.figure_run([row("a", "pass", paper_value=0.4)])
+    assert one == "the claim it checks reproduces: ours 0.5 (paper 0.4)."
+    mixed = verdict.figure_run(
+        [row("a", "pass"), row("b", "known deviation", quote="SVM_L2 performs much worse")]
+    )
+    assert mixed.startswith("1 of the 2 claims it checks reproduce; not reproduced: ")
+    assert "“SVM L2 performs much worse” (ours 0.5, expected > 0)" in mixed
+    undecided = verdict.figure_run([row("i", "inconclusive", seeds=SEEDS, region="in [0, 1]")])
+    assert undecided.startswith("undecided: ") and "against in [0, 1]" in undecided

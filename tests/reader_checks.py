@@ -1,0 +1,235 @@
+"""What a reader of the built site must get, as measures Chromium runs on a page
+(JavaScript that sets `result`, run by `test_website.measured`) and the functions that turn
+their results into problems; the tests are in tests/test_website.py, each with a companion
+that shows its check can fail."""
+
+from __future__ import annotations
+
+import re
+
+# ---- figures not clipped: every figure image lies inside each ancestor that clips -----------
+CLIPPING = (
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length).map(i => {"
+    "const r = i.getBoundingClientRect(); let left = Math.max(0, -r.left),"
+    " right = Math.max(0, r.right - document.documentElement.clientWidth);"
+    "for (let e = i.parentElement; e && e !== document.body; e = e.parentElement) {"
+    "const s = getComputedStyle(e); if (s.overflowX === 'visible') continue;"
+    "const b = e.getBoundingClientRect(); const inner = b.left + e.clientLeft;"
+    "left = Math.max(left, inner - r.left);"
+    "right = Math.max(right, r.right - (inner + e.clientWidth)); }"
+    "return [i.getAttribute('src'), Math.round(left), Math.round(right)]; })"
+)
+
+
+def clipping_problems(page: str, width: int, figures: list) -> list[str]:
+    """Figures cut off (more than a pixel) by the window or by an ancestor that clips."""
+    return [
+        f"{page} at {width} px: {src} cut by {left} px on the left, {right} px on the right"
+        for src, left, right in figures
+        if left > 1 or right > 1
+    ]
+
+
+# ---- dark mode: every visible text node against the background it is drawn on ---------------
+# Colours are composited: a translucent text colour over its background, translucent
+# backgrounds over those under them, down to the first opaque one (the page's, at worst).
+CONTRAST = (
+    "const rgba = s => { const c = (s.match(/[\\d.]+/g) || []).map(Number);"
+    " return c.length === 3 ? [...c, 1] : c.length === 4 ? c : [0, 0, 0, 0]; };"
+    "const over = (top, under) => { const a = top[3] + under[3] * (1 - top[3]);"
+    " if (!a) return [0, 0, 0, 0];"
+    " return [0, 1, 2].map(k => (top[k] * top[3] + under[k] * under[3] * (1 - top[3])) / a)"
+    ".concat([a]); };"
+    "const lum = c => { const f = v => { v /= 255;"
+    " return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };"
+    " return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };"
+    "const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);"
+    " return (x + 0.05) / (y + 0.05); };"
+    "const background = el => { const layers = [];"
+    " for (let e = el; e; e = e.parentElement) { const c = rgba(getComputedStyle(e)"
+    ".backgroundColor); if (c[3] > 0) layers.push(c); if (c[3] >= 0.99) break; }"
+    " let bg = rgba(getComputedStyle(document.documentElement).backgroundColor);"
+    " if (bg[3] < 0.99) bg = over(bg, [255, 255, 255, 1]);"
+    " for (const c of layers.reverse()) bg = over(c, bg); return bg; };"
+    "const skip = 'script, style, noscript, template, mjx-assistive-mml, .visually-hidden,"
+    " .sr-only, .headerlink';"
+    "const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);"
+    "let checked = 0; const low = [];"
+    "for (let n = walker.nextNode(); n; n = walker.nextNode()) {"
+    " const el = n.parentElement; if (!el || !n.textContent.trim() || el.closest(skip)) continue;"
+    " if (!el.getClientRects().length) continue; const s = getComputedStyle(el);"
+    " if (s.visibility !== 'visible' || parseFloat(s.opacity) === 0) continue;"
+    " const bg = background(el); const fg = over(rgba(s.color), bg);"
+    " const r = ratio(fg, bg); checked += 1;"
+    " if (r < 4.5) low.push([n.textContent.trim().slice(0, 40), Math.round(r * 100) / 100,"
+    " el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ')[0] : ''),"
+    " fg.slice(0, 3).map(Math.round), bg.slice(0, 3).map(Math.round)]); }"
+    "result = {checked: checked, low: low.slice(0, 40), lowCount: low.length,"
+    " theme: document.documentElement.dataset.theme || ''}"
+)
+MIN_CONTRAST = 4.5  # WCAG AA for body text
+
+
+def contrast_problems(page: str, found: dict) -> list[str]:
+    """Text nodes below MIN_CONTRAST (as CONTRAST measured them; first few named)."""
+    if not found["checked"]:
+        return [f"{page}: no text measured"]
+    return [
+        f"{page}: {count} text nodes below {MIN_CONTRAST}:1, e.g. {found['low'][:3]}"
+        for count in [found["lowCount"]]
+        if count
+    ]
+
+
+# ---- the verdict first: a verdict box after the abstract, before the first figure ----------
+VERDICT = (
+    "const box = document.querySelector('aside.verdict-box');"
+    "const figure = document.querySelector('figure.book-figure');"
+    "const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);"
+    "const links = box ? [...box.querySelectorAll('li a[href^=\"#claim-\"]')]"
+    ".map(a => a.getAttribute('href').slice(1)) : [];"
+    "result = {box: !!box, figure: !!figure,"
+    " before_figure: box && figure ? before(box, figure) : null,"
+    " findings: box ? box.querySelectorAll('li').length : 0,"
+    " counts: box ? box.querySelectorAll('.claim-status').length : 0,"
+    " linked: links.filter(id => document.getElementById(id)).length, links: links.length}"
+)
+MIN_FINDINGS, MAX_FINDINGS = 3, 5
+
+
+def verdict_problems(page: str, found: dict, claims: int) -> list[str]:
+    """A chapter page without its verdict box first, or a box without counts or findings
+    (3-5 where the chapter has that many claims, each linked to its row)."""
+    if not found["box"]:
+        return [f"{page}: no verdict box"]
+    problems = []
+    if found["figure"] and not found["before_figure"]:
+        problems.append(f"{page}: the verdict box comes after the first figure")
+    if not found["counts"]:
+        problems.append(f"{page}: the verdict box shows no counts")
+    want = min(MIN_FINDINGS, claims)
+    if not want <= found["findings"] <= MAX_FINDINGS:
+        problems.append(f"{page}: {found['findings']} findings (want {want}-{MAX_FINDINGS})")
+    if found["linked"] != found["findings"] or found["links"] != found["findings"]:
+        problems.append(f"{page}: {found['linked']} of {found['findings']} findings link a row")
+    return problems
+
+
+# ---- code folded: no cell's code is shown when the page opens -------------------------------
+CODE_FOLDED = (
+    "const inputs = [...document.querySelectorAll('article div.cell div.cell_input')];"
+    "result = {cells: inputs.length, shown: inputs.filter(i =>"
+    " !i.closest('details:not([open])') && i.checkVisibility()).length}"
+)
+
+
+def code_problems(page: str, found: dict) -> list[str]:
+    if found["shown"]:
+        return [f"{page}: {found['shown']} of {found['cells']} code cells shown unfolded"]
+    return []
+
+
+# Folded tables (the claims table, long data tables) are measured open, as a reader opens them:
+# they must fit, and be readable, too. Code cells stay folded.
+OPEN_FOLDS = (
+    "const folds = [...document.querySelectorAll('details:not(.above-input)')];"
+    "folds.forEach(d => { d.open = true; }); result = folds.length"
+)
+
+
+# ---- machinery off the page: no long table, printed dict or DataFrame repr -----------------
+MAX_TABLE_ROWS = 20
+LONG_TABLES = (
+    "result = [...document.querySelectorAll('article table')]"
+    ".filter(t => !t.classList.contains('claims-table'))"
+    ".map(t => [t.closest('section') ? t.closest('section').id : '',"
+    " t.querySelectorAll('tbody tr').length]).filter(([, n]) => n > 20)"
+)
+PRINTED = (
+    "result = [...document.querySelectorAll('article div.cell_output pre')]"
+    ".filter(p => p.getClientRects().length).map(p => p.textContent.trim().slice(0, 400))"
+)
+# A printed dict or list of records, pandas' text repr of a frame (its shape line, or its
+# "..." rows) or of a Series (its dtype line), the notebook's branch on the profile it ran with.
+DICT_REPR = re.compile(r"^\{\s*['\"]?[\w .-]+['\"]?\s*:|^\[\{'")
+FRAME_REPR = re.compile(
+    r"\[\d+ rows x \d+ columns\]|\d+ rows × \d+ columns|^\s*\.\.\.\s+\.\.\.|dtype: \w+$", re.M
+)
+PROFILE_BRANCH = re.compile(r"this run is the (paper|smoke) profile|is not part of this profile")
+
+
+def machinery_problems(page: str, long_tables: list, printed: list[str]) -> list[str]:
+    problems = [
+        f"{page}: a table of {rows} rows (#{section}): make it a download"
+        for section, rows in long_tables
+    ]
+    for text in printed:
+        for name, pattern in (
+            ("a printed dict", DICT_REPR),
+            ("a DataFrame repr", FRAME_REPR),
+            ("the profile's branch", PROFILE_BRANCH),
+        ):
+            if pattern.search(text):
+                problems.append(f"{page}: {name}: {text[:80]!r}")
+    return problems
+
+
+# ---- phone figures: the smallest text of every figure shown, in CSS px ----------------------
+# A figure inch is 100 CSS px at the width it is drawn for (core.site.plotting.DISPLAY_DPI): its
+# smallest font shows at min_font_pt / 72 inch, scaled by the width it is shown at.
+PHONE_TEXT = (
+    "result = [...document.querySelectorAll('figure.book-figure img')]"
+    ".filter(i => i.getClientRects().length && i.getBoundingClientRect().width > 0)"
+    ".map(i => { const r = JSON.parse(i.dataset.legibility || '{}');"
+    " const w = i.getBoundingClientRect().width;"
+    " return [i.getAttribute('src'), r.min_font_pt && r.width_in ?"
+    " Math.round(100 * r.min_font_pt * w / (72 * r.width_in)) / 100 : null]; })"
+)
+MIN_PHONE_TEXT_PX = 9.0
+
+
+def phone_text_problems(page: str, found: list) -> list[str]:
+    return [
+        f"{page}: {src}: smallest text {px} CSS px (< {MIN_PHONE_TEXT_PX})"
+        if px is not None
+        else f"{page}: {src}: no legibility record"
+        for src, px in found
+        if px is None or px < MIN_PHONE_TEXT_PX
+    ]
+
+
+# ---- the browser's console: errors a page logs while it loads ------------------------------
+# `test_website.probe` puts CONSOLE_HOOK first in the page's head, so it sees every error.
+CONSOLE_HOOK = (
+    "<script>window.__console = []; window.addEventListener('error', e =>"
+    " window.__console.push(String(e.message)));"
+    "(() => { const error = console.error.bind(console); console.error = (...a) =>"
+    " { window.__console.push(a.map(String).join(' ')); error(...a); }; })();</script>"
+)
+CONSOLE = "result = window.__console || ['the console hook did not run']"
+
+
+def console_problems(page: str, messages: list[str]) -> list[str]:
+    return [f"{page}: console: {m[:160]}" for m in messages]
+
+
+# ---- the status page: claim ids break after an underscore, never inside a word -------------
+# Each piece of an id between its break points (<wbr>) is a text node of its own: one that
+# spans two lines is a word broken in the middle.
+MID_WORD = (
+    "result = [];"
+    "for (const a of document.querySelectorAll('.status-table td:first-child > a')) {"
+    " for (const n of a.childNodes) { if (n.nodeType !== 3 || !n.textContent.trim()) continue;"
+    " const r = document.createRange(); r.selectNodeContents(n);"
+    " const tops = new Set([...r.getClientRects()].map(b => Math.round(b.top)));"
+    " if (tops.size > 1) result.push(a.textContent); } }"
+)
+
+
+def mid_word_problems(page: str, broken: list[str]) -> list[str]:
+    return (
+        [f"{page}: {len(broken)} claim ids broken inside a word, e.g. {broken[:3]}"]
+        if broken
+        else []
+    )
