@@ -107,10 +107,17 @@ def test_init_metrics_can_fail():
             for c in (20, 40)
         ]
     )
-    m = analysis.init_metrics(analysis.ratio_frame(pd.DataFrame(rows), nuclear), 20, 40)
-    for suffix in ("", "_depth3", "_depth4"):
-        assert m[f"fig2_few_ratio_small_minus_large_init{suffix}"].estimate < 0
-        assert m[f"fig2_few_error_small_minus_large_init{suffix}"].estimate < 0
+    ratios = analysis.ratio_frame(pd.DataFrame(rows), nuclear)
+    m = analysis.init_metrics(ratios, 20, 40)
+    au = analysis.authors_init_metrics(ratios, 20)
+    assert m["fig2_few_ratio_small_minus_large_init"].estimate < 0
+    assert m["fig2_few_error_small_minus_large_init"].estimate < 0
+    for key in (
+        "authors_fig2_few_ratio_small_minus_large_init",
+        "fig2_few_ratio_small_minus_large_init_depth3",
+        "fig2_few_ratio_small_minus_large_init_depth4",
+    ):
+        assert au[key].estimate < 0
     assert np.allclose(m["fig2_many_ratio_minus_one"].values, [0.0, 0.001, 0.002])
 
 

@@ -212,14 +212,15 @@ def init_scale_tasks(cfg: dict) -> list[dict]:
 
 
 def step_scan_tasks(cfg: dict) -> list[dict]:
-    """The book's protocol at every step factor of the scan (plain gradient descent, all counts:
-    the same tasks as Fig. 1's where the factor is the profile's) and the model's adaptive path
-    at the scan's counts, for the scan's depths."""
+    """The book's protocol at the scan's step factors other than the profile's own (whose runs
+    are Fig. 1's), at all counts, and the model's adaptive path at the scan's counts and seeds,
+    for the scan's depths."""
+    scan = [t for t in completion_tasks(cfg) if t["depth"] in cfg["step_scan_depths"]]
     plain = [
         {**t, "lr_factor": c}
         for c in cfg["step_scan_lr_factors"]
-        for t in completion_tasks(cfg)
-        if t["depth"] in cfg["step_scan_depths"]
+        if c != cfg["lr_factor"]
+        for t in scan
     ]
     adaptive = [
         {
@@ -228,8 +229,8 @@ def step_scan_tasks(cfg: dict) -> list[dict]:
             "adaptive_lr": cfg["authors_lr"],
             "max_steps": cfg["authors_max_steps"],
         }
-        for t in completion_tasks(cfg)
-        if t["depth"] in cfg["step_scan_depths"]
+        for t in scan
+        if t["seed"] in cfg["step_scan_adaptive_seeds"]
     ]
     return plain + adaptive
 
@@ -246,7 +247,13 @@ def authors_tasks(cfg: dict) -> list[dict]:
         "max_steps": cfg["authors_max_steps"],
     }
     fig1 = [
-        {**common, "seed": s, "depth": d, "counts": cfg["counts"], "scales": [cfg["init_scale"]]}
+        {
+            **common,
+            "seed": s,
+            "depth": d,
+            "counts": cfg["authors_counts"],
+            "scales": [cfg["init_scale"]],
+        }
         for d in cfg["depths"]
         for s in cfg["seeds"]
     ]
