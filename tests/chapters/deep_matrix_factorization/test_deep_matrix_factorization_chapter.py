@@ -184,11 +184,10 @@ def test_authors_task_and_the_protocols_table(runs):
             "rank": 1,
             "seed": s,
             "depth": d,
-            "counts": COUNTS,
-            "scales": [1e-3],
+            "cells": [[m, 1e-3] for m in COUNTS],
             "lr": 1e-2,
             "tol": 1e-6,
-            "max_steps": 30000,
+            "max_steps": 5000,
         }
         for d in (2, 3, 4)
         for s in SEEDS
@@ -212,8 +211,7 @@ def test_authors_task_batches_scales_and_a_cap_is_unconverged():
         "rank": 1,
         "seed": 0,
         "depth": 2,
-        "counts": [50],
-        "scales": [1e-2, 1e-4],
+        "cells": [[50, 1e-2], [50, 1e-4]],
         "lr": 1e-2,
         "tol": 1e-6,
         "max_steps": 5,

@@ -79,18 +79,18 @@ def completion_task(task: dict) -> dict:
 @task
 def authors_task(task: dict) -> dict:
     """The authors' protocol (their `main.py` and `opt.py`; `train_completion_authors`) on one
-    seed's ground truth and observed entries (the same as the book's protocol), for every pair
-    of observation count and initialization scale of the task, batched: Gaussian factors,
+    seed's ground truth and observed entries (the same as the book's protocol), for every
+    (observation count, initialization scale) cell of the task, batched: Gaussian factors,
     GroupRMSprop at `lr`, float32, stop at training loss 1e-6 (`tol`) or the step cap
     (unconverged). The measures are taken in float64 of the float32 solution."""
     target = ground_truth(task["n"], task["rank"], task["seed"])
-    cells = [(m, a) for m in task["counts"] for a in task["scales"]]
-    masks = observation_masks(task["n"], task["counts"], task["seed"])
+    counts = sorted({m for m, _ in task["cells"]})
+    masks = dict(zip(counts, observation_masks(task["n"], counts, task["seed"])))
     run = train_completion_authors(
-        np.broadcast_to(target, (len(cells),) + target.shape).copy(),
-        np.repeat(masks, len(task["scales"]), axis=0),
+        np.broadcast_to(target, (len(task["cells"]),) + target.shape).copy(),
+        np.stack([masks[m] for m, _ in task["cells"]]),
         task["depth"],
-        [a for _, a in cells],
+        [a for _, a in task["cells"]],
         seed=1000 * task["seed"] + task["depth"],
         lr=task["lr"],
         tol=task["tol"],
@@ -105,7 +105,7 @@ def authors_task(task: dict) -> dict:
             "train_mse": float(run.train_mse[k]),
             **_solution(run.w[k].astype(np.float64), target, task["rank"]),
         }
-        for k, (m, a) in enumerate(cells)
+        for k, (m, a) in enumerate(task["cells"])
     ]
     return {"status": "ok", "runs": runs}
 
@@ -236,39 +236,33 @@ def step_scan_tasks(cfg: dict) -> list[dict]:
 
 
 def authors_tasks(cfg: dict) -> list[dict]:
-    """The authors' protocol: Fig. 1 (every depth and count at the chapter's init scale) and
-    Fig. 2 (the authors' Fig. 2 depths and counts at every scale of Fig. 2), one task per
-    depth and seed with its counts and scales batched."""
-    common = {
-        "n": cfg["n"],
-        "rank": cfg["rank"],
-        "lr": cfg["authors_lr"],
-        "tol": cfg["tol"],
-        "max_steps": cfg["authors_max_steps"],
-    }
-    fig1 = [
-        {
-            **common,
-            "seed": s,
-            "depth": d,
-            "counts": cfg["authors_counts"],
-            "scales": [cfg["init_scale"]],
-        }
-        for d in cfg["depths"]
-        for s in cfg["seeds"]
-    ]
-    fig2 = [
-        {
-            **common,
-            "seed": s,
-            "depth": d,
-            "counts": cfg["authors_fig2_counts"],
-            "scales": cfg["fig2_scales"],
-        }
-        for d in cfg["authors_fig2_depths"]
-        for s in cfg["seeds"]
-    ]
-    return fig1 + fig2
+    """The authors' protocol, one task per depth and seed: Fig. 1's cells (the authors' counts
+    at the chapter's init scale) and, at the authors' Fig. 2 depths, Fig. 2's cells (its counts
+    at every scale of authors_fig2_scales), each cell once."""
+    tasks = []
+    for d in cfg["depths"]:
+        for s in cfg["seeds"]:
+            cells = [[m, cfg["init_scale"]] for m in cfg["authors_counts"]]
+            if d in cfg["authors_fig2_depths"]:
+                cells += [
+                    [m, a]
+                    for m in cfg["authors_fig2_counts"]
+                    for a in cfg["authors_fig2_scales"]
+                    if [m, a] not in cells
+                ]
+            tasks.append(
+                {
+                    "n": cfg["n"],
+                    "rank": cfg["rank"],
+                    "seed": s,
+                    "depth": d,
+                    "cells": cells,
+                    "lr": cfg["authors_lr"],
+                    "tol": cfg["tol"],
+                    "max_steps": cfg["authors_max_steps"],
+                }
+            )
+    return tasks
 
 
 def nuclear_tasks(cfg: dict) -> list[dict]:
