@@ -200,10 +200,19 @@ def protocols_table(
         runs = ok.groupby(["depth", "count"]).size().rename("runs")
         return out.join(runs).add_suffix(f"_{tag}")
 
-    table = means(book, "book").join(means(authors, "authors"), how="outer").reset_index()
+    table = means(book, "book").join(means(authors, "authors"), how="inner").reset_index()
     nuc, _ = converged_runs(nuclear, converged=NUCLEAR_OK)
     nuc_err = nuc.groupby("count")["rel_error"].mean().rename("rel_error_min_nuclear")
     return table.merge(nuc_err.reset_index(), on="count", how="left")
+
+
+def init_table(ratios: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 2's numbers per depth, count and init scale: the mean over seeds of the nuclear
+    norm over the minimum and of the reconstruction error (converged runs only)."""
+    ok, _ = converged_runs(ratios.dropna(subset=["nuclear_ratio"]))
+    grouped = ok.groupby(["depth", "count", "scale"])
+    out = grouped[["nuclear_ratio", "rel_error"]].mean().join(grouped.size().rename("runs"))
+    return out.reset_index()
 
 
 def step_scan_table(frame: pd.DataFrame, scale: float) -> pd.DataFrame:
