@@ -235,12 +235,17 @@ def test_step_scan_labels_and_table():
         "step_scan_depths": [2],
         "step_scan_lr_factors": [1.0, 0.1],
         "step_scan_adaptive_counts": [50],
+        "step_scan_adaptive_seeds": [0],
         "authors_lr": 1e-2,
         "authors_max_steps": 40000,
     }
     scan_tasks = tasks.step_scan_tasks(cfg)
-    assert len(scan_tasks) == 3 * 2 and all(t["depth"] == 2 for t in scan_tasks)
-    scan = analysis.step_scan_frame(scan_tasks, [tasks.completion_task(t) for t in scan_tasks])
+    # the profile's own step (1.0) is Fig. 1's: the scan adds step 0.1 on both seeds and the
+    # adaptive path on seed 0
+    assert len(scan_tasks) == 2 + 1 and all(t["depth"] == 2 for t in scan_tasks)
+    own = [t for t in tasks.completion_tasks(cfg) if t["depth"] == 2]
+    every = scan_tasks + own
+    scan = analysis.step_scan_frame(every, [tasks.completion_task(t) for t in every])
     table = analysis.step_scan_table(scan, 1e-3)
     assert sorted(table["optimizer"]) == ["adaptive", "step 0.1", "step 1"]
     steps = table.set_index("optimizer")["steps"]
