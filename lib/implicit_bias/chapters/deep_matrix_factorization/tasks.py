@@ -226,6 +226,9 @@ def step_scan_tasks(cfg: dict) -> list[dict]:
         {
             **t,
             "counts": cfg["step_scan_adaptive_counts"],
+            # the step factor does not enter the adaptive path: one fixed value keeps one task
+            # (one cache entry) per run whatever the profile's own factor
+            "lr_factor": 1.0,
             "adaptive_lr": cfg["authors_lr"],
             "max_steps": cfg["authors_max_steps"],
         }
