@@ -9,7 +9,9 @@ import torch
 
 from implicit_bias.models.deep_matrix_factorization import (
     balanced_init,
+    effective_rank,
     factor_gradients,
+    gaussian_init,
     ground_truth,
     loss_gradient,
     min_nuclear_norm_completion,
@@ -20,6 +22,7 @@ from implicit_bias.models.deep_matrix_factorization import (
     singular_value_dynamics,
     tail_share,
     train_completion,
+    train_completion_authors,
 )
 
 torch.set_num_threads(1)
@@ -149,3 +152,104 @@ def test_rate_exponent_sees_the_rates_not_the_formula():
     planted = run.sigma[0] - lr * np.vstack([np.zeros((1, 2)), np.cumsum(run.inner[:-1], axis=0)])
     slope, _ = rate_exponent(np.abs(planted), run.inner, lr, 1e-2)
     assert abs(slope) < 0.05
+
+
+def _group_rmsprop_by_autograd(
+    target, mask, weights, steps, lr=1e-3, alpha=0.99, eps=1e-4, group=True
+):
+    """The authors' loop written independently: autograd on the factors, one parameter at a
+    time, and GroupRMSprop's update as their opt.py states it (float32). `group=False` keeps
+    one running mean per factor instead (torch's RMSprop with a scalar per tensor)."""
+    params = [w.clone().requires_grad_(True) for w in weights]
+    square_avg = torch.tensor(0.0)
+    per_factor = [torch.tensor(0.0) for _ in params]
+    for k in range(1, steps + 1):
+        e2e = params[0]
+        for p in params[1:]:
+            e2e = p @ e2e
+        loss = ((e2e - target)[mask] ** 2).mean()
+        for p in params:
+            p.grad = None
+        loss.backward()
+        square_avg = square_avg * alpha
+        for p in params:
+            square_avg = square_avg + (1 - alpha) * (p.grad**2).sum()
+        step = lr / ((square_avg / (1 - alpha**k)).sqrt() + eps)
+        with torch.no_grad():
+            for j, p in enumerate(params):
+                if not group:
+                    per_factor[j] = per_factor[j] * alpha + (1 - alpha) * (p.grad**2).sum()
+                    step = lr / ((per_factor[j] / (1 - alpha**k)).sqrt() + eps)
+                p -= step * p.grad
+    e2e = params[0]
+    for p in params[1:]:
+        e2e = p @ e2e
+    return e2e.detach()
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_authors_protocol_matches_group_rmsprop_by_autograd(depth):
+    n, steps = 6, 25
+    target = torch.as_tensor(ground_truth(n, 2, seed=4), dtype=torch.float32)
+    mask = torch.as_tensor(observation_masks(n, [20], seed=4)[0])
+    ws = gaussian_init(n, depth, [0.3], seed=7)
+    ref = _group_rmsprop_by_autograd(target, mask, [w[0] for w in ws], steps)
+    run = train_completion_authors(
+        target[None].numpy(), mask[None].numpy(), depth, [0.3], seed=7, max_steps=steps
+    )
+    assert run.steps[0] == steps and not run.converged[0]
+    assert np.allclose(run.w[0], ref.numpy(), rtol=1e-4, atol=1e-6)
+    # the update moved the factors well beyond that tolerance, so the comparison can fail
+    start = product(ws)[0]
+    assert np.abs(ref.numpy() - start.numpy()).max() > 1e-3
+    # and one running mean per factor (plain RMSprop's grouping) gives another trajectory: the
+    # check sees what makes the optimizer GroupRMSprop
+    other = _group_rmsprop_by_autograd(target, mask, [w[0] for w in ws], steps, group=False)
+    assert not np.allclose(run.w[0], other.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_authors_first_step_by_hand():
+    """One 1 x 1 'matrix', depth 2, factors a and b: loss (ab - y)^2, grads 2(ab - y)(b, a);
+    v = (1 - alpha) |g|^2, bias-corrected to |g|^2, so the step is lr g / (|g| + eps)."""
+    torch.manual_seed(0)
+    ws = gaussian_init(1, 2, [0.5], seed=3)
+    a, b = float(ws[0][0, 0, 0]), float(ws[1][0, 0, 0])
+    y = 2.0
+    r = a * b - y
+    ga, gb = 2 * r * b, 2 * r * a
+    c = 1e-3 / (np.hypot(ga, gb) + 1e-4)
+    expected = (a - c * ga) * (b - c * gb)
+    run = train_completion_authors(
+        np.full((1, 1, 1), y), np.ones((1, 1, 1), bool), 2, [0.5], seed=3, max_steps=1
+    )
+    assert np.isclose(run.w[0, 0, 0], expected, rtol=1e-6)
+    assert not np.isclose(run.w[0, 0, 0], a * b, rtol=1e-6)
+
+
+def test_authors_gaussian_init_has_their_end_to_end_norm():
+    ws = gaussian_init(100, 3, [1e-3, 1e-5], seed=0)
+    fro = torch.linalg.matrix_norm(product(ws).double()).numpy()
+    ratio = fro / (np.array([1e-3, 1e-5]) * 10.0)
+    assert ws[0].dtype == torch.float32 and np.all((0.8 <= ratio) & (ratio <= 1.2))
+
+
+def test_authors_protocol_stops_at_their_threshold():
+    target = ground_truth(12, 1, seed=2)
+    masks = observation_masks(12, [60], seed=2)
+    run = train_completion_authors(target[None], masks, 2, [1e-3], seed=0, lr=1e-2, max_steps=20000)
+    assert run.converged[0] and run.train_mse[0] <= 1e-6
+    capped = train_completion_authors(target[None], masks, 2, [1e-3], seed=0, lr=1e-2, max_steps=10)
+    assert not capped.converged[0] and capped.steps[0] == 10
+
+
+def test_effective_rank():
+    assert np.isclose(effective_rank(np.diag([3.0, 3.0, 3.0, 0.0])), 3.0, rtol=1e-8)
+    p = np.array([2.0, 1.0]) / 3
+    assert np.isclose(
+        effective_rank(np.diag([2.0, 1.0])), np.exp(-(p * np.log(p)).sum()), rtol=1e-8
+    )
+    # invariant under rotations and scale, below the count of non-zero singular values
+    q = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0]
+    w = q @ np.diag([5.0, 1.0, 0.1, 0.0])
+    assert np.isclose(effective_rank(w), effective_rank(7 * w.T), rtol=1e-8)
+    assert 1.0 < effective_rank(w) < 3.0

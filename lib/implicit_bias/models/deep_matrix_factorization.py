@@ -4,7 +4,8 @@ initialization, the minimum nuclear-norm completion it is compared with, and the
 dynamics of Theorem 3 (Sec. 3).
 
 Pure numerics: numpy, torch and cvxpy only. Every training routine runs a batch of independent
-problems (seeds, observation counts) as one tensor program (`torch.bmm`), in float64.
+problems (seeds, observation counts) as one tensor program (`torch.bmm`), in float64; the
+authors' protocol (`train_completion_authors`) runs in float32, as their code does.
 """
 
 from __future__ import annotations
@@ -87,6 +88,31 @@ def factor_gradients(weights: list[torch.Tensor], g: torch.Tensor) -> list[torch
     return grads[::-1]
 
 
+def _prefixes(weights: list[torch.Tensor]) -> list[torch.Tensor]:
+    """[W_1, W_2 W_1, ..., W_N ... W_1]: the last is the end-to-end matrix."""
+    out = [weights[0]]
+    for f in weights[1:]:
+        out.append(torch.bmm(f, out[-1]))
+    return out
+
+
+def _chain_gradients(
+    weights: list[torch.Tensor], prefix: list[torch.Tensor], g: torch.Tensor
+) -> list[torch.Tensor]:
+    """dl/dW_j = (W_N ... W_{j+1})^T G (W_{j-1} ... W_1)^T from the prefixes of `_prefixes`,
+    without products by the identity (the chain rule of `factor_gradients`, 3N - 3 products
+    instead of 4N)."""
+    depth = len(weights)
+    grads: list[torch.Tensor] = []
+    suffix = None  # W_N ... W_{j+1}
+    for j in range(depth - 1, -1, -1):
+        left = g if suffix is None else torch.bmm(suffix.transpose(1, 2), g)
+        grads.append(left if j == 0 else torch.bmm(left, prefix[j - 1].transpose(1, 2)))
+        if j > 0:
+            suffix = weights[j] if suffix is None else torch.bmm(suffix, weights[j])
+    return grads[::-1]
+
+
 @dataclass
 class CompletionRun:
     w: np.ndarray  # (batch, n, n) end-to-end matrices at the stop
@@ -131,7 +157,8 @@ def train_completion(
     converged = torch.zeros(batch, dtype=torch.bool)
     sq_avg = torch.zeros(batch, dtype=torch.float64)
     for k in range(max_steps + 1):
-        w = product(weights)
+        prefix = _prefixes(weights)
+        w = prefix[-1]
         t, mk = tgt[idx], msk[idx]
         mse = ((mk * (w - t)) ** 2).sum(dim=(1, 2)) / mk.sum(dim=(1, 2))
         done = mse <= tol
@@ -144,10 +171,11 @@ def train_completion(
             keep = ~done
             idx, sq_avg = idx[keep], sq_avg[keep]
             weights = [f[keep] for f in weights]
+            prefix = [f[keep] for f in prefix]
             w, t, mk = w[keep], t[keep], mk[keep]
         if len(idx) == 0:
             break
-        grads = factor_gradients(weights, loss_gradient(w, t, mk))
+        grads = _chain_gradients(weights, prefix, loss_gradient(w, t, mk))
         if adaptive:
             sq = sum((gr**2).sum(dim=(1, 2)) for gr in grads)
             sq_avg = alpha * sq_avg + (1 - alpha) * sq
@@ -156,6 +184,87 @@ def train_completion(
             step = torch.full((len(idx),), lr, dtype=torch.float64)
         weights = [f - step.view(-1, 1, 1) * gr for f, gr in zip(weights, grads)]
     return CompletionRun(w_out.numpy(), steps.numpy(), converged.numpy(), mse_out.numpy())
+
+
+def gaussian_init(
+    n: int, depth: int, scales: list[float], seed: int, dtype: torch.dtype = torch.float32
+) -> list[torch.Tensor]:
+    """The authors' Gaussian initialization (their `main.py`, `initialization = 'gaussian'`):
+    every entry of every factor i.i.d. N(0, std^2) with std = scale^(1/N) / sqrt(n), so that the
+    end-to-end matrix has Frobenius norm about scale * sqrt(n) (the norm of a balanced start
+    whose singular values are all `scale`). One draw per entry of `scales` (the batch)."""
+    gen = torch.Generator().manual_seed(int(seed))
+    std = torch.tensor([a ** (1.0 / depth) / np.sqrt(n) for a in scales], dtype=torch.float64)
+    return [
+        (
+            std.view(-1, 1, 1) * torch.randn(len(scales), n, n, generator=gen, dtype=torch.float64)
+        ).to(dtype)
+        for _ in range(depth)
+    ]
+
+
+def train_completion_authors(
+    targets: np.ndarray,
+    masks: np.ndarray,
+    depth: int,
+    scales: list[float],
+    seed: int,
+    lr: float = 1e-3,
+    alpha: float = 0.99,
+    eps: float = 1e-4,
+    tol: float = 1e-6,
+    max_steps: int = 1_000_000,
+) -> CompletionRun:
+    """The authors' protocol (their `main.py` and `opt.py`), for a batch of completion problems
+    (targets and masks (B, n, n), one initialization scale each), in float32:
+
+    - the loss is the mean squared error on the observed entries, mean_Omega (W_ij - W*_ij)^2
+      (no factor 1/2), its gradient with respect to W is 2 P_Omega(W - W*) / m;
+    - factors from `gaussian_init` at each problem's scale;
+    - `GroupRMSprop`: one running mean v of the squared norm of the gradient of all factors
+      together, v <- alpha v + (1 - alpha) sum_j ||dl/dW_j||^2, and every factor steps by
+      -lr / (sqrt(v / (1 - alpha^k)) + eps) dl/dW_j at the k-th step (lr 1e-3, alpha 0.99 and
+      the eps 1e-4 that `main.py` passes);
+    - the training loss is checked before each step: a problem whose loss is at most `tol`
+      (their `train_thres` 1e-6) stops there, one that reaches `max_steps` (their `n_iters`
+      1e6) is unconverged.
+
+    Each problem's optimizer state is its own: the batch is independent runs in one program."""
+    tgt = torch.as_tensor(targets, dtype=torch.float32)
+    msk = torch.as_tensor(masks, dtype=torch.float32)
+    batch, n = msk.shape[0], msk.shape[-1]
+    weights = gaussian_init(n, depth, scales, seed)
+    m = msk.sum(dim=(1, 2))
+    idx = torch.arange(batch)
+    w_out = torch.zeros(batch, n, n, dtype=torch.float32)
+    steps = torch.full((batch,), max_steps, dtype=torch.int64)
+    loss_out = torch.zeros(batch, dtype=torch.float32)
+    converged = torch.zeros(batch, dtype=torch.bool)
+    sq_avg = torch.zeros(batch, dtype=torch.float32)
+    for k in range(max_steps + 1):
+        prefix = _prefixes(weights)
+        w = prefix[-1]
+        t, mk, mm = tgt[idx], msk[idx], m[idx]
+        resid = mk * (w - t)
+        loss = (resid**2).sum(dim=(1, 2)) / mm
+        done = loss <= tol
+        if k == max_steps:
+            done = torch.ones_like(done)
+        if bool(done.any()):
+            w_out[idx[done]], loss_out[idx[done]] = w[done], loss[done]
+            steps[idx[done]] = k
+            converged[idx[done]] = loss[done] <= tol
+            keep = ~done
+            idx, sq_avg, mm, resid = idx[keep], sq_avg[keep], mm[keep], resid[keep]
+            weights = [f[keep] for f in weights]
+            prefix = [f[keep] for f in prefix]
+        if len(idx) == 0:
+            break
+        grads = _chain_gradients(weights, prefix, 2 * resid / mm.view(-1, 1, 1))
+        sq_avg = alpha * sq_avg + (1 - alpha) * sum((gr**2).sum(dim=(1, 2)) for gr in grads)
+        step = lr / (torch.sqrt(sq_avg / (1 - alpha ** (k + 1))) + eps)
+        weights = [f - step.view(-1, 1, 1) * gr for f, gr in zip(weights, grads)]
+    return CompletionRun(w_out.numpy(), steps.numpy(), converged.numpy(), loss_out.numpy())
 
 
 def min_nuclear_norm_completion(
@@ -265,6 +374,15 @@ def tail_share(w: np.ndarray, rank: int) -> float:
     rank at most `rank`, a continuous measure of how far W is from that rank."""
     s = np.linalg.svd(w, compute_uv=False)
     return float(s[rank:].sum() / s.sum())
+
+
+def effective_rank(w: np.ndarray) -> float:
+    """The authors' effective rank (their `plot.ipynb`, after Roy & Vetterli): exp of the
+    entropy of the singular values normalized to sum 1, exp(-sum p_r log(p_r + 1e-10)) with
+    p = sigma / sum(sigma). k equal non-zero singular values give k."""
+    s = np.linalg.svd(w, compute_uv=False)
+    p = s / s.sum()
+    return float(np.exp(-np.sum(p * np.log(p + 1e-10))))
 
 
 def ode_integrated(sigma: np.ndarray, ode_rate: np.ndarray, lr: float) -> np.ndarray:

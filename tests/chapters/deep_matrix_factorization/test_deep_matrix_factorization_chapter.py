@@ -87,7 +87,7 @@ def test_init_metrics_can_fail():
     negative difference: the claim '> 0' would fail."""
     rows = [
         {
-            "depth": 2,
+            "depth": d,
             "scale": a,
             "seed": s,
             "count": c,
@@ -98,6 +98,7 @@ def test_init_metrics_can_fail():
         for a in (1e-1, 1e-3)
         for s in SEEDS
         for c in (20, 40)
+        for d in (2, 3, 4)
     ]
     nuclear = pd.DataFrame(
         [
@@ -106,9 +107,17 @@ def test_init_metrics_can_fail():
             for c in (20, 40)
         ]
     )
-    m = analysis.init_metrics(analysis.ratio_frame(pd.DataFrame(rows), nuclear), 20, 40, 2)
+    ratios = analysis.ratio_frame(pd.DataFrame(rows), nuclear)
+    m = analysis.init_metrics(ratios, 20, 40)
+    au = analysis.authors_init_metrics(ratios, 20)
     assert m["fig2_few_ratio_small_minus_large_init"].estimate < 0
     assert m["fig2_few_error_small_minus_large_init"].estimate < 0
+    for key in (
+        "authors_fig2_few_ratio_small_minus_large_init",
+        "fig2_few_ratio_small_minus_large_init_depth3",
+        "fig2_few_ratio_small_minus_large_init_depth4",
+    ):
+        assert au[key].estimate < 0
     assert np.allclose(m["fig2_many_ratio_minus_one"].values, [0.0, 0.001, 0.002])
 
 
@@ -165,3 +174,79 @@ def test_recovery_table_counts_unconverged(runs):
     broken.loc[first_ok, "status"] = "unconverged"
     table = analysis.recovery_table(broken, nuclear, 1e-3)
     assert table["unconverged"].sum() == before + 1
+
+
+def test_authors_task_and_the_protocols_table(runs):
+    frame, nuclear = runs
+    au = [
+        {
+            "n": 12,
+            "rank": 1,
+            "seed": s,
+            "depth": d,
+            "cells": [[m, 1e-3] for m in COUNTS],
+            "lr": 1e-2,
+            "tol": 1e-6,
+            "max_steps": 5000,
+        }
+        for d in (2, 3, 4)
+        for s in SEEDS
+    ]
+    authors = analysis.authors_frame(au, [tasks.authors_task(t) for t in au])
+    assert len(authors) == len(frame) and set(authors["status"]) <= {"ok", "unconverged"}
+    table = analysis.protocols_table(frame, authors, nuclear, 1e-3)
+    converged = (authors["status"] == "ok").groupby([authors["depth"], authors["count"]]).sum()
+    assert len(table) == 3 * len(COUNTS)
+    assert table.set_index(["depth", "count"])["runs_authors"].fillna(0).eq(converged).all()
+    # the two protocols' errors are independent computations: they differ
+    assert not np.allclose(table["rel_error_book"], table["rel_error_authors"], rtol=1e-6)
+    m = analysis.authors_recovery_metrics(authors, nuclear, 1e-3)
+    assert m["authors_fig1_error_depth3_minus_depth2"].test == "paired t"
+    assert 1.0 <= authors["effective_rank"].min() <= authors["effective_rank"].max() <= 12
+
+
+def test_authors_task_batches_scales_and_a_cap_is_unconverged():
+    t = {
+        "n": 12,
+        "rank": 1,
+        "seed": 0,
+        "depth": 2,
+        "cells": [[50, 1e-2], [50, 1e-4]],
+        "lr": 1e-2,
+        "tol": 1e-6,
+        "max_steps": 5,
+    }
+    r = tasks.authors_task(t)
+    assert [x["scale"] for x in r["runs"]] == [1e-2, 1e-4]
+    assert all(x["status"] == "unconverged" and x["steps"] == 5 for x in r["runs"])
+
+
+def test_step_scan_labels_and_table():
+    cfg = {
+        "n": 12,
+        "rank": 1,
+        "seeds": [0, 1],
+        "depths": [2, 3],
+        "counts": [50],
+        "init_scale": 1e-3,
+        "lr_factor": 1.0,
+        "max_steps": 40000,
+        "tol": 1e-6,
+        "step_scan_depths": [2],
+        "step_scan_lr_factors": [1.0, 0.1],
+        "step_scan_adaptive_counts": [50],
+        "step_scan_adaptive_seeds": [0],
+        "authors_lr": 1e-2,
+        "authors_max_steps": 40000,
+    }
+    scan_tasks = tasks.step_scan_tasks(cfg)
+    # the profile's own step (1.0) is Fig. 1's: the scan adds step 0.1 on both seeds and the
+    # adaptive path on seed 0
+    assert len(scan_tasks) == 2 + 1 and all(t["depth"] == 2 for t in scan_tasks)
+    own = [t for t in tasks.completion_tasks(cfg) if t["depth"] == 2]
+    every = scan_tasks + own
+    scan = analysis.step_scan_frame(every, [tasks.completion_task(t) for t in every])
+    table = analysis.step_scan_table(scan, 1e-3)
+    assert sorted(table["optimizer"]) == ["adaptive", "step 0.1", "step 1"]
+    steps = table.set_index("optimizer")["steps"]
+    assert steps["step 0.1"] > 5 * steps["step 1"]

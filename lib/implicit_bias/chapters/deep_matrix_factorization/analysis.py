@@ -27,6 +27,28 @@ def completion_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def step_scan_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
+    """The step scan's runs, labelled by optimizer: "step c" (plain gradient descent, step c in
+    units of the stable step) or "adaptive" (the model's adaptive path)."""
+    frame = completion_frame(tasks, results)
+    labels = [
+        "adaptive" if t.get("adaptive_lr") is not None else f"step {t['lr_factor']:g}"
+        for t, r in zip(tasks, results)
+        for _ in r["runs"]
+    ]
+    return frame.assign(optimizer=labels)
+
+
+def authors_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
+    """One row per run of the authors' protocol (each run carries its own init scale)."""
+    rows = [
+        {"depth": t["depth"], "seed": t["seed"], **run}
+        for t, r in zip(tasks, results)
+        for run in r["runs"]
+    ]
+    return pd.DataFrame(rows)
+
+
 def nuclear_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     """One row per minimum nuclear-norm solve."""
     return pd.DataFrame(
@@ -50,9 +72,7 @@ def _paired_cells(a: pd.DataFrame, b: pd.DataFrame, value: str) -> decision.Evid
     return _with_dropped(decision.paired_differences(per_seed), a_drop + b_drop)
 
 
-def recovery_metrics(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -> dict:
-    """Fig. 1 (Sec. 2.2): reconstruction error and distance from low rank of depths 3 and 4
-    against depth 2 and against the minimum nuclear-norm solution, at the profile's counts."""
+def _recovery_evidence(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -> dict:
     at = frame[frame["scale"] == scale]
     nuclear = nuclear[nuclear["count"].isin(at["count"])]
 
@@ -60,11 +80,41 @@ def recovery_metrics(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -
         return at[at["depth"] == n]
 
     return {
-        "fig1_error_depth3_minus_depth2": _paired_cells(depth(3), depth(2), "rel_error"),
-        "fig1_error_depth4_minus_depth2": _paired_cells(depth(4), depth(2), "rel_error"),
-        "fig1_error_depth3_minus_nuclear": _paired_cells(depth(3), nuclear, "rel_error"),
-        "tail_share_depth3_minus_depth2": _paired_cells(depth(3), depth(2), "tail_share"),
-        "tail_share_depth4_minus_depth3": _paired_cells(depth(4), depth(3), "tail_share"),
+        "error_3_2": _paired_cells(depth(3), depth(2), "rel_error"),
+        "error_4_2": _paired_cells(depth(4), depth(2), "rel_error"),
+        "error_3_nuc": _paired_cells(depth(3), nuclear, "rel_error"),
+        "tail_3_2": _paired_cells(depth(3), depth(2), "tail_share"),
+        "tail_4_3": _paired_cells(depth(4), depth(3), "tail_share"),
+        "erank_3_2": _paired_cells(depth(3), depth(2), "effective_rank"),
+        "erank_4_3": _paired_cells(depth(4), depth(3), "effective_rank"),
+    }
+
+
+def recovery_metrics(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -> dict:
+    """Fig. 1 (Sec. 2.2): reconstruction error, distance from low rank (tail share) and the
+    authors' effective rank of depths 3 and 4 against depth 2 (and 3) and against the minimum
+    nuclear-norm solution, at the profile's counts (the book's protocol)."""
+    ev = _recovery_evidence(frame, nuclear, scale)
+    return {
+        "fig1_error_depth3_minus_depth2": ev["error_3_2"],
+        "fig1_error_depth4_minus_depth2": ev["error_4_2"],
+        "fig1_error_depth3_minus_nuclear": ev["error_3_nuc"],
+        "tail_share_depth3_minus_depth2": ev["tail_3_2"],
+        "tail_share_depth4_minus_depth3": ev["tail_4_3"],
+        "effective_rank_depth3_minus_depth2": ev["erank_3_2"],
+        "effective_rank_depth4_minus_depth3": ev["erank_4_3"],
+    }
+
+
+def authors_recovery_metrics(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -> dict:
+    """The same comparisons on the authors' protocol (audits of the Fig. 1 claims)."""
+    ev = _recovery_evidence(frame, nuclear, scale)
+    return {
+        "authors_fig1_error_depth3_minus_depth2": ev["error_3_2"],
+        "authors_fig1_error_depth4_minus_depth2": ev["error_4_2"],
+        "authors_fig1_error_depth3_minus_nuclear": ev["error_3_nuc"],
+        "authors_tail_share_depth3_minus_depth2": ev["tail_3_2"],
+        "authors_tail_share_depth4_minus_depth3": ev["tail_4_3"],
     }
 
 
@@ -87,28 +137,92 @@ def ratio_data(ratios: pd.DataFrame) -> pd.DataFrame:
     return ratios[cols]
 
 
-def init_metrics(ratios: pd.DataFrame, few: int, many: int, depth: int) -> dict:
-    """Fig. 2 (Sec. 2.2), depth `depth`: with few observations, how the nuclear-norm ratio and
-    the error move from the largest to the smallest initialization (paired by seed); with many,
-    how far the smallest initialization's nuclear norm is above the minimum."""
-    d = ratios[(ratios["depth"] == depth)].dropna(subset=["nuclear_ratio"])
-    small, large = d["scale"].min(), d["scale"].max()
+def _init_evidence(ratios: pd.DataFrame, count: int, depth: int) -> tuple:
+    """At `count` observations and depth `depth`: the nuclear-norm ratio and the error of the
+    smallest initialization minus those of the largest, paired by seed."""
+    d = ratios[(ratios["depth"] == depth) & (ratios["count"] == count)]
+    d = d.dropna(subset=["nuclear_ratio"])
+    small, large = d[d["scale"] == d["scale"].min()], d[d["scale"] == d["scale"].max()]
+    return (
+        _paired_cells(small, large, "nuclear_ratio"),
+        _paired_cells(small, large, "rel_error"),
+    )
 
-    def cells(count: int, scale: float) -> pd.DataFrame:
-        return d[(d["count"] == count) & (d["scale"] == scale)]
 
-    many_ok, many_drop = converged_runs(cells(many, small))
+def init_metrics(ratios: pd.DataFrame, few: int, many: int) -> dict:
+    """Fig. 2 (Sec. 2.2) at depth 2 on the book's protocol: with few observations, how the
+    nuclear-norm ratio and the error move from the largest to the smallest initialization
+    (paired by seed); with many, how far the smallest initialization's nuclear norm is above
+    the minimum."""
+    ratio2, error2 = _init_evidence(ratios, few, 2)
+    d = ratios[(ratios["depth"] == 2) & (ratios["count"] == many)]
+    many_ok, many_drop = converged_runs(d[d["scale"] == d["scale"].min()])
     return {
-        "fig2_few_ratio_small_minus_large_init": _paired_cells(
-            cells(few, small), cells(few, large), "nuclear_ratio"
-        ),
-        "fig2_few_error_small_minus_large_init": _paired_cells(
-            cells(few, small), cells(few, large), "rel_error"
-        ),
+        "fig2_few_ratio_small_minus_large_init": ratio2,
+        "fig2_few_error_small_minus_large_init": error2,
         "fig2_many_ratio_minus_one": _with_dropped(
             decision.per_seed(many_ok.set_index("seed")["nuclear_ratio"] - 1.0), many_drop
         ),
     }
+
+
+def authors_init_metrics(ratios: pd.DataFrame, few: int) -> dict:
+    """Fig. 2 with few observations on the authors' protocol: at depth 2 the audits of the
+    book's depth-2 claims; at depths 3 and 4, where the profile runs them, the claims of the
+    depths the paper draws (the book's plain gradient descent does not leave the plateau of a
+    depth-4 start at 1e-6 within its step cap)."""
+    ratio, error = _init_evidence(ratios, few, 2)
+    out = {
+        "authors_fig2_few_ratio_small_minus_large_init": ratio,
+        "authors_fig2_few_error_small_minus_large_init": error,
+    }
+    if 3 in set(ratios["depth"]):
+        ratio3, error3 = _init_evidence(ratios, few, 3)
+        out["fig2_few_ratio_small_minus_large_init_depth3"] = ratio3
+        out["fig2_few_error_small_minus_large_init_depth3"] = error3
+    if 4 in set(ratios["depth"]):
+        ratio4, error4 = _init_evidence(ratios, few, 4)
+        out["fig2_few_ratio_small_minus_large_init_depth4"] = ratio4
+        out["fig2_few_error_small_minus_large_init_depth4"] = error4
+    return out
+
+
+def protocols_table(
+    book: pd.DataFrame, authors: pd.DataFrame, nuclear: pd.DataFrame, scale: float
+) -> pd.DataFrame:
+    """Fig. 1 under both protocols side by side: per depth and count, the mean over seeds of
+    the reconstruction error and the effective rank (converged runs only), with the minimum
+    nuclear-norm solution's error beside them."""
+
+    def means(frame: pd.DataFrame, tag: str) -> pd.DataFrame:
+        ok, _ = converged_runs(frame[frame["scale"] == scale])
+        out = ok.groupby(["depth", "count"])[["rel_error", "effective_rank", "steps"]].mean()
+        runs = ok.groupby(["depth", "count"]).size().rename("runs")
+        return out.join(runs).add_suffix(f"_{tag}")
+
+    table = means(book, "book").join(means(authors, "authors"), how="inner").reset_index()
+    nuc, _ = converged_runs(nuclear, converged=NUCLEAR_OK)
+    nuc_err = nuc.groupby("count")["rel_error"].mean().rename("rel_error_min_nuclear")
+    return table.merge(nuc_err.reset_index(), on="count", how="left")
+
+
+def init_table(ratios: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 2's numbers per depth, count and init scale: the mean over seeds of the nuclear
+    norm over the minimum and of the reconstruction error (converged runs only)."""
+    ok, _ = converged_runs(ratios.dropna(subset=["nuclear_ratio"]))
+    grouped = ok.groupby(["depth", "count", "scale"])
+    out = grouped[["nuclear_ratio", "rel_error"]].mean().join(grouped.size().rename("runs"))
+    return out.reset_index()
+
+
+def step_scan_table(frame: pd.DataFrame, scale: float) -> pd.DataFrame:
+    """The book's protocol against its step: per depth, optimizer (plain steps in units of the
+    stable step, or the adaptive path) and count, the mean reconstruction error and steps over
+    seeds (converged runs only, with their number)."""
+    ok, _ = converged_runs(frame[frame["scale"] == scale])
+    grouped = ok.groupby(["depth", "optimizer", "count"])
+    out = grouped[["rel_error", "steps"]].mean().join(grouped.size().rename("runs"))
+    return out.reset_index()
 
 
 def dynamics_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import numpy as np
 
 from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.deep_matrix_factorization import (
+    effective_rank,
     ground_truth,
     min_nuclear_norm_completion,
     observation_masks,
@@ -15,6 +16,7 @@ from implicit_bias.models.deep_matrix_factorization import (
     singular_value_dynamics,
     tail_share,
     train_completion,
+    train_completion_authors,
 )
 
 
@@ -27,15 +29,29 @@ def base_step(target: np.ndarray, depth: int) -> float:
     return n * n / (depth * np.linalg.norm(target, 2) ** (2 - 2 / depth))
 
 
+def _solution(w: np.ndarray, target: np.ndarray, rank: int) -> dict:
+    """What Fig. 1 and 2 measure of one solution W."""
+    return {
+        "rel_error": float(np.linalg.norm(w - target) / np.linalg.norm(target)),
+        "nuclear_norm": float(np.linalg.norm(w, "nuc")),
+        "tail_share": tail_share(w, rank),
+        "effective_rank": effective_rank(w),
+    }
+
+
 @task
 def completion_task(task: dict) -> dict:
     """Gradient descent on a depth-N factorization (Sec. 2.2, Fig. 1 and 2) for every
     observation count of one seed's ground truth, batched; plain gradient descent with step
     lr_factor x `base_step`, from a balanced initialization whose end-to-end singular values
-    are all `scale`. A run stopped by the step cap is "unconverged"."""
+    are all `scale`. With `adaptive_lr` set, the model's adaptive path instead: every step
+    along the negative gradient, of length adaptive_lr / (root of a running mean of the
+    squared gradient norm), the authors' GroupRMSprop rule from the same balanced start, in
+    float64. A run stopped by the step cap is "unconverged"."""
     target = ground_truth(task["n"], task["rank"], task["seed"])
     masks = observation_masks(task["n"], task["counts"], task["seed"])
-    lr = task["lr_factor"] * base_step(target, task["depth"])
+    adaptive = task.get("adaptive_lr") is not None
+    lr = task["adaptive_lr"] if adaptive else task["lr_factor"] * base_step(target, task["depth"])
     run = train_completion(
         target,
         masks,
@@ -45,23 +61,53 @@ def completion_task(task: dict) -> dict:
         task["max_steps"],
         task["tol"],
         seed=1000 * task["seed"] + task["depth"],
-        adaptive=False,
+        adaptive=adaptive,
     )
-    runs = []
-    for k, count in enumerate(task["counts"]):
-        w = run.w[k]
-        runs.append(
-            {
-                "count": count,
-                "status": "ok" if run.converged[k] else "unconverged",
-                "steps": int(run.steps[k]),
-                "train_mse": float(run.train_mse[k]),
-                "rel_error": float(np.linalg.norm(w - target) / np.linalg.norm(target)),
-                "nuclear_norm": float(np.linalg.norm(w, "nuc")),
-                "tail_share": tail_share(w, task["rank"]),
-            }
-        )
+    runs = [
+        {
+            "count": count,
+            "status": "ok" if run.converged[k] else "unconverged",
+            "steps": int(run.steps[k]),
+            "train_mse": float(run.train_mse[k]),
+            **_solution(run.w[k].astype(np.float64), target, task["rank"]),
+        }
+        for k, count in enumerate(task["counts"])
+    ]
     return {"status": "ok", "lr": lr, "runs": runs}
+
+
+@task
+def authors_task(task: dict) -> dict:
+    """The authors' protocol (their `main.py` and `opt.py`; `train_completion_authors`) on one
+    seed's ground truth and observed entries (the same as the book's protocol), for every
+    (observation count, initialization scale) cell of the task, batched: Gaussian factors,
+    GroupRMSprop at `lr`, float32, stop at training loss 1e-6 (`tol`) or the step cap
+    (unconverged). The measures are taken in float64 of the float32 solution."""
+    target = ground_truth(task["n"], task["rank"], task["seed"])
+    counts = sorted({m for m, _ in task["cells"]})
+    masks = dict(zip(counts, observation_masks(task["n"], counts, task["seed"])))
+    run = train_completion_authors(
+        np.broadcast_to(target, (len(task["cells"]),) + target.shape).copy(),
+        np.stack([masks[m] for m, _ in task["cells"]]),
+        task["depth"],
+        [a for _, a in task["cells"]],
+        seed=1000 * task["seed"] + task["depth"],
+        lr=task["lr"],
+        tol=task["tol"],
+        max_steps=task["max_steps"],
+    )
+    runs = [
+        {
+            "count": m,
+            "scale": a,
+            "status": "ok" if run.converged[k] else "unconverged",
+            "steps": int(run.steps[k]),
+            "train_mse": float(run.train_mse[k]),
+            **_solution(run.w[k].astype(np.float64), target, task["rank"]),
+        }
+        for k, (m, a) in enumerate(task["cells"])
+    ]
+    return {"status": "ok", "runs": runs}
 
 
 @task
@@ -163,6 +209,63 @@ def init_scale_tasks(cfg: dict) -> list[dict]:
         for a in cfg["fig2_scales"]
         for s in cfg["seeds"]
     ]
+
+
+def step_scan_tasks(cfg: dict) -> list[dict]:
+    """The book's protocol at the scan's step factors other than the profile's own (whose runs
+    are Fig. 1's), at all counts, and the model's adaptive path at the scan's counts and seeds,
+    for the scan's depths."""
+    scan = [t for t in completion_tasks(cfg) if t["depth"] in cfg["step_scan_depths"]]
+    plain = [
+        {**t, "lr_factor": c}
+        for c in cfg["step_scan_lr_factors"]
+        if c != cfg["lr_factor"]
+        for t in scan
+    ]
+    adaptive = [
+        {
+            **t,
+            "counts": cfg["step_scan_adaptive_counts"],
+            # the step factor does not enter the adaptive path: one fixed value keeps one task
+            # (one cache entry) per run whatever the profile's own factor
+            "lr_factor": 1.0,
+            "adaptive_lr": cfg["authors_lr"],
+            "max_steps": cfg["authors_max_steps"],
+        }
+        for t in scan
+        if t["seed"] in cfg["step_scan_adaptive_seeds"]
+    ]
+    return plain + adaptive
+
+
+def authors_tasks(cfg: dict) -> list[dict]:
+    """The authors' protocol, one task per depth and seed: Fig. 1's cells (the authors' counts
+    at the chapter's init scale) and, at the authors' Fig. 2 depths, Fig. 2's cells (its counts
+    at every scale of authors_fig2_scales), each cell once."""
+    tasks = []
+    for d in cfg["depths"]:
+        for s in cfg["seeds"]:
+            cells = [[m, cfg["init_scale"]] for m in cfg["authors_counts"]]
+            if d in cfg["authors_fig2_depths"]:
+                cells += [
+                    [m, a]
+                    for m in cfg["authors_fig2_counts"]
+                    for a in cfg["authors_fig2_scales"]
+                    if [m, a] not in cells
+                ]
+            tasks.append(
+                {
+                    "n": cfg["n"],
+                    "rank": cfg["rank"],
+                    "seed": s,
+                    "depth": d,
+                    "cells": cells,
+                    "lr": cfg["authors_lr"],
+                    "tol": cfg["tol"],
+                    "max_steps": cfg["authors_max_steps"],
+                }
+            )
+    return tasks
 
 
 def nuclear_tasks(cfg: dict) -> list[dict]:
