@@ -135,7 +135,7 @@ def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
     """Up to `limit` claims a reader should hear of first: every problem, then up to two known
     deviations, one inconclusive claim and the rest reproduced results, each group ordered by
     `_weight` (one claim per quote); problems first, then by state, in table order."""
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     unique = []  # one finding per quote: variants of a claim say the same words
     for row in rows:
         if row.get("quote") not in seen:

@@ -220,8 +220,9 @@ def add_verdict(text: str, report: dict | None) -> str:
     if not report or "claims-table" not in text or "class='verdict-box'" in text:
         return text
     shown = {
-        m.group(1): re.search(r">([^<]*)</span>$", m.group(2)).group(1)
+        m.group(1): badge.group(1)
         for m in CLAIM_ROW.finditer(text)
+        if (badge := re.search(r">([^<]*)</span>$", m.group(2)))
     }
     stored = {row["id"]: row["status"] for row in report["claims"]}
     if shown != stored:
