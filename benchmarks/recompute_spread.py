@@ -20,7 +20,8 @@ float64. Packed prediction signs may differ in at most 10 x the largest share of
 signs measured (`{signs: share}`); other outputs that are not numbers (statuses) must be
 identical.
 
-Usage: python benchmarks/recompute_spread.py [CHAPTER ...] [--reuse DIR] [--derive-only]
+Usage: python benchmarks/recompute_spread.py [CHAPTER ...] [--profile smoke paper]
+[--functions FN ...] [--reuse DIR] [--derive-only]
 (writes the tolerances file and benchmarks/results/recompute_spread.md; the task functions it
 did not measure keep their tolerances and rows, so one chapter can be measured on its own)
 """
@@ -43,7 +44,13 @@ AMPLIFIED = 1e-3  # a relative spread above this is round-off amplified into the
 NO_TOLERANCE = {"default": {"rtol": 0.0, "atol": 0.0}, "functions": {}}
 
 
-def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
+def run_configs(
+    out: Path,
+    chapters: list[str],
+    parallel: int = 2,
+    profiles: tuple[str, ...] = ("paper",),
+    functions: tuple[str, ...] = (),
+) -> None:
     """Each configuration in its own process, `parallel` at a time (reports of earlier calls
     for other chapters are kept: `derive` merges them)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -67,6 +74,9 @@ def run_configs(out: Path, chapters: list[str], parallel: int = 2) -> None:
             str(report),
             "--tolerances",
             str(empty),
+            "--profile",
+            *profiles,
+            *(["--functions", *functions] if functions else []),
         ]
         running.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log, cwd=ROOT), log))
         if len(running) >= parallel:
@@ -124,9 +134,13 @@ def derive(out: Path) -> tuple[dict, list[str]]:
         for row in json.loads(path.read_text())["tasks"]
     ]
     for row in rows:  # the spread under today's rule, from the committed and recomputed values
-        committed = json.loads(
-            (ROOT / "results" / "paper" / row["chapter"] / row["file"]).read_text()
-        )["result"]
+        # the entry of the profile it was drawn from (its file name is its task's hash)
+        entry = next(
+            path
+            for profile in ("paper", "smoke")
+            if (path := ROOT / "results" / profile / row["chapter"] / row["file"]).exists()
+        )
+        committed = json.loads(entry.read_text())["result"]
         row["spread"] = compare_results(committed, row["result"], row["fn"], NO_TOLERANCE)[1]
         seconds[row["fn"]] = max(seconds.get(row["fn"], 0.0), row["seconds"])
         for key, s in row["spread"].items():
@@ -297,6 +311,18 @@ def main() -> int:
         help="folder for the per-configuration reports (reused if present)",
     )
     parser.add_argument(
+        "--profile",
+        nargs="+",
+        default=["paper"],
+        choices=["smoke", "paper"],
+        help="the committed results to measure (several: the cheapest entry of each code path "
+        "among them, as the recompute test draws them; the smoke cache may hold another "
+        "CPU vendor's entries, whose spread then includes the vendor's)",
+    )
+    parser.add_argument(
+        "--functions", nargs="+", default=[], help="only these task functions (module:name)"
+    )
+    parser.add_argument(
         "--derive-only",
         action="store_true",
         help="derive the tolerances from the reports already in --reuse",
@@ -304,7 +330,9 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.reuse)
     if not args.derive_only:
-        run_configs(out, args.chapters)
+        run_configs(
+            out, args.chapters, profiles=tuple(args.profile), functions=tuple(args.functions)
+        )
     derived, lines = derive(out)
     write(derived, lines)
     print("\n".join(lines))
