@@ -13,6 +13,7 @@ from pathlib import Path
 from ..engine.paths import claims_results, known_chapters, project_root
 from ..engine.profiles import PROFILES
 from ..verdicts import claims as claims_module
+from .verdict import ORDER  # one order of the states for the whole site
 
 INTRO = (
     "Each row is one quantitative claim of a paper, written down in the chapter's claims "
@@ -29,15 +30,6 @@ INTRO = (
     "expectation, and whether that commit came before the first one that stored its paper "
     "result (a claim registered otherwise says so in its row) "
     "(`python -m implicit_bias claims registered` lists them)."
-)
-# Statuses in the order the counts show them.
-ORDER = (
-    "pass",
-    "known deviation",
-    "no practical effect",
-    "inconclusive",
-    "fail",
-    "unexpected pass",
 )
 
 
