@@ -144,3 +144,48 @@ def test_every_registered_plan_loads_with_its_claims():
     for chapter in planned:
         with_plan = [c for c in load_claims(chapter) if "seed_plan" in c]
         assert with_plan and all(not c.get("audit_of") for c in with_plan), chapter
+
+
+def test_writing_plans_keeps_every_registered_plan_and_adds_the_missing(tmp_path, monkeypatch):
+    """`claims plan` after new exploratory values: a registered plan stays as it was (the fresh
+    power analysis would give other seeds, so a rewrite fails this), a claim without one gets
+    one."""
+    from implicit_bias.core.verdicts import claims as claims_module
+
+    plans = tmp_path / "plans.yaml"
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": PLAN}})
+    )
+    fresh = {**PLAN, "seeds": [3, 4, 5, 6, 7, 8], "new_seeds": 6, "needed": 6}
+    monkeypatch.setattr(claims_module, "seed_plan_file", lambda chapter: plans)
+    monkeypatch.setattr(
+        claims_module,
+        "plan_seeds",
+        lambda chapter: {
+            "chapter": "demo",
+            "power": 0.9,
+            "cap": 20,
+            "claims": {"a_better": fresh, "c_better": fresh},
+        },
+    )
+    claims_module.write_seed_plans("demo")
+    written = yaml.safe_load(plans.read_text())["claims"]
+    assert written["a_better"] == PLAN
+    assert written["c_better"] == fresh
+
+
+def test_no_plan_where_no_number_of_seeds_decides(monkeypatch):
+    """A grid metric whose resolution is as wide as its region gets no seed plan (seeds cannot
+    narrow it); the same claim read on a finer grid gets one."""
+    from implicit_bias.core.verdicts import claims as claims_module
+
+    claim = {**CLAIM, "expect": "in [-0.2, 0.2]", "unit": None}
+    monkeypatch.setattr(claims_module, "load_claims", lambda chapter: [claim])
+
+    def report(resolution):
+        ev = decision.per_seed({0: 0.25, 1: 0.25, 2: 0.25}, resolution=resolution)
+        return {"claims": [{"id": claim["id"], "seeds": ev.to_json()}]}
+
+    assert claims_module.plan_seeds("demo", report(0.125))["claims"] == {}
+    planned = claims_module.plan_seeds("demo", report(0.01))["claims"]
+    assert planned[claim["id"]]["seeds"][0] == 3

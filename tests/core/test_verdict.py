@@ -54,6 +54,13 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
     assert "would need" not in why  # no plan: nothing made up
     assert "need about 12 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": 12})
     assert "need more than 1000 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": None})
+    # an interval as wide as its grid's resolution: seeds cannot narrow it, and it says so
+    grid = {"test": "paired t", "n": 3, "interval": [0.125, 0.375], "resolution": 0.125}
+    r = row("g", "inconclusive", seeds=grid, region="in [-0.2, 0.2]", needs_seeds=None)
+    why = verdict.why_inconclusive(r)
+    assert "a finer grid would" in why and "new seeds" not in why
+    wider = {**grid, "interval": [0.1, 0.4]}  # the seeds' spread beyond the resolution
+    assert "finer grid" not in verdict.why_inconclusive({**r, "seeds": wider})
 
 
 def test_what_a_figure_found_says_where_the_run_disagrees():

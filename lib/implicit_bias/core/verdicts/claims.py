@@ -155,6 +155,10 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
             continue
         evidence = Evidence.from_json(seeds)
         got = decision.plan(evidence, claim_region(claim), claim_negligible(claim))
+        if got.needed is None and got.power < 1e-3:
+            # no number of seeds decides it: a grid metric whose resolution is as wide as its
+            # region (a finer grid would, which its inconclusive row says), so no plan
+            continue
         start = max(int(s) for s in evidence.seeds) + 1 if evidence.seeds else 0
         plans[row["id"]] = {
             "exploratory_seeds": [int(s) for s in evidence.seeds],
@@ -170,13 +174,24 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
 
 
 def write_seed_plans(chapter: str) -> Path | None:
-    """Write the chapter's seed plan (None, and nothing written, when no claim needs one)."""
+    """Write the chapter's seed plan (None, and nothing written, when no claim needs one).
+    A plan already registered is kept as it is, whatever the exploratory values say now: only
+    claims without one get a plan (a plan is never rewritten, so that no plan can follow the
+    data it is meant to be independent of)."""
     import yaml
 
+    from .schema import load_seed_plan_file
+
     data = plan_seeds(chapter)
+    path = seed_plan_file(chapter)
+    if path.exists():
+        registered = load_seed_plan_file(path)["claims"] or {}
+        data["claims"] = {
+            **registered,
+            **{cid: p for cid, p in data["claims"].items() if cid not in registered},
+        }
     if not data["claims"]:
         return None
-    path = seed_plan_file(chapter)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
         f"# The confirmatory seed plan of {chapter}: for each paper claim decided over seeds,\n"
