@@ -18,7 +18,10 @@ LIB = Path(__file__).resolve().parents[2] / "lib" / "implicit_bias"
 def gpu_host(monkeypatch):
     """Pretend CUDA is present: any code that then moves data to CUDA fails here (this torch
     is a CPU build), so a test passes only if `cpu` is honoured."""
+    import implicit_bias.core.chapter as chapter
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(chapter, "gpu_driver_present", lambda: True)
 
 
 def test_auto_means_cuda_when_available(gpu_host):
@@ -119,3 +122,35 @@ def test_a_cpu_chapter_imports_torch_only_when_used_and_seeds_it_then(demo_proje
         "c.seed_torch_when_imported = lambda seed: None\nch = c.Chapter(",
     )
     assert "torch was not seeded" in run(no_hook).stderr
+
+
+AUTO_CHAPTER = """
+import sys
+import implicit_bias.core.chapter as c
+{patch}
+ch = c.Chapter("demo", device="auto")
+print(ch.device_name, "torch" in sys.modules)
+"""
+
+
+def test_auto_on_a_machine_without_a_gpu_driver_is_the_cpu_without_torch(demo_project):
+    """`auto` where no GPU driver node exists: the CPU, named without the 2-3 s torch import
+    (every runner and kernel of a CPU machine); where a driver is present torch is asked."""
+    import subprocess
+    import sys
+
+    def run(patch):
+        return subprocess.run(
+            [sys.executable, "-c", AUTO_CHAPTER.format(patch=patch)],
+            capture_output=True,
+            text=True,
+            cwd=demo_project,
+        )
+
+    from implicit_bias.core.chapter import gpu_driver_present
+
+    if gpu_driver_present():
+        pytest.skip("this machine has a GPU driver")
+    assert run("").stdout.split() == ["cpu", "False"]
+    asked = run("c.gpu_driver_present = lambda: True").stdout.split()
+    assert asked == [str(resolve_device("auto")), "True"]  # can fail: torch answers here

@@ -79,10 +79,21 @@ def load_profile(chapter: str, profile: str, path: Path | None = None) -> dict:
     return load_profiles_file(path, chapter)[profile]
 
 
+# Device nodes of a GPU driver (NVIDIA; AMD ROCm, which torch also calls "cuda"; WSL's GPU):
+# where none exists, torch cannot see a GPU either.
+GPU_DRIVER_NODES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_driver_present() -> bool:
+    return any(os.path.exists(node) for node in GPU_DRIVER_NODES)
+
+
 def device_name(device) -> str:
     """What `device.resolve_device(device)` names ("cpu", "cuda:0", ...), with its errors; the
-    CPU is named without importing torch."""
-    if str(device).strip().lower() == "cpu":
+    CPU, and `auto` on a machine with no GPU driver, are named without importing torch (2-3 s
+    in every runner and kernel: a chapter that computes with numpy alone never needs it)."""
+    name = str(device).strip().lower()
+    if name == "cpu" or (name == "auto" and not gpu_driver_present()):
         return "cpu"
     from .engine.device import resolve_device
 

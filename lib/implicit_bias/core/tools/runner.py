@@ -89,9 +89,9 @@ class Interrupted(KeyboardInterrupt):
 
 
 def validate_device(device: str) -> str:
-    """The device's name, or a ValueError listing the valid devices. `auto` and `cuda` import
-    torch, to ask whether CUDA is there: checked after every other argument, so that a mistake
-    elsewhere is reported without that 2 s import."""
+    """The device's name, or a ValueError listing the valid devices. `cuda`, and `auto` where a
+    GPU driver is present, import torch to ask whether CUDA is there: checked after every other
+    argument, so that a mistake elsewhere is reported without that 2 s import."""
     try:
         return device_name(device)
     except ValueError as err:
