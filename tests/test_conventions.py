@@ -169,13 +169,6 @@ AWAITING_EVIDENCE = {
         "svm_l2_authors_program_matches_authors",
     },
 }
-# declared by the review of these four claims, which rewrites them (and only them)
-UNDECLARED = {
-    "fig2_algorithm1_improves_every_width",
-    "fig2_algorithm1_closes_gap",
-    "fig3_test_error_grows_with_noise",
-    "fig5_similar_at_large_dout",
-}
 
 
 def kind_problems(claims: list[dict], reports: list[dict | None]) -> dict[str, str]:
@@ -216,7 +209,7 @@ def test_every_comparison_is_decided_by_the_rule_or_declares_why_not(chapter):
     claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
     problems = kind_problems(claims, _reports(chapter))
     awaiting = AWAITING_EVIDENCE.get(chapter, set())
-    unexpected = {c: p for c, p in problems.items() if c not in awaiting | UNDECLARED}
+    unexpected = {c: p for c, p in problems.items() if c not in awaiting}
     assert unexpected == {}, "\n".join(f"{c}: {p}" for c, p in unexpected.items())
     fixed = sorted(awaiting - set(problems))
     assert fixed == [], f"now decided as declared: remove {fixed} from AWAITING_EVIDENCE"
@@ -273,7 +266,7 @@ def numbers_without_origin(claims: list[dict]) -> list[str]:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_number_of_an_expectation_names_its_origin(chapter):
     claims = yaml.safe_load((ROOT / "data" / "claims" / f"{chapter}.yaml").read_text())
-    missing = [m for m in numbers_without_origin(claims) if m.split(":")[0] not in UNDECLARED]
+    missing = numbers_without_origin(claims)
     assert missing == [], missing
 
 
