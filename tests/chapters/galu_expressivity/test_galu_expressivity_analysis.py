@@ -217,6 +217,11 @@ def test_fig3_fig4_helpers(agg_backend):
     met4 = analysis.fig4_metrics(df4)
     assert 0 <= met4["fig4_r2_gap_vs_l2_sq"] <= 1
     assert met4["fig4_r2_gap_vs_l2_sq_adam"].value <= 1
+    # the claims' metrics: one R^2 per seed, each a line over that seed's noise levels
+    by_seed = met4["fig4_r2_gap_vs_l2_sq_by_seed"]
+    assert set(by_seed.seeds) == {t["seed"] for t in runs} and max(by_seed.values) <= 1
+    one = df4[(df4.fit == "closed_form") & (df4.seed == by_seed.seeds[0])]
+    assert by_seed.values[0] == pytest.approx(galu.linear_fit(one["l2_sq"], one["gap"])["r2"])
     assert "fig3_test_galu_adam_minus_relu_regression" in met
     figures.fig4(df4)
 
