@@ -310,8 +310,8 @@ def test_rendering_again_from_the_cache_leaves_the_results_as_committed(demo_pro
 
 def test_the_run_record_says_what_its_commit_is():
     """The run record's commit executed the page; where it read results from the cache, the
-    record says that their commits are in the figures' provenance (issue 45: three unexplained
-    hashes on a reader's path)."""
+    record says that their commits are in the figures' provenance (a reader met three hashes
+    on the way, none saying what it was)."""
     from datetime import UTC, datetime
 
     from implicit_bias.core.tools.runner import run_record_markdown

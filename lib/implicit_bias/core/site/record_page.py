@@ -1,7 +1,7 @@
 """A chapter's reproduction record: a page of its own, listed under the chapter, for the
 sections that record its run cell by cell (per-cell comparisons with a paper's published
 numbers, audits of the authors' code and data), so that the chapter's page reads as a book
-(issue 45: gln_norm's page was 28,334 px tall at 1280 px, the target 25,000).
+(gln_norm's page was 42,345 px tall at 1280 px, smoke profile; a page is at most 25,000).
 
 The notebook stays one notebook, executed once (in Jupyter and Colab it reads top to bottom):
 its record sections run from a markdown cell tagged `record-start` to the next cell tagged
