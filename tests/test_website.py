@@ -1140,12 +1140,12 @@ def table_fit_problems(page: str, width: int, measured: dict) -> tuple[list[str]
 
 @pytest.mark.parametrize("width", [1280, PHONE_PX])
 def test_every_chapter_table_fits_a_laptop_and_a_phone(built_site, width, measured, capsys):
-    """At 1280 px and at a phone's 390 px no chapter page is wider than the window, and every
-    table (claims tables and the data tables) fits its column; the only exception is
+    """At 1280 px and at a phone's 390 px no chapter or record page is wider than the window,
+    and every table (claims tables and the data tables) fits its column; the only exception is
     `may_scroll`'s, on a phone. The run prints, per chapter, the tables wider than their
     column and the worst of them."""
     problems, lines = [], []
-    for page in chapter_pages(built_site):
+    for page in chapter_pages(built_site) + record_pages(built_site):
         tables = measured(page, width)["tables"]
         found, wide = table_fit_problems(page.stem, width, tables)
         problems += found
