@@ -146,7 +146,7 @@ publish-check: ## clone HEAD, make book PROFILE=paper DEVICE=cpu there, fail if 
 	rm -rf "$$dir"
 
 clean: ## remove the built website, executed chapters and smoke outputs (the committed smoke cache stays)
-	rm -rf _build book/chapters results/smoke/figures results/smoke/claims results/smoke/*/run.json results/smoke/*/.run
+	rm -rf _build book/chapters book/records results/smoke/figures results/smoke/claims results/smoke/*/run.json results/smoke/*/.run
 
 help: ## list the targets, one line each
 	@echo "make TARGET [PROFILE=smoke|paper] [DEVICE=auto|cpu|cuda] [CHAPTERS=\"a b\"]"

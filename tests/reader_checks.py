@@ -233,3 +233,61 @@ def mid_word_problems(page: str, broken: list[str]) -> list[str]:
         if broken
         else []
     )
+
+
+# ---- display maths fits its column: MathJax 3 does not break a line, so a wide equation ran
+# past the column (gln_norm's authors' program: 873 px in a 688 px column at 1280 px) ---------
+DISPLAY_MATH = (
+    "result = [...document.querySelectorAll('article mjx-container[display=\"true\"]')]"
+    ".filter(m => m.getClientRects().length)"
+    ".map(m => [m.textContent.slice(0, 40), m.scrollWidth, m.parentElement.clientWidth])"
+)
+
+
+def display_math_problems(page: str, width: int, equations: list) -> list[str]:
+    """Display equations wider (by more than a pixel) than the column they sit in."""
+    return [
+        f"{page} at {width} px: an equation {need} px wide in a {column} px column: {text!r}"
+        for text, need, column in equations
+        if need > column + 1
+    ]
+
+
+# ---- the claims table's type: a claim's name, value and badge no smaller than its small print
+# (the paper's words, the interval): on a phone the name was 11.6 px, the badge 9.8 px and the
+# quote 14.4 px -----------------------------------------------------------------------------
+CLAIMS_TYPE = (
+    "const px = e => e ? parseFloat(getComputedStyle(e).fontSize) : null;"
+    "const rows = [...document.querySelectorAll('table.claims-table tr[id^=\"claim-\"]')];"
+    "const row = rows.find(r => r.querySelector('td:nth-child(2) small')) || rows[0];"
+    "const value = row && row.querySelector('td:nth-child(2)');"
+    "result = row ? {name: px(row.querySelector('td:first-child > b')), value: px(value),"
+    " badge: px(row.querySelector('.claim-status')),"
+    " quote: px(row.querySelector('td:first-child > small')), interval: px(value.querySelector("
+    "'small'))} : null"
+)
+
+
+def claims_type_problems(page: str, found: dict | None) -> list[str]:
+    """A claims table whose claim name, value or badge is set smaller than its small print."""
+    if not found:
+        return []
+    small = max((px for px in (found["quote"], found["interval"]) if px is not None), default=0)
+    return [
+        f"{page}: the claim's {part} is {found[part]} px, its small print {small} px"
+        for part in ("name", "value", "badge")
+        if found[part] is None or found[part] < small - 0.01
+    ]
+
+
+# ---- page height: a chapter page at most MAX_PAGE_PX tall at 1280 px (gln_norm's was 65,062
+# px, 72 screens; its per-cell record is a page of its own: core.site.record_page) -----------
+MAX_PAGE_PX = 25_000
+
+
+def height_problems(heights: dict[str, int]) -> list[str]:
+    return [
+        f"{page}: {px:,} px tall at 1280 px (at most {MAX_PAGE_PX:,})"
+        for page, px in heights.items()
+        if px > MAX_PAGE_PX
+    ]

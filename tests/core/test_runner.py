@@ -306,3 +306,19 @@ def test_rendering_again_from_the_cache_leaves_the_results_as_committed(demo_pro
     run = json.loads(tracked[0].read_text())
     assert run["tasks"]["computed"] == 3
     assert json.loads(tracked[1].read_text())["commit"].endswith("+ changes")
+
+
+def test_the_run_record_says_what_its_commit_is():
+    """The run record's commit executed the page; where it read results from the cache, the
+    record says that their commits are in the figures' provenance (a reader met three hashes
+    on the way, none saying what it was)."""
+    from datetime import UTC, datetime
+
+    from implicit_bias.core.tools.runner import run_record_markdown
+
+    def record(cached: int) -> str:
+        tasks = {"computed": 3 - cached, "cached": cached, "failed": 0}
+        return run_record_markdown("paper", "cpu", 1.0, tasks, 2.0, datetime.now(UTC))
+
+    assert "which executed this page; the results it read from the cache" in record(2)
+    assert "which executed this page |" in record(0)

@@ -77,6 +77,7 @@ def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
     assert "| [Gated linear networks" in page[overview:] and "| 2 | 1 |" in page
     assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
     assert "Every claim below was registered 1111111, before its result" in page
+    assert "(the commit of its wording and expectation; each figure names" in page
     assert "a_<wbr>b</a>" in page
     # can fail: with every claim registered alike, no row repeats it
     monkeypatch.setattr(

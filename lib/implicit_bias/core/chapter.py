@@ -660,6 +660,7 @@ def provenance_html(provenance: dict, folder: Path) -> str:
     return (
         f"<p class='figure-provenance'><small>Data: {', '.join(links)} · "
         f"drawn by: {source} · computed by: {sweeps} · checks: {claims} · profile "
-        f"<code>{esc(provenance['profile'])}</code>, commit <code>{esc(commit)}</code>"
+        f"<code>{esc(provenance['profile'])}</code>, data from the run at commit "
+        f"<code>{esc(commit)}</code>"
         "</small></p>"
     )

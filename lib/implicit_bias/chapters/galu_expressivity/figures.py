@@ -68,8 +68,8 @@ def theorem1(df):
             label=f"{gate} gates (MC, 2 s.e.)",
         )
     ax.plot([0, 1], [0, 1], color="grey", lw=1, label="y = x")
-    ax.set_xlabel("1 - rank(X_bar)/m (Theorem 1)")
-    ax.set_ylabel("Monte Carlo E[min L_S]")
+    ax.set_xlabel(r"$1 - \mathrm{rank}(\bar X)/m$ (Theorem 1)")
+    ax.set_ylabel(r"Monte Carlo $E[\min L_S]$")
     ax.set_title("Theorem 1: formula vs Monte Carlo")
     ax.legend(fontsize=7)
     ax = axes[0][1]
@@ -77,9 +77,9 @@ def theorem1(df):
     few = sub.groupby(["m", "d", "k"])[["min_m_kd", "rank", "rank_bound"]].mean().reset_index()
     x = np.arange(len(few))
     bars = (
-        ("min_m_kd", "min(m, kd) (paper)"),
-        ("rank", "rank(X_bar), observed"),
-        ("rank_bound", "bound (rank_upper_bound)"),
+        ("min_m_kd", r"$\min(m, kd)$ (paper)"),
+        ("rank", r"$\mathrm{rank}(\bar X)$, observed"),
+        ("rank_bound", "upper bound from the gate patterns"),
     )
     for i, (col, label) in enumerate(bars):
         ax.bar(x + (i - 1) * 0.27, few[col], width=0.27, color=PALETTE[i], label=label)
@@ -112,7 +112,7 @@ def fig2(df, m: int, d: int):
         ax.plot(ks, mean[col], style, color=PALETTE[i], ms=4, label=label)
     kk = np.linspace(ks.min(), ks.max(), 200)
     ax.plot(
-        kk, 1 - np.minimum(m, kk * d) / m, color="grey", lw=1, label="1 - min(m, kd)/m (Thm. 1)"
+        kk, 1 - np.minimum(m, kk * d) / m, color="grey", lw=1, label=r"$1 - \min(m, kd)/m$ (Thm. 1)"
     )
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")
@@ -155,7 +155,7 @@ def fig3(df):
             )
         if task == "regression":
             ax.set_yscale("symlog", linthresh=0.01)
-            ax.set_xlabel("label noise sigma_y")
+            ax.set_xlabel(r"label noise $\sigma_y$")
             ax.set_ylabel("MSE")
         else:
             ax.set_xlabel("label flip probability p")
@@ -170,7 +170,7 @@ def fig4(df):
     for the closed-form fits (the paper's figure); two-layer Adam fits as crosses."""
     fig, axes = figure(1, 2, width=7.2, height=3.0)
     cf, adam = df[df.fit == "closed_form"], df[df.fit == "adam"]
-    for ax, p, name in zip(axes[0], ("l2", "l1"), ("||w||_2^2", "||w||_1^2")):
+    for ax, p, name in zip(axes[0], ("l2", "l1"), (r"$\|w\|_2^2$", r"$\|w\|_1^2$")):
         fit = linear_fit(cf[f"{p}_sq"], cf["gap"])
         xx = np.linspace(0, cf[f"{p}_sq"].max(), 50)
         ax.plot(
@@ -178,7 +178,7 @@ def fig4(df):
             fit["slope"] * xx + fit["intercept"],
             color=PALETTE[3],
             lw=1,
-            label=f"least-squares line, R^2 = {fit['r2']:.4f}",
+            label=f"least-squares line, $R^2$ = {fit['r2']:.4f}",
         )
         ax.scatter(
             cf[f"{p}_sq"],
@@ -198,10 +198,10 @@ def fig4(df):
                 marker="x",
                 color=PALETTE[1],
                 zorder=4,
-                label=f"both layers by Adam, R^2 = {r2:.2f}",
+                label=f"both layers by Adam, $R^2$ = {r2:.2f}",
             )
         ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlabel(f"{name} (colour: sigma_y)")
+        ax.set_xlabel(f"{name} (colour: $\\sigma_y$)")
         ax.set_ylabel("test MSE - train MSE")
         ax.set_title(f"Fig. 4: gap vs {name}")
         ax.legend(fontsize=6)
@@ -216,7 +216,7 @@ def lemma1(df):
     mm = np.linspace(sub.m.min(), sub.m.max(), 200)
     d = int(sub.d.iloc[0])
     ax.plot(sub.m, sub.train_mean, "o", color=PALETTE[0], label="train (MC)")
-    ax.plot(mm, 1 - d / mm, color=PALETTE[0], lw=1, label="sigma^2 (1 - d/m)")
+    ax.plot(mm, 1 - d / mm, color=PALETTE[0], lw=1, label=r"$\sigma^2 (1 - d/m)$")
     ax.plot(sub.m, sub.test_mean, "s", color=PALETTE[3], label="test (MC mean)")
     ax.plot(sub.m, sub.test_median, "x", color=PALETTE[4], label="test (MC median)")
     mm2 = mm[mm > d + 1.5]
@@ -224,7 +224,7 @@ def lemma1(df):
     ax.set_yscale("log")
     ax.set_xlabel("training set size m")
     ax.set_ylabel("loss")
-    ax.set_title(f"Lemma 1 on D_1,0 (d = {d})")
+    ax.set_title(f"Lemma 1 on $D_{{1,0}}$ (d = {d})")
     ax.legend(fontsize=6)
     ax = axes[0][1]
     edge = df[df.m == d + 2]
@@ -242,7 +242,10 @@ def lemma1(df):
         label="Lemma 1 (test)",
         zorder=3,
     )
-    ax.set_xticks(x, [f"{r.dist}\n(sigma = {r.sigma:g})" for r in edge.itertuples()])
+    # the data's names (D_1,0, D_sigma,beta) as the paper writes them
+    shown = {"D_1,0": r"$D_{1,0}$", "D_sigma,beta": r"$D_{\sigma,\beta}$"}
+    ticks = [f"{shown.get(r.dist, r.dist)}\n($\\sigma$ = {r.sigma:g})" for r in edge.itertuples()]
+    ax.set_xticks(x, ticks)
     ax.set_yscale("log")
     ax.set_ylabel("loss")
     ax.set_title(f"m = d + 2 = {d + 2}")

@@ -39,9 +39,9 @@ def figure1(data: pd.DataFrame, X: np.ndarray, y: np.ndarray, w_hat: np.ndarray)
     ax.set_ylim(-3.5, 3.5)
     ax.set_title(f"(A) data, separators at t = {t_last:.0e}")
     panels = [
-        ("norm", "(B) ||w(t)|| / ||w(T)||", "semilogx"),
+        ("norm", r"(B) $\|w(t)\| / \|w(T)\|$", "semilogx"),
         ("train_loss", "(C) training loss", "loglog"),
-        ("angle_gap", "(D) angle gap 1 - cos", "loglog"),
+        ("angle_gap", r"(D) angle gap $1 - \cos$", "loglog"),
         ("margin_gap", "(E) margin gap", "loglog"),
     ]
     for optimizer, rows in data.groupby("optimizer", sort=False):
@@ -88,10 +88,10 @@ def rates(data: pd.DataFrame) -> Figure:
     fig, axes = figure(nrows=1, ncols=4, width=14, height=3.2)
     axes = axes.ravel()
     titles = {
-        "residual_error": "||rho(t) - w_tilde|| / ||w_tilde||",
-        "direction_constant_ratio": "dist * ||w|| / predicted",
-        "margin_constant_ratio": "margin gap * ||w|| / predicted",
-        "loss_constant_ratio": "L(w) eta t / ||w_hat||^2",
+        "residual_error": r"$\|\rho(t) - \tilde w\| / \|\tilde w\|$",
+        "direction_constant_ratio": r"distance $\times \|w\|$ / predicted",
+        "margin_constant_ratio": r"margin gap $\times \|w\|$ / predicted",
+        "loss_constant_ratio": r"$L(w)\, \eta t / \|\hat w\|^2$",
     }
     styles = {"generic_logistic": "-", "generic_exp": "--"}
     for (experiment, optimizer), rows in data.groupby(["experiment", "optimizer"], sort=False):
@@ -143,6 +143,6 @@ def optimizers(data: pd.DataFrame) -> Figure:
     for optimizer, rows in data.groupby("optimizer", sort=False):
         ax.loglog(rows["t"], rows["dist"], color=OPTIMIZER_COLOR[optimizer], label=optimizer)
     ax.set_xlabel("t")
-    ax.set_ylabel("|| w/||w|| - w_hat/||w_hat|| ||")
+    ax.set_ylabel(r"$\| w / \|w\| - \hat w / \|\hat w\| \|$")
     ax.legend()
     return fig

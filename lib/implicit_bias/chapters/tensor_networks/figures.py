@@ -69,7 +69,7 @@ def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
     axes[1].bar(pos + 0.2, cls["thm1_uavg_residual"], 0.4, label="averaged u", color=PALETTE[1])
     axes[1].set_yscale("log")
     axes[1].set_xticks(pos, labels, rotation=60, ha="right")
-    axes[1].set(ylabel="final residual", title="Theorem 1: two estimates of u_inf")
+    axes[1].set(ylabel="final residual", title=r"Theorem 1: two estimates of $u_\infty$")
     axes[1].legend(fontsize=7)
     return fig
 
@@ -84,7 +84,7 @@ def cor123_convergence(curves: pd.DataFrame, seed: int):
     axes[0].set_xlabel("GD step")
     axes[1].set_xlabel("log(1 / loss)")
     for ax in axes:
-        ax.set_ylabel("1 - cos(beta, reference)")
+        ax.set_ylabel(r"$1 - \cos(\beta$, reference)")
     axes[0].set_title("Cor. 1-3: direction vs. max-margin reference")
     axes[1].legend(fontsize=7)
     return fig
@@ -96,6 +96,7 @@ def cor3_fourier_spectra(spectra: pd.DataFrame, seed: int):
     plot_by_group(ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", floor=1e-12)
     ax.set_xscale("linear")
     ax.set_xlabel("rank of the Fourier coefficient (sorted by magnitude)")
+    # still in code notation: its baselines are per CPU vendor (its data differ by vendor)
     ax.set_ylabel("|F beta|_j / max_j |F beta|_j")
     ax.set_title("Cor. 3: Fourier spectra of the learned predictors")
     ax.legend(fontsize=7)
@@ -114,26 +115,30 @@ def lemma4_hl(curves: pd.DataFrame, ode: pd.DataFrame):
         axes[0].plot(at_L["h_ode"], at_L["tau"], "o", ms=3, color=PALETTE[i])
         axes[1].plot(at_L["h_ode"], at_L["H_ode"], "o", ms=3, color=PALETTE[i])
     grid = curves.loc[curves["L"] == curves["L"].iloc[0], "t"].to_numpy()
-    axes[1].plot(grid, grid**2 / 2, "k:", lw=1, label="t^2 / 2")
+    axes[1].plot(grid, grid**2 / 2, "k:", lw=1, label=r"$t^2 / 2$")
     axes[0].set(
         xlabel="t",
-        ylabel="h_L^{-1}(t)",
-        title="Lemma 4: h_L^{-1} (dots: ODE)",
+        ylabel=r"$h_L^{-1}(t)$",
+        title=r"Lemma 4: $h_L^{-1}$ (dots: ODE)",
         xlim=(-6, 6),
         ylim=(-2, 2),
     )
     axes[1].set(
-        xlabel="t", ylabel="H_L(t)", title="Thm 5: H_L (dots: ODE)", xlim=(-6, 6), ylim=(0, 12)
+        xlabel="t",
+        ylabel=r"$H_L(t)$",
+        title=r"Thm 5: $H_L$ (dots: ODE)",
+        xlim=(-6, 6),
+        ylim=(0, 12),
     )
     axes[1].legend()
     return fig
 
 
 FORMULA_LABELS = {
-    "error_derived": "derived (Cor 5; Cor 6 with d^(-(L-1)/2))",
-    "error_thm5_printed": "Thm 5 as printed (alpha L)",
+    "error_derived": r"derived (Cor 5; Cor 6 with $d^{-(L-1)/2}$)",
+    "error_thm5_printed": r"Thm 5 as printed ($\alpha L$)",
     "error_cor6_printed": "Cor 6 as printed, unitary F",
-    "error_cor6_printed_unnormalized": "Cor 6 as printed, sqrt(d) F",
+    "error_cor6_printed_unnormalized": r"Cor 6 as printed, $\sqrt{d}\,F$",
 }
 
 

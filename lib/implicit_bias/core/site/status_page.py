@@ -111,7 +111,11 @@ def _registrations(chapter: str) -> dict[str, str]:
     except HistoryError:
         return {}
     words = {True: "before its result", False: "with or after its result", None: "no result yet"}
-    return {cid: f"registered {r.short}, {words[r.pre_registered]}" for cid, r in regs.items()}
+    # the hash as long as the figures' provenance and the run record give theirs (12)
+    return {
+        cid: f"registered at commit {(r.defined or 'uncommitted')[:12]}, {words[r.pre_registered]}"
+        for cid, r in regs.items()
+    }
 
 
 def _breakable(cid: str) -> str:
@@ -200,7 +204,12 @@ def status_markdown(rows: list[dict]) -> str:
             said = [registered.get(r["id"], "") for r in ch_rows]
             common = max(set(said), key=said.count) if said else ""
             shared = (
-                [f"Every claim below was {common}, except where its row says otherwise.", ""]
+                [
+                    f"Every claim below was {common} (the commit of its wording and expectation"
+                    "; each figure names the commit of its data), except where its row says "
+                    "otherwise.",
+                    "",
+                ]
                 if common
                 else []
             )

@@ -22,7 +22,7 @@ import json
 import re
 from pathlib import Path
 
-from . import verdict
+from . import record_page, verdict
 from .figure_panels import crop, panel_boxes
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
@@ -99,17 +99,18 @@ def phone_panels(data: bytes, fig_id: str, folder: Path, record: dict, alt: str)
     return f"<span class='figure-panels'>{''.join(tags)}</span>" if tags else ""
 
 
-# The executed chapter `book/chapters/<id>.ipynb` is built, not kept in the repository: the
+# The executed chapter `book/chapters/<id>.ipynb` (and its record page, `book/records/<id>.ipynb`:
+# core.site.record_page) is built, not kept in the repository: the
 # theme's edit and launch links go to its source, `notebooks/<id>.md` (Binder opens it as a
 # notebook with jupytext), and Colab's to `colab/<id>.ipynb` (core.site.colab). Also `/./` (the
 # theme's `path_to_book: .`) goes.
 EXECUTED = re.compile(
     r"(https://[^\"'\s]*?/(?:edit|blob|tree)/[\w.-]+/|urlpath=lab/tree/)"
-    r"(?:\./)?book/chapters/([\w-]+)\.ipynb"
+    r"(?:\./)?book/(?:chapters|records)/([\w-]+)\.ipynb"
 )
 COLAB = re.compile(
     r"(https://colab\.research\.google\.com/github/[^\"'\s]*?/blob/[\w.-]+/)"
-    r"(?:\./)?book/chapters/([\w-]+)\.ipynb"
+    r"(?:\./)?book/(?:chapters|records)/([\w-]+)\.ipynb"
 )
 
 
@@ -278,7 +279,7 @@ TH = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
 WRITTEN_CAPTION = re.compile(
     r"(<span class='written-caption'>)(.*?)(<span class='figure-takeaway'>)", re.S
 )
-CLAIMS_TABLE = re.compile(r"<table class='claims-table'>.*?</table>", re.S)
+CLAIMS_TABLE = re.compile(r"<table class='claims-table(?: [\w-]+)*'>.*?</table>", re.S)
 DATA_TABLE = re.compile(r"<table[^>]*class=\"dataframe[^\"]*\"[^>]*>.*?</table>", re.S)
 FOLD_SCRIPT = (
     "<script>(() => { const reveal = () => { const id = decodeURIComponent("
@@ -374,7 +375,7 @@ def externalize(page: Path) -> int:
         report = chapter_report(page.stem)
         text = report_findings(add_verdict(text, report), report)
     text, _ = fit_tables(breakable_headers(text))
-    if page.parent.name == "chapters":
+    if page.parent.name in ("chapters", Path(record_page.RECORDS).name):
         text = fold_tables(text)
     if "data:image/png;base64," not in text and "data:text/csv;base64," not in text:
         page.write_text(text)
@@ -490,12 +491,16 @@ def fold_code(notebook: dict) -> int:
 
 def _source_read(app, docname: str, source: list) -> None:
     """A chapter's code cells fold by default (`fold_code`), whatever its notebook tags: the
-    reader reads the narrative and the results, and opens the code where they want it."""
-    if not docname.startswith("book/chapters/") or not source[0].lstrip().startswith("{"):
+    reader reads the narrative and the results, and opens the code where they want it. Its
+    record sections are on its record page (`record_page`), which folds its code too."""
+    paged = docname.startswith(("book/chapters/", f"{record_page.RECORDS}/"))
+    if not paged or not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
-    if fold_code(notebook):
-        source[0] = json.dumps(notebook)
+    if docname.startswith("book/chapters/"):
+        notebook = record_page.chapter_without_record(notebook, docname.split("/")[-1]) or notebook
+    fold_code(notebook)
+    source[0] = json.dumps(notebook)
 
 
 def _build_finished(app, exception) -> None:
@@ -542,6 +547,10 @@ def chapter_counts() -> dict[str, str]:
 
 
 def _config_inited(app, config) -> None:
+    from ..engine.paths import project_root
+
+    # before sphinx-external-toc reads `_toc.yml` (priority 900), which lists the record pages
+    record_page.write_record_pages(project_root(), toc_chapters())
     config.myst_substitutions = {**chapter_counts(), **(config.myst_substitutions or {})}
     # the theme's light/dark switch starts from "auto" on a first visit (its template leaves
     # the mode empty, which its script logs as an error: "Got invalid theme mode")

@@ -626,7 +626,14 @@ def run_record_markdown(
         f"cache, {tasks['failed']} failed |",
         f"| compute time of the results shown | {compute_seconds:.0f} s (the tasks' own "
         "times, whenever they were computed) |",
-        f"| code | commit `{source_commit()}` |",
+        f"| code | commit `{source_commit()}`, which executed this page"
+        + (
+            "; the results it read from the cache were computed by earlier runs (a figure's "
+            "provenance names the commit of the run behind its data)"
+            if tasks["cached"]
+            else ""
+        )
+        + " |",
         f"| date | {finished.strftime('%Y-%m-%d %H:%M')} UTC |",
     ]
     return "\n".join(lines)
