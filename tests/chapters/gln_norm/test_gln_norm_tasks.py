@@ -57,6 +57,13 @@ def test_expand_blocks_and_task_lists():
     assert [t["C"] for t in tasks.shallow_gd_tasks(cfg)] == [1, 8]
     assert [t["C"] for t in tasks.shallow_svm_tasks(cfg)] == [1]
     assert len(tasks.relu_tasks(cfg)) == 1
+    # the ReLU networks take relu_seeds where a profile has them (confirmatory seeds of their
+    # comparisons alone), the context seeds otherwise; the other families keep the seeds
+    assert tasks.relu_tasks(cfg)[0]["seeds"] == [0]
+    more = {**cfg, "relu_seeds": [0, 1, 2]}
+    assert tasks.relu_tasks(more)[0]["seeds"] == [0, 1, 2]
+    assert tasks.relu_no_bias_tasks(more)[0]["seeds"] == [0, 1, 2]
+    assert {tuple(t["seeds"]) for t in tasks.gd_tasks(more)} == {(0,)}
     auth = tasks.svm_l2_authors_tasks(cfg)
     assert [t["H"] for t in auth] == [10, 20] and {t["ridge"] for t in auth} == {1e-7}
     osqp = tasks.svm_l2_authors_solver_tasks(cfg)
