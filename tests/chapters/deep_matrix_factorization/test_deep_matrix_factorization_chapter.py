@@ -275,5 +275,9 @@ def test_authors_tasks_put_the_inner_scales_in_tasks_of_their_own():
     assert [t for t in every if t in ends] == ends
     inner = [t["cells"] for t in every if t not in ends]
     assert inner == [[[50, 1e-4], [50, 1e-5]]] * 2
+    # Fig. 1's further counts come in tasks of their own, one per depth and seed
+    more = tasks.authors_tasks({**cfg, "authors_more_counts": [60, 70]})
+    assert [t for t in more if t in ends] == ends
+    assert [t["cells"] for t in more if t not in ends] == [[[60, 1e-3], [70, 1e-3]]] * 4
     # the inner scales at the ends would change the claims' tasks
     assert tasks.authors_tasks({**cfg, "authors_fig2_scales": [1e-2, 1e-6]}) != ends

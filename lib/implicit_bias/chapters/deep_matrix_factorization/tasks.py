@@ -245,7 +245,9 @@ def authors_tasks(cfg: dict) -> list[dict]:
     authors_fig2_scales), which decide the Fig. 2 claims; and one task of the scales between
     the ends, which only Fig. 2's table draws: a task of its own, so that adding or dropping
     them recomputes none of the claims' runs (it draws its Gaussian factors from the same seed:
-    the directions of the ends' cells at other scales). Each cell once."""
+    the directions of the ends' cells at other scales). Fig. 1's further counts
+    (authors_more_counts, where the profile has them) run in a third task, for the same
+    reason. Each cell once."""
     scales = cfg["authors_fig2_scales"]
     ends = [a for a in scales if a in (min(scales), max(scales))]
     inner = [a for a in scales if a not in ends]
@@ -274,6 +276,10 @@ def authors_tasks(cfg: dict) -> list[dict]:
             if d in cfg["authors_fig2_depths"] and inner:
                 tasks.append(
                     task(s, d, [[m, a] for m in cfg["authors_fig2_counts"] for a in inner])
+                )
+            if cfg.get("authors_more_counts"):
+                tasks.append(
+                    task(s, d, [[m, cfg["init_scale"]] for m in cfg["authors_more_counts"]])
                 )
     return tasks
 
