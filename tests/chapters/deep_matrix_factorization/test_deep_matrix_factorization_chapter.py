@@ -250,3 +250,34 @@ def test_step_scan_labels_and_table():
     assert sorted(table["optimizer"]) == ["adaptive", "step 0.1", "step 1"]
     steps = table.set_index("optimizer")["steps"]
     assert steps["step 0.1"] > 5 * steps["step 1"]
+
+
+def test_authors_tasks_put_the_inner_scales_in_tasks_of_their_own():
+    cfg = {
+        "n": 12,
+        "rank": 1,
+        "seeds": [0, 1],
+        "depths": [2, 3],
+        "init_scale": 1e-3,
+        "tol": 1e-6,
+        "authors_lr": 1e-2,
+        "authors_max_steps": 100,
+        "authors_counts": [50],
+        "authors_fig2_depths": [3],
+        "authors_fig2_counts": [50],
+        "authors_fig2_scales": [1e-3, 1e-6],
+    }
+    ends = tasks.authors_tasks(cfg)
+    assert [t["cells"] for t in ends if t["depth"] == 2] == [[[50, 1e-3]]] * 2
+    assert [t["cells"] for t in ends if t["depth"] == 3] == [[[50, 1e-3], [50, 1e-6]]] * 2
+    every = tasks.authors_tasks({**cfg, "authors_fig2_scales": [1e-3, 1e-4, 1e-5, 1e-6]})
+    # the claims' tasks (the ends) are unchanged: adding the inner scales recomputes none
+    assert [t for t in every if t in ends] == ends
+    inner = [t["cells"] for t in every if t not in ends]
+    assert inner == [[[50, 1e-4], [50, 1e-5]]] * 2
+    # Fig. 1's further counts come in tasks of their own, one per depth and seed
+    more = tasks.authors_tasks({**cfg, "authors_more_counts": [60, 70]})
+    assert [t for t in more if t in ends] == ends
+    assert [t["cells"] for t in more if t not in ends] == [[[60, 1e-3], [70, 1e-3]]] * 4
+    # the inner scales at the ends would change the claims' tasks
+    assert tasks.authors_tasks({**cfg, "authors_fig2_scales": [1e-2, 1e-6]}) != ends
