@@ -189,3 +189,24 @@ def test_no_plan_where_no_number_of_seeds_decides(monkeypatch):
     assert claims_module.plan_seeds("demo", report(0.125))["claims"] == {}
     planned = claims_module.plan_seeds("demo", report(0.01))["claims"]
     assert planned[claim["id"]]["seeds"][0] == 3
+
+
+def test_new_seeds_start_after_every_seed_the_report_holds(monkeypatch):
+    """A claim whose seed 2 was run and dropped (infeasible) has evidence on seeds 0 and 1; its
+    new seeds must not start at 2, which was seen: they start after the largest seed of any
+    claim of the report."""
+    from implicit_bias.core.verdicts import claims as claims_module
+
+    other = {**CLAIM, "id": "c_better"}
+    monkeypatch.setattr(claims_module, "load_claims", lambda chapter: [CLAIM, other])
+    dropped = decision.paired_differences({0: -0.01, 1: -0.012})
+    full = decision.paired_differences({0: -0.02, 1: -0.021, 2: -0.019})
+    report = {
+        "claims": [
+            {"id": CLAIM["id"], "seeds": dropped.to_json()},
+            {"id": "c_better", "seeds": full.to_json()},
+        ]
+    }
+    plans = claims_module.plan_seeds("demo", report)["claims"]
+    assert plans[CLAIM["id"]]["exploratory_seeds"] == [0, 1]
+    assert plans[CLAIM["id"]]["seeds"][0] == 3 and plans["c_better"]["seeds"][0] == 3

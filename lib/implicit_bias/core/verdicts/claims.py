@@ -141,6 +141,10 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
     if report is None:
         raise ClaimsError(f"{chapter}: no paper claims report to plan from")
     claims = {c["id"]: c for c in load_claims(chapter) if "paper" in c["profiles"]}
+    # new seeds start after every seed the report's evidence holds, not after the claim's own:
+    # a seed a claim dropped (an infeasible or unconverged run) was still run and seen
+    seen = [int(s) for r in report["claims"] for s in ((r.get("seeds") or {}).get("seeds") or [])]
+    first_new = max(seen) + 1 if seen else 0
     plans = {}
     for row in report["claims"]:
         claim = claims.get(row["id"])
@@ -159,10 +163,9 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
             # no number of seeds decides it: a grid metric whose resolution is as wide as its
             # region (a finer grid would, which its inconclusive row says), so no plan
             continue
-        start = max(int(s) for s in evidence.seeds) + 1 if evidence.seeds else 0
         plans[row["id"]] = {
             "exploratory_seeds": [int(s) for s in evidence.seeds],
-            "seeds": list(range(start, start + got.new_seeds)),
+            "seeds": list(range(first_new, first_new + got.new_seeds)),
             **{k: v for k, v in got.to_json().items() if k != "target"},
         }
     return {
