@@ -124,7 +124,7 @@ def test_fig4_gap_against_both_norms():
     )
     fig = figures.fig4(df)
     assert isinstance(fig, Figure)
-    assert titles(fig) == ["Fig. 4: gap vs ||w||_2^2", "Fig. 4: gap vs ||w||_1^2"]
+    assert titles(fig) == [r"Fig. 4: gap vs $\|w\|_2^2$", r"Fig. 4: gap vs $\|w\|_1^2$"]
 
 
 def test_lemma1_two_panels():
@@ -139,7 +139,7 @@ def test_lemma1_two_panels():
     runs = tasks.lemma1_tasks(cfg, "cpu")
     fig = figures.lemma1(analysis.lemma1_frame(runs, [tasks.lemma1_task(t) for t in runs]))
     assert isinstance(fig, Figure)
-    assert titles(fig) == ["Lemma 1 on D_1,0 (d = 3)", "m = d + 2 = 5"]
+    assert titles(fig) == ["Lemma 1 on $D_{1,0}$ (d = 3)", "m = d + 2 = 5"]
 
 
 def test_fig5_smallest_width_and_curves():
