@@ -73,7 +73,7 @@ def test_classification_figures(cls):
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert _titles(fig) == [
         "Theorem 1: residual along training",
-        "Theorem 1: two estimates of u_inf",
+        r"Theorem 1: two estimates of $u_\infty$",
     ]
     assert len(fig.axes[0].get_lines()) == 6 and len(fig.axes[1].patches) == 12
     fig = figures.cor123_convergence(analysis.cosine_curves(cls), seed=0)
@@ -89,7 +89,7 @@ def test_lemma4_figure():
     ode = pd.DataFrame({"L": [2, 3], "tau": [0.5, 0.5], "h_ode": [0.6, 0.7], "H_ode": [0.2, 0.3]})
     fig = figures.lemma4_hl(curves, ode)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert _titles(fig) == ["Lemma 4: h_L^{-1} (dots: ODE)", "Thm 5: H_L (dots: ODE)"]
+    assert _titles(fig) == ["Lemma 4: $h_L^{-1}$ (dots: ODE)", "Thm 5: $H_L$ (dots: ODE)"]
     assert len(fig.axes[1].get_lines()) == 2 * 2 + 1  # curves, ODE dots, t^2 / 2
     np.testing.assert_array_equal(fig.axes[1].get_lines()[-1].get_xdata(), np.linspace(-6, 6, 13))
     plt.close(fig)
