@@ -72,7 +72,7 @@ def record_doc(chapter: str) -> str:
     return f"/{RECORDS}/{chapter}"
 
 
-def link_cell(chapter: str, sections: list[str]) -> dict:
+def link_cell(chapter: str, sections: list[tuple[str, str]]) -> dict:
     """The paragraph that stands, on the chapter's page, where its record sections were."""
     listed = "".join(f"\n{'  ' * (len(level) - 2)}* {title}" for level, title in sections)
     text = (
