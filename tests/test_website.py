@@ -314,7 +314,14 @@ def probe_with_dom(
     """`probe`'s result and the DOM Chromium rendered (of the page's frame at a phone's width)."""
     name = f".probe-{width}-{'dark-' if dark else ''}{page.name}"
     probe_page = page.with_name(name)
+    # dark: the theme's switch, with its colour transitions off, so that what is measured at
+    # once is the dark colours and not a transition's first frame (the light mode's: a search
+    # button measured black on the dark header in one run of several)
     theme = (
+        "const still = document.createElement('style');"
+        "still.textContent = '*, *::before, *::after { transition: none !important;"
+        " animation: none !important; }';"
+        "document.head.appendChild(still);"
         "document.documentElement.dataset.theme = 'dark';"
         "document.documentElement.dataset.mode = 'dark';"
         if dark
