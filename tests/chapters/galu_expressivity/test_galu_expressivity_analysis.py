@@ -134,20 +134,26 @@ def test_fig2_helpers(agg_backend):
     figures.fig2(df, 48, 4)
 
 
-def test_fig2_a_gap_within_the_seed_spread_leaves_the_claim_inconclusive():
-    # ReLU better on average at both widths, but at k = 1 by less than its seed-to-seed
-    # spread: the least favourable width is k = 1, whose interval straddles 0.
-    df = pd.DataFrame(
+def _fig2_frame(relu=(0.95, 1.03, 0.99, 0.80, 0.81, 0.80), relu_converged=True):
+    """Fig. 2's losses at widths k = 1, 2 for seeds 0-2 (GaLU, its doubled width, Algorithm 1,
+    ReLU)."""
+    return pd.DataFrame(
         {
             "seed": [0, 1, 2, 0, 1, 2],
             "k": [1, 1, 1, 2, 2, 2],
             "galu": [0.96, 1.02, 1.00, 0.90, 0.92, 0.91],
             "galu_2k": 0.0,
             "galu_alg1": [0.95, 1.01, 0.99, 0.80, 0.82, 0.81],
-            "relu": [0.95, 1.03, 0.99, 0.80, 0.81, 0.80],
-            "relu_converged": True,
+            "relu": list(relu),
+            "relu_converged": relu_converged,
         }
     )
+
+
+def test_fig2_a_gap_within_the_seed_spread_leaves_the_claim_inconclusive():
+    # ReLU better on average at both widths, but at k = 1 by less than its seed-to-seed
+    # spread: the least favourable width is k = 1, whose interval straddles 0.
+    df = _fig2_frame()
     ev = analysis.fig2_metrics(df, 48, 4)["fig2_galu_minus_relu_every_k"]
     assert ev.estimate == pytest.approx(0.01 / 3)  # k = 1's differences 0.01, -0.01, 0.01
     assert ev.decide(decision.region(">", 0)) == decision.INCONCLUSIVE
@@ -161,16 +167,9 @@ def test_fig2_unconverged_relu_runs_are_left_out_and_counted():
     # seed 1's ReLU at k = 2 stopped by the cap: that width leaves every seed's share (the
     # sums must cover the same widths) and the run is counted as dropped; its number, poisoned
     # here, reaches no metric
-    df = pd.DataFrame(
-        {
-            "seed": [0, 1, 2, 0, 1, 2],
-            "k": [1, 1, 1, 2, 2, 2],
-            "galu": [0.96, 1.02, 1.00, 0.90, 0.92, 0.91],
-            "galu_2k": 0.0,
-            "galu_alg1": [0.95, 1.01, 0.99, 0.80, 0.82, 0.81],
-            "relu": [0.95, 1.03, 0.99, 0.80, 99.0, 0.80],
-            "relu_converged": [True, True, True, True, False, True],
-        }
+    df = _fig2_frame(
+        relu=[0.95, 1.03, 0.99, 0.80, 99.0, 0.80],
+        relu_converged=[True, True, True, True, False, True],
     )
     met = analysis.fig2_metrics(df, 48, 4)
     share = met["fig2_share_of_gap_closed_by_alg1"]

@@ -14,6 +14,12 @@ MODEL_LABELS = {
     "linear": "linear",
     "relu_readout": "ReLU, readout only",
 }
+# Fig. 3's three curves per model: column, line style, marker size, legend words
+FIG3_CURVES = (
+    ("test", "o-", 4, "test"),
+    ("train", "x--", 4, "train"),
+    ("test_clean", "s:", 3, "test, clean labels"),
+)
 FIG3_LABELS = {"galu": "GaLU, closed form", "galu_adam": "GaLU, Adam", "relu": "ReLU, Adam"}
 FIG5_LABELS = {
     "galu_acs": "GaLU, alternate convex search",
@@ -129,30 +135,15 @@ def fig3(df):
     for ax, task in zip(axes[0], ("regression", "classification")):
         for i, model in enumerate(FIG3_LABELS):
             sub = mean[(mean.task == task) & (mean.model == model)]
-            ax.plot(
-                sub.noise,
-                sub.test,
-                "o-",
-                color=PALETTE[i],
-                ms=4,
-                label=f"{FIG3_LABELS[model]}: test",
-            )
-            ax.plot(
-                sub.noise,
-                sub.train,
-                "x--",
-                color=PALETTE[i],
-                ms=4,
-                label=f"{FIG3_LABELS[model]}: train",
-            )
-            ax.plot(
-                sub.noise,
-                sub.test_clean,
-                "s:",
-                color=PALETTE[i],
-                ms=3,
-                label=f"{FIG3_LABELS[model]}: test, clean labels",
-            )
+            for column, style, size, what in FIG3_CURVES:
+                ax.plot(
+                    sub.noise,
+                    sub[column],
+                    style,
+                    color=PALETTE[i],
+                    ms=size,
+                    label=f"{FIG3_LABELS[model]}: {what}",
+                )
         if task == "regression":
             ax.set_yscale("symlog", linthresh=0.01)
             ax.set_xlabel(r"label noise $\sigma_y$")
