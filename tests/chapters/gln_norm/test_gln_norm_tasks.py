@@ -64,6 +64,16 @@ def test_expand_blocks_and_task_lists():
     assert tasks.relu_tasks(more)[0]["seeds"] == [0, 1, 2]
     assert tasks.relu_no_bias_tasks(more)[0]["seeds"] == [0, 1, 2]
     assert {tuple(t["seeds"]) for t in tasks.gd_tasks(more)} == {(0,)}
+    # seed groups: each group is a task of its own, the earlier groups' tasks unchanged (so
+    # confirmatory seeds run beside the committed tasks instead of recomputing them)
+    grouped = {**cfg, "gln_seeds": [[0], [3, 4]], "relu_seeds": [[0, 1], [5]]}
+    assert [t["seeds"] for t in tasks.gd_tasks(grouped)] == [[0]] * 4 + [[3, 4]] * 4
+    assert tasks.gd_tasks(grouped)[:4] == tasks.gd_tasks(cfg)
+    assert tasks.svm_tasks(grouped)[:4] == tasks.svm_tasks(cfg)
+    assert [t["seeds"] for t in tasks.relu_tasks(grouped)] == [[0, 1], [5]]
+    assert {tuple(t["seeds"]) for t in tasks.shallow_gd_tasks(grouped)} == {(0,)}
+    with pytest.raises(ValueError, match="two groups"):
+        tasks.gd_tasks({**cfg, "gln_seeds": [[0, 1], [1, 2]]})
     auth = tasks.svm_l2_authors_tasks(cfg)
     assert [t["H"] for t in auth] == [10, 20] and {t["ridge"] for t in auth} == {1e-7}
     osqp = tasks.svm_l2_authors_solver_tasks(cfg)

@@ -567,6 +567,19 @@ def expand_blocks(blocks: list[dict]) -> list[dict]:
     return out
 
 
+def seed_groups(cfg: dict, key: str) -> list[list[int]]:
+    """The seed groups of a family: the profile's `key` (a list of seeds, or of seed groups),
+    else its `seeds`. Each group is a task of its own, so that confirmatory seeds added later
+    (data/seed_plans/gln_norm.yaml) run beside the committed tasks of the seeds before them
+    instead of recomputing those, and a batched task stays a few seeds wide."""
+    seeds = cfg.get(key, cfg["seeds"])
+    groups = seeds if seeds and isinstance(seeds[0], list) else [seeds]
+    flat = [s for g in groups for s in g]
+    if len(set(flat)) != len(flat):
+        raise ValueError(f"{key}: a seed appears in two groups: {groups}")
+    return [list(g) for g in groups]
+
+
 def _common(cfg: dict, device: str | None) -> dict:
     out = {
         "seeds": list(cfg["seeds"]),
@@ -579,9 +592,13 @@ def _common(cfg: dict, device: str | None) -> dict:
 
 
 def gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
-    """Deep GLN training tasks of a profile (one per (H, C, N, MI, momentum), seeds batched)."""
+    """Deep GLN training tasks of a profile: one per (H, C, N, MI, momentum) and group of
+    `gln_seeds` (the deep GLNs' seeds with the confirmatory ones; default `seeds`), its seeds
+    batched."""
     return [
-        {"depth": "deep", **c, **_common(cfg, device)} for c in expand_blocks(cfg["gln_blocks"])
+        {"depth": "deep", **c, **_common(cfg, device), "seeds": seeds}
+        for seeds in seed_groups(cfg, "gln_seeds")
+        for c in expand_blocks(cfg["gln_blocks"])
     ]
 
 
@@ -592,7 +609,15 @@ def gd_longer_tasks(cfg: dict) -> list[dict]:
     cells = expand_blocks([{k: block[k] for k in ("H", "C", "N")}])
     common = {k: v for k, v in _common(cfg, None).items() if k != "n_steps"}
     return [
-        {**c, **common, "median_init": True, "momentum": 0.0, "checkpoints": block["checkpoints"]}
+        {
+            **c,
+            **common,
+            "seeds": seeds,
+            "median_init": True,
+            "momentum": 0.0,
+            "checkpoints": block["checkpoints"],
+        }
+        for seeds in seed_groups(cfg, "finite_time_seeds")
         for c in cells
     ]
 
@@ -606,10 +631,11 @@ def svm_tasks(cfg: dict) -> list[dict]:
         {
             "method": m,
             **c,
-            "seeds": list(cfg["seeds"]),
+            "seeds": seeds,
             "n_val": cfg["n_val"],
             "solver": cfg["solver"],
         }
+        for seeds in seed_groups(cfg, "gln_seeds")
         for c in configs
         for m in cfg["svm_methods"]
     ]
@@ -646,9 +672,9 @@ def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """ReLU network tasks (GD-ReLU with its SVM-RC, SVM-LC and SVM-HL), at the profile's
     `relu_seeds` where it has them (the confirmatory seeds of the ReLU comparisons' seed plan,
     about 110 task-s a seed at the paper profile, against 960 for every family)."""
-    seeds = list(cfg.get("relu_seeds", cfg["seeds"]))
     return [
         {**c, **_common(cfg, device), "seeds": seeds, "solver": cfg["solver"]}
+        for seeds in seed_groups(cfg, "relu_seeds")
         for c in expand_blocks(cfg["relu_blocks"])
     ]
 
