@@ -266,6 +266,35 @@ def test_entries_record_their_kernels_and_other_kernels_are_recomputed(tmp_path)
     assert cache.get(task)["y"] == 9
 
 
+def test_a_pinned_entry_is_never_replaced_by_an_unpinned_result(tmp_path, monkeypatch):
+    from implicit_bias.core.engine import kernels
+    from implicit_bias.core.engine.sweep import _checksum
+
+    task = {"x": 3}
+    cache = ResultCache(tmp_path, fingerprint(square))
+    monkeypatch.setenv(kernels.STATE, kernels.PINNED_STATE)
+    cache.put(task, {"status": "ok", "y": 9}, square)
+    pinned = cache.path(task).read_bytes()
+    # a process without the pin (numpy loaded first): its result is not stored over the entry
+    monkeypatch.setenv(kernels.STATE, "native (numpy loaded before implicit_bias)")
+    assert cache.read(task)[0] is None  # not served to it either
+    assert sweep(square, [task], tmp_path, progress=False)[0]["y"] == 9
+    cache.put(task, {"status": "ok", "y": 10}, square)
+    assert cache.path(task).read_bytes() == pinned
+    # can fail: an unpinned entry, or a pinned one of other code, is replaced as before
+    entry = json.loads(pinned)
+    entry["fingerprint"] = "other code"
+    entry["checksum"] = _checksum(entry)
+    cache.path(task).write_text(json.dumps(entry))
+    cache.put(task, {"status": "ok", "y": 10}, square)
+    assert json.loads(cache.path(task).read_text())["result"]["y"] == 10
+    cache.put(task, {"status": "ok", "y": 11}, square)  # native over native
+    assert json.loads(cache.path(task).read_text())["result"]["y"] == 11
+    monkeypatch.setenv(kernels.STATE, kernels.PINNED_STATE)  # pinned over native
+    cache.put(task, {"status": "ok", "y": 9}, square)
+    assert json.loads(cache.path(task).read_text())["kernels"]["state"] == kernels.PINNED_STATE
+
+
 def test_stale_lists_committed_entries_of_other_kernels(tmp_path):
     from implicit_bias.core.engine.sweep import _checksum
     from implicit_bias.core.tools.verify import stale_entries

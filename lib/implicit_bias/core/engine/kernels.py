@@ -31,6 +31,7 @@ PINNED = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's vectorized kernels
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",  # numpy's ufunc loops
 }
+PINNED_STATE = "AVX2 (pinned)"  # kernels_state() under the pin
 OPT_OUT = "IMPLICIT_BIAS_NATIVE_KERNELS"
 STATE = "IMPLICIT_BIAS_KERNELS"  # what pin_kernels decided, for the run record
 REQUIRED_FLAGS = ("avx2", "fma")
@@ -71,7 +72,7 @@ def pin_kernels(
     else:
         for key, value in PINNED.items():
             environ.setdefault(key, value)
-        state = "AVX2 (pinned)"
+        state = PINNED_STATE
     environ[STATE] = state
     return state
 

@@ -317,9 +317,14 @@ class ResultCache:
         return result
 
     def put(self, task: dict, result: dict, fn: Callable | None = None) -> Path:
-        """Write the entry whole (unique temporary file, flushed, then renamed)."""
+        """Write the entry whole (unique temporary file, flushed, then renamed). An entry of
+        the same code computed under the pinned kernels is never replaced by one computed
+        without them (a process that loaded numpy before implicit_bias, say): the new result
+        is returned to its caller but not stored, so committed results stay reproducible."""
         if result.get("status") == "error":
             raise ValueError("errors are never cached")
+        if self._keeps_pinned_entry(task):
+            return self.path(task)
         entry = {
             "schema": ENTRY_SCHEMA,
             "fn": function_name(fn) if fn is not None else None,
@@ -330,6 +335,24 @@ class ResultCache:
         }
         entry["checksum"] = _checksum(entry)
         return write_atomic(self.path(task), json.dumps(entry))
+
+
+    def _keeps_pinned_entry(self, task: dict) -> bool:
+        """Whether the stored entry of `task` is a valid result of this code computed under the
+        pinned kernels while this process runs without them (it then keeps its place)."""
+        from .kernels import PINNED_STATE
+
+        if current_kernels()["state"] == PINNED_STATE:
+            return False
+        try:
+            entry = json.loads(self.path(task).read_text())
+        except (OSError, ValueError):
+            return False
+        return (
+            entry_problem(entry, task) is None
+            and (entry.get(KERNELS_KEY) or {}).get("state") == PINNED_STATE
+            and (self.fingerprint is None or entry["fingerprint"] == self.fingerprint)
+        )
 
 
 def compute_cached(
