@@ -150,7 +150,6 @@ def test_every_yaml_file_parses():
 # a claim that gets its evidence must leave it (the test fails while it is listed).
 AWAITING_EVIDENCE = {
     "galu_expressivity": {
-        "fig5_more_neurons_as_dout_grows",  # a boolean over seeds
     },
     "gln_norm": {  # the book's targets: a share of cells within 1.5 points of the authors'
         "gd_gln_matches_authors",

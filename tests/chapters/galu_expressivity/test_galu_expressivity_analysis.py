@@ -368,7 +368,7 @@ def test_fig5_an_unconverged_fit_above_the_threshold_leaves_the_width_unknown():
     # the seed whose width is unknown is dropped and counted, and the growth claim is missing
     assert met["fig5_k_galu_minus_relu_dout1"].values == ()
     assert met["fig5_k_galu_minus_relu_dout1"].dropped == 1
-    assert "fig5_k_increasing_in_dout" not in met
+    assert "fig5_k_growth_in_dout" not in met  # one d': no growth to measure
 
 
 def _fig5_synthetic(k_galu: dict, k_relu: dict, first_above: bool = True):
@@ -415,10 +415,24 @@ def test_fig5_metrics_keep_the_direction_of_the_gap():
     # "slightly better" (< 0) cannot pass on a positive gap: the old abs() could not tell
     assert larger.decide(decision.region("<", 0)) != decision.PASS
     assert met["fig5_rel_k_galu_minus_relu_largest_dout"].estimate == pytest.approx(np.mean(rel))
-    assert met["fig5_k_increasing_in_dout"] is True
-    # a grid whose first width is already below the threshold does not bracket the crossing
+    growth = met["fig5_k_growth_in_dout"]
+    # per seed, the least relative growth over both networks: GaLU's 24 -> 104 (ReLU's 18 ->
+    # 96, or 88 in seed 2, grows more)
+    assert growth.values == pytest.approx([80 / 24] * 3)
+    assert growth.decide(decision.region(">", 0)) == decision.PASS
+    # its resolution is one grid step (2 here) relative to the smallest width at the lower d'
+    assert growth.resolution == pytest.approx(2 / 18)
+    # a grid whose first width is already below the threshold does not bracket the crossing:
+    # every seed is dropped and counted
     curves, mins = _fig5_synthetic(kg, kr, first_above=False)
-    assert analysis.fig5_metrics(mins, curves, 0.3)["fig5_k_increasing_in_dout"] is False
+    dropped = analysis.fig5_metrics(mins, curves, 0.3)["fig5_k_growth_in_dout"]
+    assert dropped.values == () and dropped.dropped == 3
+    # can fail: a network that needs fewer neurons at the larger d' in one seed
+    kr[(8, 2)] = 16
+    curves, mins = _fig5_synthetic(kg, kr)
+    growth = analysis.fig5_metrics(mins, curves, 0.3)["fig5_k_growth_in_dout"]
+    assert min(growth.values) < 0
+    assert growth.decide(decision.region(">", 0)) != decision.PASS
 
 
 def _fig5_on_grids(widths: dict, grids: dict):

@@ -619,14 +619,51 @@ def fig5_metrics(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> 
         out["fig5_rel_k_galu_minus_relu_every_larger_dout"] = least_favourable(similarity, "both")[
             1
         ]
-    if not k.isna().any().any():  # a width is unknown: the metric is missing
-        grows = all(
-            (k.loc[(slice(None), s), c].diff().dropna() > 0).all()
-            for s in k.index.get_level_values("seed").unique()
-            for c in ("galu", "relu")
-        )
-        out["fig5_k_increasing_in_dout"] = grows and fig5_bracketed(curves, threshold)
+    if mins["d_out"].nunique() >= 2:  # growth needs two d'
+        out["fig5_k_growth_in_dout"] = fig5_growth(mins, curves, threshold)
     return out
+
+
+def fig5_growth(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> decision.Evidence:
+    """"As d' grows, more neurons are needed", per seed: the least relative growth of the
+    smallest width from one d' to the next, over the steps of d' and both networks
+    ((k(d'_next) - k(d')) / k(d')), paired over seeds. A seed with an unknown width, or whose
+    grid at some d' does not bracket its crossing (`fig5_bracketed`: without it a width that
+    grows with d' would follow from grids placed higher for larger d'), is dropped and counted.
+    Resolution: the widest grid step of two consecutive d' relative to the smaller width, over
+    the steps of d' (the growth is read off two grids)."""
+    k = mins.set_index(["d_out", "seed"])[["galu", "relu"]].astype(float)
+    first = curves.sort_values("k").groupby(["d_out", "seed"]).first()
+    bracketed = (
+        (first["galu"] >= threshold)
+        & first["galu_converged"]
+        & (first["relu"] >= threshold)
+        & first["relu_converged"]
+    )
+    steps = fig5_grid_steps(curves)
+    douts = sorted(int(d) for d in k.index.get_level_values("d_out").unique())
+    by_seed, resolution = {}, 0.0
+    for seed in sorted(k.index.get_level_values("seed").unique()):
+        ks = k.xs(seed, level="seed").reindex(douts)
+        ok = not ks.isna().any().any() and all(bracketed.get((d, seed), False) for d in douts)
+        by_seed[seed] = (
+            min(
+                (ks.loc[b, c] - ks.loc[a, c]) / ks.loc[a, c]
+                for a, b in zip(douts, douts[1:])
+                for c in ("galu", "relu")
+            )
+            if ok
+            else math.nan
+        )
+    for a, b in zip(douts, douts[1:]):
+        smallest = k.loc[a].min().min()
+        if math.isfinite(smallest) and smallest > 0:
+            resolution = max(resolution, max(steps[a], steps[b]) / smallest)
+    values = pd.Series(by_seed, dtype=float)
+    return _with_dropped(
+        decision.paired_differences(values, resolution=float(resolution)),
+        int(values.isna().sum()),
+    )
 
 
 def fig5_table(mins: pd.DataFrame) -> pd.DataFrame:
