@@ -73,3 +73,25 @@ def test_make_test_rows_are_not_counted_in_the_total(tmp_path):
     bench.write([row], out)
     totals = [r for r in csv.DictReader(out.open()) if r["chapter"] == "total"]
     assert [t["wall_s"] for t in totals] == ["10.0"]
+
+
+def test_the_estimate_from_entries_sums_their_own_seconds_and_is_not_a_chapter(
+    tmp_path, monkeypatch
+):
+    import json
+
+    bench = _bench()
+    for chapter, seconds in (("a", [1.5, 2.5]), ("b", [4.0])):
+        folder = tmp_path / "results" / "paper" / chapter / "sweep"
+        folder.mkdir(parents=True)
+        for i, s in enumerate(seconds):
+            entry = {"fn": "pkg.tasks:fit", "result": {"status": "ok", "seconds": s}}
+            (folder / f"{i}.json").write_text(json.dumps(entry))
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    row = bench.from_entries("paper", ["a", "b"])
+    assert (row["task_s"], row["tasks"], row["wall_s"]) == (8.0, 3, 4.0)
+    out = tmp_path / "book.csv"
+    bench.write([row, dict(row, chapter="c")], out)
+    totals = [r for r in csv.DictReader(out.open()) if r["chapter"] == "total"]
+    assert [r["task_s"] for r in totals] == ["8.0"]  # the chapter c alone, not the estimate
