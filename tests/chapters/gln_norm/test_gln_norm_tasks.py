@@ -71,6 +71,7 @@ def test_expand_blocks_and_task_lists():
     assert tasks.gd_tasks(grouped)[:4] == tasks.gd_tasks(cfg)
     assert tasks.svm_tasks(grouped)[:4] == tasks.svm_tasks(cfg)
     assert [t["seeds"] for t in tasks.relu_tasks(grouped)] == [[0, 1], [5]]
+    assert [t["seeds"] for t in tasks.relu_no_bias_tasks(grouped)] == [[0, 1]]  # first group
     assert {tuple(t["seeds"]) for t in tasks.shallow_gd_tasks(grouped)} == {(0,)}
     with pytest.raises(ValueError, match="two groups"):
         tasks.gd_tasks({**cfg, "gln_seeds": [[0, 1], [1, 2]]})
@@ -324,3 +325,11 @@ def test_authors_data_task_under_both_protocols():
     assert row[f"{reference.OURS_DATA}: mean"] == pytest.approx(np.mean(gd["val_error"]))
     summary = reference.data_protocols_summary(cells)
     assert summary.loc[("SVM-GLN", tasks.ALL_IMAGES_MEDIAN), "cells"] == 1
+
+
+def test_seeds_in_keeps_the_rows_of_the_seeds_named():
+    import pandas as pd
+
+    frame = pd.DataFrame({"seed": [0, 1, 2, 3, 7], "x": range(5)})
+    assert list(analysis.seeds_in([0, 1, 2])(frame)["x"]) == [0, 1, 2]
+    assert analysis.seeds_in([9])(frame).empty

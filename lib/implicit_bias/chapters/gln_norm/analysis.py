@@ -68,6 +68,7 @@ from .frames import (  # noqa: F401
     relu_variant_frame,
     run_counts,
     seed_pairing_inconsistency,
+    seeds_in,
     seed_pairing_points,
     summarize,
     triangle_check,

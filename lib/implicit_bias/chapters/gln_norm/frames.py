@@ -121,6 +121,13 @@ def gln_frame(
     return pd.DataFrame(rows)
 
 
+def seeds_in(seeds):
+    """A function keeping the rows of a frame whose `seed` is one of `seeds` (the record's
+    comparisons with the authors' three seeds a cell use our exploratory seeds alone)."""
+    keep = [int(s) for s in seeds]
+    return lambda frame: frame[frame["seed"].isin(keep)]
+
+
 def summarize(frame: pd.DataFrame, value: str = "val_error") -> pd.DataFrame:
     """Mean, standard error (the paper's error bars) and count over seeds per configuration."""
     keys = ["method", "depth", "H", "C", "N", "median_init", "momentum"]
