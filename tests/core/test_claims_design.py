@@ -15,6 +15,7 @@ from implicit_bias.core.verdicts.claims import (
     claim_negligible,
     evaluate,
     load_claims,
+    plan_summary,
 )
 from implicit_bias.core.verdicts.decision import Evidence
 
@@ -72,6 +73,13 @@ def test_a_registered_plan_decides_on_its_new_seeds_alone():
     # the plan is the paper profile's: smoke decides on its own seeds
     smoke = {**claim, "profiles": ["smoke", "paper"]}
     assert evaluate(smoke, {"a_minus_b": _evidence(seen)}, "smoke")["stage"] is None
+    # a plan voided after registration (a new seed it names had been seen) never decides:
+    # the exploratory verdict stays, however many of its seeds are there
+    void = {**claim, "seed_plan": {**PLAN, "void": "seed 3 had been run before the plan"}}
+    row = evaluate(void, {"a_minus_b": _evidence({**seen, **new})}, "paper")
+    assert row["stage"] == "exploratory" and row["seeds"]["seeds"] == [0, 1, 2]
+    assert row["status"] == PASS
+    assert "plan void: seed 3 had been run" in plan_summary(row)
 
 
 def test_audits_are_not_counted_as_claims():

@@ -201,7 +201,8 @@ def write_seed_plans(chapter: str) -> Path | None:
         "# the new seeds its verdict is decided on alone, from a power analysis of its\n"
         "# exploratory seeds (core.verdicts.decision.plan). Written by\n"
         "# `python -m implicit_bias claims plan`; committed before the run that adds the\n"
-        "# seeds, never rewritten after it.\n"
+        "# seeds, never rewritten after it (a plan found unsound later is marked `void`, with why:\n"
+        "# it then never decides its claim).\n"
     )
     text = header + yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
     write_atomic(path, text)
@@ -231,8 +232,8 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     stage = needs = None
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
         # confirmatory: decided on the registered new seeds alone, once they are all there;
-        # until then on the exploratory seeds (never on both together)
-        confirmed = set(plan["seeds"]) <= set(value.seeds)
+        # until then on the exploratory seeds (never on both together); a void plan never
+        confirmed = not plan.get("void") and set(plan["seeds"]) <= set(value.seeds)
         stage = "confirmatory" if confirmed else "exploratory"
         value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
     if isinstance(value, Evidence):
@@ -411,7 +412,10 @@ def plan_summary(row: dict) -> str:
     parts = []
     if row.get("stage"):
         plan = row.get("seed_plan") or {}
-        parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
+        if plan.get("void"):
+            parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
+        else:
+            parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
     if row.get("status") == INCONCLUSIVE and row.get("seeds"):
         needs = row.get("needs_seeds")
         parts.append(
