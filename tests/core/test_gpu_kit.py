@@ -126,10 +126,24 @@ def test_pack_puts_what_all_need_first_and_the_most_demanded_extras_next(tmp_pat
     assert gpu_kit.chapter_parts(needs, parts) == {"gln": 1, "galu": 3, "dmf": 2, "tn": 1}
     with pytest.raises(ValueError, match="no part holds"):
         gpu_kit.chapter_parts({"x": {"cifar"}}, parts)
+    assert gpu_kit.base_parts(parts) == 1
     with pytest.raises(ValueError, match="every chapter needs"):
         gpu_kit.pack([_item(tmp_path, None, 50)], [], 44, {})
     with pytest.raises(ValueError, match="exceeds a part"):
         gpu_kit.pack(base, [_item(tmp_path, "huge", 45)], 44, {})
+
+
+def test_wheels_every_chapter_needs_may_fill_several_parts(tmp_path):
+    # a working tree that leaves less room than the base wheels take: they spread over the
+    # first parts, and no chapter runs before the last of those
+    base = [_item(tmp_path, None, n) for n in (20, 18, 9)]
+    extras = [_item(tmp_path, "mnist", 10, "dataset"), _item(tmp_path, "scs", 21)]
+    parts = gpu_kit.pack(base, extras, 30, {"mnist": 2, "scs": 1})
+    held = [sorted(str(i.key) for i in p.items) for p in parts]
+    assert held == [["None", "None"], ["None", "mnist"], ["scs"]]
+    assert gpu_kit.base_parts(parts) == 2
+    needs = {"tn": set(), "gln": {"mnist"}, "dmf": {"scs"}}
+    assert gpu_kit.chapter_parts(needs, parts) == {"tn": 2, "gln": 2, "dmf": 3}
 
 
 def test_chapter_needs_tells_mnist_from_fashion_mnist():
@@ -219,3 +233,26 @@ def test_a_chapter_starts_from_the_committed_results_without_their_run_record(tm
     (copy / "ch" / ".run").mkdir()
     (copy / "ch" / ".run" / "last-run.json").write_text('{"ok": true}')
     assert gpu_run._run_record(copy / "ch") == {"ok": True}
+
+
+def test_a_dataset_spread_over_parts_is_unpacked_once_its_last_part_is_there(
+    tmp_path, monkeypatch
+):
+    import lzma
+
+    from implicit_bias.core.engine import data
+
+    monkeypatch.setattr(data, "CHECKSUMS", {"toy": {"a.idx": "x", "b.idx": "y"}})
+    verified = []
+    monkeypatch.setattr(data, "verify", lambda name, root: verified.append(name))
+    parts = [tmp_path / "gpu-kit", tmp_path / "gpu-kit-2"]
+    for part, name in zip(parts, ("a.idx", "b.idx")):
+        (part / "data" / "toy").mkdir(parents=True)
+        (part / "data" / "toy" / f"{name}.xz").write_bytes(lzma.compress(name.encode()))
+    root = tmp_path / "work"
+    # the first part alone: its file is unpacked, the dataset is not there yet
+    assert gpu_run._unpack_datasets(parts[:1], root) == [] and verified == []
+    assert (root / "toy" / "a.idx").read_bytes() == b"a.idx"
+    # the second part, carried by a later command: the first one's file is kept
+    assert gpu_run._unpack_datasets(parts[1:], root) == ["toy"] and verified == ["toy"]
+    assert (root / "toy" / "b.idx").read_bytes() == b"b.idx"

@@ -116,26 +116,36 @@ class Part:
 
 
 def pack(base: list[Item], extras: list[Item], capacity: int, demand: dict[str, int]) -> list[Part]:
-    """Part 1 holds `base` (what every chapter needs); the `extras` go, most demanded first (the
+    """The first parts hold `base` (what every chapter needs), largest first, as many parts as
+    it takes beside the working tree (`base_parts`); the `extras` go, most demanded first (the
     number of chapters that need each), then largest first, into the first part with room.
-    Raises ValueError when `base` alone, or one extra, exceeds `capacity`."""
-    first = Part(1, list(base))
-    if first.size > capacity:
-        raise ValueError(
-            f"the wheels every chapter needs take {first.size / 2**20:.1f} MiB, more than the "
-            f"{capacity / 2**20:.1f} MiB one device command can carry beside the working tree"
-        )
-    parts = [first]
-    for item in sorted(extras, key=lambda i: (-demand.get(i.key or "", 0), -i.size, i.key)):
+    Raises ValueError when one item exceeds `capacity`."""
+    parts: list[Part] = []
+
+    def place(item: Item, what: str) -> None:
         if item.size > capacity:
-            raise ValueError(f"{item.key} alone ({item.size / 2**20:.1f} MiB) exceeds a part")
+            raise ValueError(
+                f"{what} ({item.size / 2**20:.1f} MiB) exceeds a part: one device command "
+                f"carries {capacity / 2**20:.1f} MiB beside the working tree"
+            )
         for part in parts:
             if part.size + item.size <= capacity:
                 part.items.append(item)
-                break
-        else:
-            parts.append(Part(len(parts) + 1, [item]))
+                return
+        parts.append(Part(len(parts) + 1, [item]))
+
+    for item in sorted(base, key=lambda i: (-i.size, str(i.files[0].name))):
+        place(item, f"{item.files[0].name}, which every chapter needs,")
+    if not parts:
+        parts.append(Part(1))
+    for item in sorted(extras, key=lambda i: (-demand.get(i.key or "", 0), -i.size, i.key)):
+        place(item, f"{item.key} alone")
     return parts
+
+
+def base_parts(parts: list[Part]) -> int:
+    """How many parts the wheels every chapter needs fill: no chapter runs before the last."""
+    return max([1, *(p.number for p in parts if any(i.key is None for i in p.items))])
 
 
 def chapter_parts(needs: dict[str, set[str]], parts: list[Part]) -> dict[str, int]:
@@ -147,7 +157,7 @@ def chapter_parts(needs: dict[str, set[str]], parts: list[Part]) -> dict[str, in
         missing = sorted(w for w in wanted if w not in where)
         if missing:
             raise ValueError(f"{chapter} needs {', '.join(missing)}, which no part holds")
-        out[chapter] = max([1, *(where[w] for w in wanted)])
+        out[chapter] = max([base_parts(parts), *(where[w] for w in wanted)])
     return out
 
 
@@ -288,7 +298,13 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     extras = [
         Item(wheel_name(w.name), [w], "wheel") for w in wheels if wheel_name(w.name) in optional
     ]
-    extras += [Item(d, compress_dataset(d, cache / "data"), "dataset") for d in DATASET_PATTERNS]
+    # a dataset travels file by file, so that one file at most must fit beside the working tree
+    # (a dataset spread over parts is unpacked once its last part is there)
+    extras += [
+        Item(d, [f], "dataset")
+        for d in DATASET_PATTERNS
+        for f in compress_dataset(d, cache / "data")
+    ]
     needs = {c: chapter_needs(chapter_sources(c, root)) for c in chapters()}
     demand = {
         key: sum(key in n for n in needs.values()) for key in [*OPTIONAL_WHEELS, *DATASET_PATTERNS]
@@ -309,6 +325,7 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
         "commit": _head(root),
         "carry_limit_bytes": limit,
         "chapters": {c: {"needs": sorted(needs[c]), "part": where[c]} for c in needs},
+        "base_parts": base_parts(parts),
         "parts": [],
     }
     for part in parts:
@@ -324,6 +341,7 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
                     record["recompressed_from_sha256"] = sha256(original[src])
                 if item.kind == "wheel":
                     record["modules"] = sorted(wheel_modules(src))
+                    record["optional"] = item.key is not None  # not every chapter needs it
                     entry["wheels"].append(record)
                 else:
                     entry["data"].setdefault(item.key, []).append(record)
@@ -363,6 +381,11 @@ def describe(manifest: dict, root: Path) -> str:
             f"part {part['number']} ({part['folder']}/): {size / 2**20:.1f} MiB "
             f"({len(part['wheels'])} wheels, {data}); with the tree {total:.1f} MiB; "
             f"runs {', '.join(part['chapters']) or 'no further chapter'}"
+            + (
+                " (it holds wheels every chapter needs: it installs them, the next part runs)"
+                if part["number"] < manifest.get("base_parts", 1)
+                else ""
+            )
         )
         carry = f'carry ["{part["folder"]}"]'
         step = "bash gpu-kit/run.sh" + ("" if part["number"] == 1 else f" --part {part['number']}")

@@ -236,21 +236,32 @@ def committed_device_tasks(folder: Path) -> tuple[int, float]:
 
 
 def _unpack_datasets(parts: list[Path], data_root: Path) -> list[str]:
-    from ..engine.data import DataError, verify
+    """Unpack the idx files the carried parts hold into `data_root` (once: an unpacked file is
+    kept on a warm machine), and return the datasets whose files are all there, verified. A
+    dataset spread over several parts is returned once its last part has been carried."""
+    from ..engine.data import CHECKSUMS, verify
 
-    found = []
+    seen = set()
     for part in parts:
         for folder in sorted((part / "data").glob("*")):
             dataset = folder.name
-            try:
-                verify(dataset, data_root)
-            except DataError:
-                (data_root / dataset).mkdir(parents=True, exist_ok=True)
-                for packed in sorted(folder.glob("*.xz")):
-                    target = data_root / dataset / packed.stem
-                    with lzma.open(packed) as fin, open(target, "wb") as fout:
-                        shutil.copyfileobj(fin, fout, 1 << 20)
-                verify(dataset, data_root)  # the loader's SHA-256 of every idx file
+            (data_root / dataset).mkdir(parents=True, exist_ok=True)
+            for packed in sorted(folder.glob("*.xz")):
+                target = data_root / dataset / packed.stem
+                if target.exists():
+                    continue
+                partial = target.with_name(target.name + ".unpacking")
+                with lzma.open(packed) as fin, open(partial, "wb") as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+                partial.replace(target)
+            seen.add(dataset)
+    for folder in sorted(data_root.glob("*")):  # unpacked by an earlier command here
+        if folder.is_dir() and folder.name in CHECKSUMS:
+            seen.add(folder.name)
+    found = []
+    for dataset in sorted(seen):
+        if all((data_root / dataset / name).is_file() for name in CHECKSUMS[dataset]):
+            verify(dataset, data_root)  # the loader's SHA-256 of every idx file
             found.append(dataset)
     return found
 
@@ -353,11 +364,26 @@ def run_kit(args, root: Path) -> int:
         if (root / p["folder"] / "part.json").is_file()
     }
     installed = {int(s.name.split("-")[1]) for s in work.glob("site-[0-9]*")}
-    holds = {key: p["number"] for p in manifest["parts"] for key in [*p["data"], *_extra_wheels(p)]}
+    base = manifest.get("base_parts", 1)  # parts holding wheels every chapter needs
+    if args.part < base:  # run.sh installed its wheels; no chapter can run before the last
+        if args.part not in present and args.part not in installed:
+            print(
+                f"error: kit part {args.part} is neither carried here nor installed",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"part {args.part} holds wheels every chapter needs: installed; on this machine, "
+            f"carry {KIT}-{args.part + 1} next and run `bash {KIT}/run.sh --part {args.part + 1}`"
+        )
+        return 0
+    holds = {
+        key: p["number"] for p in manifest["parts"] for key in [*p["data"], *_extra_wheels(p, base)]
+    }
     part_of = {}
     for chapter in chapters():  # the book's chapters now, whether or not the kit knew them
         needs = chapter_needs(chapter_sources(chapter, root))
-        part_of[chapter] = max([1, *(holds.get(n, 10**6) for n in needs)])
+        part_of[chapter] = max([base, *(holds.get(n, 10**6) for n in needs)])
     selected = [c for c, p in part_of.items() if p == args.part]
     if args.chapters:
         wanted = args.chapters.split()
@@ -366,7 +392,7 @@ def run_kit(args, root: Path) -> int:
             print(f"error: not chapters of part {args.part}: {unknown}", file=sys.stderr)
             return 2
         selected = wanted
-    needed_parts = {1, args.part}
+    needed_parts = {*range(1, base + 1), args.part}
     absent = sorted(n for n in needed_parts if n not in present and n not in installed)
     if absent:
         print(
@@ -378,7 +404,7 @@ def run_kit(args, root: Path) -> int:
         return 2
     missing = _missing_modules(root)
     optional = {
-        m for p in manifest["parts"] if p["number"] > 1 for w in _extra_wheels(p, True) for m in w
+        m for p in manifest["parts"] for w in _extra_wheels(p, base, modules=True) for m in w
     }
     fatal = [m for m in missing if m not in optional]
     if fatal:
@@ -511,15 +537,16 @@ def run_kit(args, root: Path) -> int:
     return 1 if bad else 0
 
 
-def _extra_wheels(part: dict, modules: bool = False) -> list:
-    """The wheels of a part after the first (by name, or their module lists)."""
+def _extra_wheels(part: dict, base: int = 1, modules: bool = False) -> list:
+    """A part's wheels that not every chapter needs (by name, or their module lists): those
+    the kit marks optional, or, in a kit that marks none, every wheel of a part after the
+    `base` parts."""
     from .kit_contents import wheel_name
 
-    if part["number"] == 1:
-        return []
+    wheels = [w for w in part["wheels"] if w.get("optional", part["number"] > base)]
     if modules:
-        return [w.get("modules", []) for w in part["wheels"]]
-    return [wheel_name(Path(w["file"]).name) for w in part["wheels"]]
+        return [w.get("modules", []) for w in wheels]
+    return [wheel_name(Path(w["file"]).name) for w in wheels]
 
 
 def _compare(root: Path, results: Path, out: Path, completed, rows, work: Path) -> None:
