@@ -69,6 +69,7 @@ from .frames import (  # noqa: F401
     run_counts,
     seed_pairing_inconsistency,
     seeds_in,
+    tasks_of_seeds,
     seed_pairing_points,
     summarize,
     triangle_check,

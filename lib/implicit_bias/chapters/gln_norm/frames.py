@@ -128,6 +128,16 @@ def seeds_in(seeds):
     return lambda frame: frame[frame["seed"].isin(keep)]
 
 
+def tasks_of_seeds(
+    tasks_: list[dict], results: list[dict], seeds
+) -> tuple[list[dict], list[dict]]:
+    """The tasks whose seeds are all among `seeds`, with their results (the exploratory seed
+    group of a sweep whose later groups hold confirmatory seeds)."""
+    keep = {int(s) for s in seeds}
+    pairs = [(t, r) for t, r in zip(tasks_, results) if set(t["seeds"]) <= keep]
+    return [t for t, _ in pairs], [r for _, r in pairs]
+
+
 def summarize(frame: pd.DataFrame, value: str = "val_error") -> pd.DataFrame:
     """Mean, standard error (the paper's error bars) and count over seeds per configuration."""
     keys = ["method", "depth", "H", "C", "N", "median_init", "momentum"]
