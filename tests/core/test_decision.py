@@ -203,6 +203,33 @@ def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
         least_favourable(by_h, "<")
 
 
+def test_a_least_favourable_choice_restricted_to_some_seeds_is_made_again_on_them():
+    """A seed plan decides on some seeds alone: the cell least favourable on seeds 0-5 need
+    not be the one on seeds 3-5, and the choice must not look at the seeds it leaves out."""
+    from implicit_bias.core.verdicts.decision import least_favourable, paired_differences
+
+    seeds = [0, 1, 2, 3, 4, 5]
+    cells = {
+        # worst on seeds 0-2, fine on 3-5
+        "a": paired_differences(dict(zip(seeds, [0.1, -0.2, 0.3, 1.0, 1.1, 1.2]))),
+        # fine on 0-2, worst on 3-5
+        "b": paired_differences(dict(zip(seeds, [1.0, 1.1, 1.2, 0.5, 0.6, 0.7]))),
+    }
+    key, chosen = least_favourable(cells, "low")
+    assert key == "a"
+    assert chosen.restricted([3, 4, 5]).values == (0.5, 0.6, 0.7)  # b's, chosen on 3-5
+    assert chosen.restricted([0, 1, 2]).values == (0.1, -0.2, 0.3)  # a's, chosen on 0-2
+    # can fail: the cell chosen on every seed, then restricted, is a's on 3-5 as well
+    naive = paired_differences(dict(zip(seeds, cells["a"].values))).restricted([3, 4, 5])
+    assert naive.values == (1.0, 1.1, 1.2) != chosen.restricted([3, 4, 5]).values
+    # the choice survives what chapters do to the evidence (dropped runs, resolution)
+    import dataclasses
+
+    dropped = dataclasses.replace(chosen, dropped=2)
+    assert dropped.restricted([3, 4, 5]).values == (0.5, 0.6, 0.7)
+    assert dropped == dataclasses.replace(cells["a"], dropped=2)  # cells are not compared
+
+
 def test_a_metric_on_a_grid_is_never_more_certain_than_its_grid_step():
     """Identical per-seed values read on a grid of step 8 give an interval of +/- 8, not a
     point: a claim whose edge lies within one step of them is inconclusive."""

@@ -29,9 +29,10 @@ its own.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -202,6 +203,11 @@ class Evidence:
     # least this far on each side of the estimate, so seeds that agree exactly read as
     # "within one grid step", not as certainty
     resolution: float = 0.0
+    # a least-favourable choice (`least_favourable`): the cells it chose from, and its side,
+    # so that the evidence restricted to some seeds is the choice made again on those seeds
+    # alone (the cell least favourable on seeds 0-9 need not be on seeds 3-9)
+    cells: tuple = field(default=(), compare=False, repr=False)
+    side: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         if self.test not in ("paired t", "one-sample t", "Welch t"):
@@ -281,6 +287,8 @@ class Evidence:
         stage decides on its new seeds alone)."""
         if self.test == "Welch t":
             raise DecisionError("Welch evidence has no seeds to restrict to")
+        if self.cells:  # a least-favourable choice: made again on these seeds alone
+            return least_favourable({k: e.restricted(seeds) for k, e in self.cells}, self.side)[1]
         keep = [i for i, s in enumerate(self.seeds) if s in set(seeds)]
         return Evidence(
             tuple(self.values[i] for i in keep),
@@ -386,7 +394,9 @@ def least_favourable(cells: Mapping, side: str) -> tuple[object, Evidence]:
     "similar" farthest from zero on either side ("both"); a cell that cannot be decided (fewer
     than two seeds) is least favourable of all. The claim passes exactly when every cell's
     interval lies in its region; when another cell's interval lies wholly outside it while
-    this one straddles the edge, the claim reads inconclusive rather than fail (conservative)."""
+    this one straddles the edge, the claim reads inconclusive rather than fail (conservative).
+    The evidence returned carries the cells and the side: restricted to some seeds (a seed
+    plan's confirmatory or exploratory seeds), it is the choice made again on those seeds."""
     if side not in ("low", "high", "both"):
         raise DecisionError(f"side must be low, high or both, got {side!r}")
     if not cells:
@@ -398,7 +408,8 @@ def least_favourable(cells: Mapping, side: str) -> tuple[object, Evidence]:
             return math.inf
         return {"low": -low, "high": high, "both": max(-low, high)}[side]
 
-    return max(cells.items(), key=badness)
+    key, chosen = max(cells.items(), key=badness)
+    return key, dataclasses.replace(chosen, cells=tuple(cells.items()), side=side)
 
 
 # ---- the seed plan: a confirmatory replication, registered before it runs --------------------
