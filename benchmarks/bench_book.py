@@ -285,7 +285,9 @@ def main() -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     if args.from_entries:
-        write([{**from_entries(args.profile, args.chapters or all_chapters()), **context}], args.out)
+        write(
+            [{**from_entries(args.profile, args.chapters or all_chapters()), **context}], args.out
+        )
         print(f"wrote {args.out}")
         return
     rows = []

@@ -235,9 +235,7 @@ def test_a_chapter_starts_from_the_committed_results_without_their_run_record(tm
     assert gpu_run._run_record(copy / "ch") == {"ok": True}
 
 
-def test_a_dataset_spread_over_parts_is_unpacked_once_its_last_part_is_there(
-    tmp_path, monkeypatch
-):
+def test_a_dataset_spread_over_parts_is_unpacked_once_its_last_part_is_there(tmp_path, monkeypatch):
     import lzma
 
     from implicit_bias.core.engine import data

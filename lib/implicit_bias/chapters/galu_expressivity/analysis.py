@@ -625,7 +625,7 @@ def fig5_metrics(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> 
 
 
 def fig5_growth(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> decision.Evidence:
-    """"As d' grows, more neurons are needed", per seed: the least relative growth of the
+    """ "As d' grows, more neurons are needed", per seed: the least relative growth of the
     smallest width from one d' to the next, over the steps of d' and both networks
     ((k(d'_next) - k(d')) / k(d')), paired over seeds. A seed with an unknown width, or whose
     grid at some d' does not bracket its crossing (`fig5_bracketed`: without it a width that

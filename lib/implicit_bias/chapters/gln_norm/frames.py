@@ -128,9 +128,7 @@ def seeds_in(seeds):
     return lambda frame: frame[frame["seed"].isin(keep)]
 
 
-def tasks_of_seeds(
-    tasks_: list[dict], results: list[dict], seeds
-) -> tuple[list[dict], list[dict]]:
+def tasks_of_seeds(tasks_: list[dict], results: list[dict], seeds) -> tuple[list[dict], list[dict]]:
     """The tasks whose seeds are all among `seeds`, with their results (the exploratory seed
     group of a sweep whose later groups hold confirmatory seeds)."""
     keep = {int(s) for s in seeds}

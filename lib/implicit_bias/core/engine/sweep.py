@@ -336,7 +336,6 @@ class ResultCache:
         entry["checksum"] = _checksum(entry)
         return write_atomic(self.path(task), json.dumps(entry))
 
-
     def _keeps_pinned_entry(self, task: dict) -> bool:
         """Whether the stored entry of `task` is a valid result of this code computed under the
         pinned kernels while this process runs without them (it then keeps its place)."""

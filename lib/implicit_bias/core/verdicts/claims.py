@@ -201,8 +201,8 @@ def write_seed_plans(chapter: str) -> Path | None:
         "# the new seeds its verdict is decided on alone, from a power analysis of its\n"
         "# exploratory seeds (core.verdicts.decision.plan). Written by\n"
         "# `python -m implicit_bias claims plan`; committed before the run that adds the\n"
-        "# seeds, never rewritten after it (a plan found unsound later is marked `void`, with why:\n"
-        "# it then never decides its claim).\n"
+        "# seeds, never rewritten after it (a plan found unsound later is marked `void`,\n"
+        "# with why: it then never decides its claim).\n"
     )
     text = header + yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
     write_atomic(path, text)
