@@ -574,14 +574,17 @@ def fig5_similarity_table(mins: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFr
     return table
 
 
-def fig5_bracketed(curves: pd.DataFrame, threshold: float) -> bool:
-    """Whether every grid brackets its crossing: at each (d', seed) the smallest width of the
-    grid is above `threshold` for GaLU and ReLU, with a converged fit. Without it the smallest
-    width below the threshold is only an upper bound set by the grid, and widths that grow
-    with d' would follow from grids placed higher for larger d' (by construction)."""
+def fig5_bracketed(curves: pd.DataFrame, threshold: float) -> pd.Series:
+    """Per (d', seed), whether its grids bracket the crossing: the smallest width of the grid
+    is above `threshold` for GaLU and ReLU, with a converged fit. Without it the smallest width
+    below the threshold is only an upper bound set by the grid, and widths that grow with d'
+    would follow from grids placed higher for larger d' (by construction)."""
     first = curves.sort_values("k").groupby(["d_out", "seed"]).first()
-    return bool(
-        all(((first[c] >= threshold) & first[f"{c}_converged"]).all() for c in ("galu", "relu"))
+    return (
+        (first["galu"] >= threshold)
+        & first["galu_converged"]
+        & (first["relu"] >= threshold)
+        & first["relu_converged"]
     )
 
 
@@ -633,13 +636,7 @@ def fig5_growth(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> d
     Resolution: the widest grid step of two consecutive d' relative to the smaller width, over
     the steps of d' (the growth is read off two grids)."""
     k = mins.set_index(["d_out", "seed"])[["galu", "relu"]].astype(float)
-    first = curves.sort_values("k").groupby(["d_out", "seed"]).first()
-    bracketed = (
-        (first["galu"] >= threshold)
-        & first["galu_converged"]
-        & (first["relu"] >= threshold)
-        & first["relu_converged"]
-    )
+    bracketed = fig5_bracketed(curves, threshold)
     steps = fig5_grid_steps(curves)
     douts = sorted(int(d) for d in k.index.get_level_values("d_out").unique())
     by_seed, resolution = {}, 0.0

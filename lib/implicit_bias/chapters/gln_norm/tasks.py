@@ -669,9 +669,9 @@ def shallow_svm_tasks(cfg: dict) -> list[dict]:
 
 
 def relu_tasks(cfg: dict, device: str | None = None) -> list[dict]:
-    """ReLU network tasks (GD-ReLU with its SVM-RC, SVM-LC and SVM-HL), at the profile's
-    `relu_seeds` where it has them (the confirmatory seeds of the ReLU comparisons' seed plan,
-    about 110 task-s a seed at the paper profile, against 960 for every family)."""
+    """ReLU network tasks (GD-ReLU with its SVM-RC, SVM-LC and SVM-HL): one per configuration
+    and group of `relu_seeds` (the ReLU networks' seeds with the confirmatory ones of their
+    comparisons' seed plan; default `seeds`), about 190 task-s a seed at the paper profile."""
     return [
         {**c, **_common(cfg, device), "seeds": seeds, "solver": cfg["solver"]}
         for seeds in seed_groups(cfg, "relu_seeds")
