@@ -103,9 +103,12 @@ def test_summary_and_csv_say_what_ran_and_what_was_skipped():
     assert len(lines) == 5 and lines[1].startswith("2026-11-27,abc1234,1,a,cuda,NVIDIA H100")
 
 
+KIB = 1024  # sizes below in KiB as a device command counts them (`gpu_kit.carried_size`)
+
+
 def _item(tmp_path, key, size, kind="wheel"):
     path = tmp_path / f"{key or 'base'}-{size}.bin"
-    path.write_bytes(b"x" * size)
+    path.write_bytes(b"x" * (size * KIB - 512))  # a tar header and two blocks a KiB
     return gpu_kit.Item(key, [path], kind)
 
 
@@ -118,7 +121,7 @@ def test_pack_puts_what_all_need_first_and_the_most_demanded_extras_next(tmp_pat
         _item(tmp_path, "sparsediffpy", 12),
     ]
     demand = {"mnist": 3, "scs": 1, "fashion_mnist": 1, "sparsediffpy": 0}
-    parts = gpu_kit.pack(base, extras, 44, demand)
+    parts = gpu_kit.pack(base, extras, 44 * KIB, demand)
     held = [[i.key for i in p.items] for p in parts]
     assert held == [[None, "mnist"], ["scs"], ["fashion_mnist", "sparsediffpy"]]
     assert [p.folder for p in parts] == ["gpu-kit", "gpu-kit-2", "gpu-kit-3"]
@@ -128,9 +131,9 @@ def test_pack_puts_what_all_need_first_and_the_most_demanded_extras_next(tmp_pat
         gpu_kit.chapter_parts({"x": {"cifar"}}, parts)
     assert gpu_kit.base_parts(parts) == 1
     with pytest.raises(ValueError, match="every chapter needs"):
-        gpu_kit.pack([_item(tmp_path, None, 50)], [], 44, {})
+        gpu_kit.pack([_item(tmp_path, None, 50)], [], 44 * KIB, {})
     with pytest.raises(ValueError, match="exceeds a part"):
-        gpu_kit.pack(base, [_item(tmp_path, "huge", 45)], 44, {})
+        gpu_kit.pack(base, [_item(tmp_path, "huge", 45)], 44 * KIB, {})
 
 
 def test_wheels_every_chapter_needs_may_fill_several_parts(tmp_path):
@@ -138,7 +141,7 @@ def test_wheels_every_chapter_needs_may_fill_several_parts(tmp_path):
     # first parts, and no chapter runs before the last of those
     base = [_item(tmp_path, None, n) for n in (20, 18, 9)]
     extras = [_item(tmp_path, "mnist", 10, "dataset"), _item(tmp_path, "scs", 21)]
-    parts = gpu_kit.pack(base, extras, 30, {"mnist": 2, "scs": 1})
+    parts = gpu_kit.pack(base, extras, 30 * KIB, {"mnist": 2, "scs": 1})
     held = [sorted(str(i.key) for i in p.items) for p in parts]
     assert held == [["None", "None"], ["None", "mnist"], ["scs"]]
     assert gpu_kit.base_parts(parts) == 2
@@ -254,3 +257,9 @@ def test_a_dataset_spread_over_parts_is_unpacked_once_its_last_part_is_there(tmp
     # the second part, carried by a later command: the first one's file is kept
     assert gpu_run._unpack_datasets(parts[1:], root) == ["toy"] and verified == ["toy"]
     assert (root / "toy" / "b.idx").read_bytes() == b"b.idx"
+
+
+def test_a_file_counts_as_in_a_tar_archive():
+    # a 512-byte header and the content in 512-byte blocks: 2,798 small files weigh 2 MiB more
+    # than their content, which turned a 62.0 MiB carry into a refused 64.1 MiB one
+    assert [gpu_kit.carried_size(n) for n in (0, 1, 512, 513)] == [512, 1024, 1024, 1536]

@@ -98,7 +98,7 @@ class Item:
 
     @property
     def size(self) -> int:
-        return sum(f.stat().st_size for f in self.files)
+        return sum(carried_size(f.stat().st_size) for f in self.files)
 
 
 @dataclass
@@ -162,9 +162,17 @@ def chapter_parts(needs: dict[str, set[str]], parts: list[Part]) -> dict[str, in
 
 
 # -- building ------------------------------------------------------------------------------------
+def carried_size(size: int) -> int:
+    """What a file of `size` bytes counts for in a device command's 64 MiB: as in a tar
+    archive, a 512-byte header and its content in 512-byte blocks. Counted by content alone,
+    a carry of 62.0 MiB (the tree's 2,798 files and part 1) was refused as over 64 MiB; as a
+    tar archive it is 64.1 MiB."""
+    return 512 + -(-size // 512) * 512
+
+
 def tree_size(root: Path) -> int:
     """Bytes of what a device command copies besides the kit: tracked files and untracked ones
-    that git does not ignore."""
+    that git does not ignore, each counted as `carried_size`."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=root,
@@ -175,7 +183,7 @@ def tree_size(root: Path) -> int:
     for name in listed:
         path = root / os.fsdecode(name)
         if name and path.is_file() and not path.is_symlink():
-            total += path.stat().st_size
+            total += carried_size(path.stat().st_size)
     return total
 
 
@@ -363,9 +371,9 @@ def _head(root: Path) -> str:
 
 
 def kit_bytes(root: Path, number: int) -> int:
-    """The bytes a part's folder carries."""
+    """The bytes a part's folder carries (each file as `carried_size`)."""
     folder = root / (KIT if number == 1 else f"{KIT}-{number}")
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return sum(carried_size(p.stat().st_size) for p in folder.rglob("*") if p.is_file())
 
 
 def describe(manifest: dict, root: Path) -> str:
