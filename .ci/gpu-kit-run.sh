@@ -27,20 +27,27 @@ WORK="${GPU_KIT_WORK:-$ROOT/.gpu-kit-work}"
 "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' || {
   echo "error: the kit's wheels are for Python 3.12; $PY is $("$PY" -V 2>&1) (set GPU_KIT_PYTHON)" >&2; exit 2; }
 mkdir -p "$WORK"
-SITES=""
+shopt -s nullglob
+PARTS=()
 for part in "$KIT" "$ROOT"/gpu-kit-[0-9]*; do
-  [ -f "$part/part.json" ] || continue
+  [ -f "$part/part.json" ] && PARTS+=("$part")
+done
+# files too large for one part came in pieces: join those whose last piece is here
+"$PY" "$ROOT/lib/implicit_bias/core/tools/kit_pieces.py" "$WORK" "${PARTS[@]}"
+SITES=""
+for part in "${PARTS[@]}"; do
   n=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["number"])' "$part/part.json")
   site="$WORK/site-$n"
-  if [ -d "$part/wheels" ] && ! cmp -s "$part/part.json" "$site/.installed" 2>/dev/null; then
-    echo "installing part $n's wheels ($(ls "$part/wheels" | wc -l)) into $site ..."
+  WHEELS=("$part"/wheels/*.whl)
+  if [ ${#WHEELS[@]} -gt 0 ] && ! cmp -s "$part/part.json" "$site/.installed" 2>/dev/null; then
+    echo "installing part $n's wheels (${#WHEELS[@]}) into $site ..."
     rm -rf "$site"
     if [ -z "${GPU_KIT_NO_PIP:-}" ] && "$PY" -m pip --version >/dev/null 2>&1; then
       "$PY" -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check \
-        --target "$site" "$part"/wheels/*.whl
+        --target "$site" "${WHEELS[@]}"
     else  # no pip in the image: a wheel is a zip of what pip would copy (its .data lib folders moved up)
       echo "  (pip is not available to $PY: unpacking the wheels)"
-      "$PY" - "$site" "$part"/wheels/*.whl <<'PYEOF'
+      "$PY" - "$site" "${WHEELS[@]}" <<'PYEOF'
 import pathlib, shutil, sys, zipfile
 site = pathlib.Path(sys.argv[1])
 site.mkdir(parents=True, exist_ok=True)

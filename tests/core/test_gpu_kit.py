@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,38 @@ def test_a_file_counts_as_in_a_tar_archive():
     # a 512-byte header and the content in 512-byte blocks: 2,798 small files weigh 2 MiB more
     # than their content, which turned a 62.0 MiB carry into a refused 64.1 MiB one
     assert [gpu_kit.carried_size(n) for n in (0, 1, 512, 513)] == [512, 1024, 1024, 1536]
+
+
+def test_a_file_too_large_for_a_part_travels_in_pieces_joined_once_the_last_is_there(tmp_path):
+    from implicit_bias.core.tools import kit_pieces
+
+    whole = tmp_path / "big.whl"
+    whole.write_bytes(bytes(range(256)) * 10)  # 2,560 bytes: pieces of 1,000, 1,000 and 560
+    pieces = kit_pieces.split(whole, tmp_path / "cut", size=1000)
+    assert [p.name for p in pieces] == [f"big.whl.piece-00{i}-of-003" for i in (1, 2, 3)]
+    assert [p.stat().st_size for p in pieces] == [1000, 1000, 560]
+    assert kit_pieces.split(whole, tmp_path / "cut", size=4000) == [whole]  # small: whole
+    parts = [tmp_path / "gpu-kit", tmp_path / "gpu-kit-2"]
+    for part, held in zip(parts, (pieces[:2], pieces[2:])):
+        (part / "wheels").mkdir(parents=True)
+        for piece in held:
+            (part / "wheels" / piece.name).write_bytes(piece.read_bytes())
+        record = {"whole": "wheels/big.whl", "whole_sha256": kit_pieces.sha256(whole)}
+        (part / "part.json").write_text(json.dumps({"wheels": [record], "data": {}}))
+    work = tmp_path / "work"
+    # the first part alone: its pieces are kept, nothing is joined yet
+    assert kit_pieces.assemble(parts[:1], work) == []
+    assert not (parts[0] / "wheels" / "big.whl").exists()
+    # the second part, carried by a later command, completes the file in its own folder
+    assert kit_pieces.assemble(parts[1:], work) == [parts[1] / "wheels" / "big.whl"]
+    assert (parts[1] / "wheels" / "big.whl").read_bytes() == whole.read_bytes()
+    # a piece that differs from what was recorded: no joined file, an error that says so
+    (parts[1] / "wheels" / "big.whl").unlink()
+    (parts[1] / "wheels" / pieces[2].name).write_bytes(b"\0" * 560)
+    shutil.rmtree(work / "pieces" / "wheels")
+    (work / "pieces" / "wheels").mkdir()
+    for piece in pieces[:2]:
+        (work / "pieces" / "wheels" / piece.name).write_bytes(piece.read_bytes())
+    with pytest.raises(ValueError, match="SHA-256 differs"):
+        kit_pieces.assemble(parts[1:], work)
+    assert not list((parts[1] / "wheels").glob("big.whl*[!0-9]"))

@@ -13,6 +13,8 @@ book's paper profile on CUDA, in parts that each fit what one device command may
   less what the GPU image has (`.ci/gpu-image-packages.txt`). Part 1 holds every wheel that all
   chapters need; datasets and the wheels only some chapters need (SCS) fill the parts after it.
 - Each part, with the working tree beside it, stays under `CARRY_LIMIT`.
+- A file larger than `kit_pieces.PIECE_BYTES` travels in pieces, which `run.sh` joins on the
+  device (`kit_pieces`): only a piece must fit beside the working tree.
 
 On the device, `bash gpu-kit/run.sh` installs the wheels of the parts present with `pip install
 --no-index --no-deps --target` into scratch folders, puts them on PYTHONPATH in front of the
@@ -45,6 +47,7 @@ from .kit_contents import (  # shared with the device side (gpu_run)
     normalize,
     wheel_name,
 )
+from .kit_pieces import split
 
 CACHE = ".gpu-kit-cache"  # downloads and compressed datasets, reused by the next build
 CARRY_LIMIT = 64 * 2**20  # what one device command carries: working tree and kit together
@@ -55,9 +58,10 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux2014_x86_64")  # torch 2.11 needs glibc 2.28
 # Project dependencies a chapter run never imports: they build the website.
 WEBSITE_ONLY = ("jupyter-book", "sphinx", "myst-nb")
-# Wheels larger than this travel LZMA-compressed (`recompress`): scs, 41 MiB as served, no longer
-# fitted beside the working tree in one device command.
-RECOMPRESS_ABOVE = 8 * 2**20
+# Wheels larger than this travel LZMA-compressed (`recompress`) where that makes them smaller:
+# scs 41.2 -> 20.9 MiB, sparsediffpy 11.6 -> 5.1, debugpy 5.1 -> 3.7, cvxpy 4.3 -> 3.3 (jedi, mostly
+# text already deflated, would grow and travels as served).
+RECOMPRESS_ABOVE = 256 * 2**10
 
 
 def image_packages(root: Path | None = None) -> set[str]:
@@ -294,24 +298,36 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     original = {}  # shipped wheel -> the wheel as PyPI serves it
     wheels = []
     for wheel in downloaded:
-        shipped = (
-            recompress(wheel, cache / "recompressed")
-            if wheel.stat().st_size > RECOMPRESS_ABOVE
-            else wheel
-        )
+        shipped = wheel
+        if wheel.stat().st_size > RECOMPRESS_ABOVE:
+            packed = recompress(wheel, cache / "recompressed")
+            shipped = packed if packed.stat().st_size < wheel.stat().st_size else wheel
         original[shipped] = wheel
         wheels.append(shipped)
     optional = {normalize(k) for k in OPTIONAL_WHEELS}
-    base = [Item(None, [w], "wheel") for w in wheels if wheel_name(w.name) not in optional]
-    extras = [
-        Item(wheel_name(w.name), [w], "wheel") for w in wheels if wheel_name(w.name) in optional
-    ]
-    # a dataset travels file by file, so that one file at most must fit beside the working tree
-    # (a dataset spread over parts is unpacked once its last part is there)
+    # every file travels on its own, and one larger than PIECE_BYTES in pieces (joined on the
+    # device by kit_pieces), so that only a piece must fit beside the working tree; a dataset or
+    # wheel spread over parts is usable once its last part is there
+    whole_of: dict[Path, Path] = {}  # piece -> the file it is a piece of
+
+    def pieces(path: Path, folder: str) -> list[Path]:
+        out = split(path, cache / "pieces" / folder)
+        whole_of.update({piece: path for piece in out if piece != path})
+        return out
+
+    base: list[Item] = []
+    extras: list[Item] = []
+    for wheel in wheels:
+        key = wheel_name(wheel.name)
+        for piece in pieces(wheel, "wheels"):
+            (extras if key in optional else base).append(
+                Item(key if key in optional else None, [piece], "wheel")
+            )
     extras += [
-        Item(d, [f], "dataset")
+        Item(d, [piece], "dataset")
         for d in DATASET_PATTERNS
         for f in compress_dataset(d, cache / "data")
+        for piece in pieces(f, d)
     ]
     needs = {c: chapter_needs(chapter_sources(c, root)) for c in chapters()}
     demand = {
@@ -345,10 +361,14 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
                 (folder / sub).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, folder / sub / src.name)
                 record: dict = {"file": f"{sub}/{src.name}", "sha256": sha256(src)}
-                if src in original and original[src] != src:
-                    record["recompressed_from_sha256"] = sha256(original[src])
+                whole = whole_of.get(src, src)
+                if whole != src:  # kit_pieces.assemble checks the joined file against it
+                    record["whole"] = f"{sub}/{whole.name}"
+                    record["whole_sha256"] = sha256(whole)
+                if whole in original and original[whole] != whole:
+                    record["recompressed_from_sha256"] = sha256(original[whole])
                 if item.kind == "wheel":
-                    record["modules"] = sorted(wheel_modules(src))
+                    record["modules"] = sorted(wheel_modules(whole))
                     record["optional"] = item.key is not None  # not every chapter needs it
                     entry["wheels"].append(record)
                 else:
