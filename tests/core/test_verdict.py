@@ -61,6 +61,15 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
     assert "a finer grid would" in why and "new seeds" not in why
     wider = {**grid, "interval": [0.1, 0.4]}  # the seeds' spread beyond the resolution
     assert "finer grid" not in verdict.why_inconclusive({**r, "seeds": wider})
+    # one usable seed: no interval, and no count of seeds claimed (it is not "more than 1000")
+    one = {"test": "paired t", "n": 1, "interval": [None, None], "values": [-0.06]}
+    r = row("o", "inconclusive", seeds=one, region="> 0", needs_seeds=None, dropped_runs=2)
+    why = verdict.why_inconclusive(r)
+    assert "one seed has no spread" in why and "2 runs left out" in why and "1000" not in why
+    from implicit_bias.core.verdicts.claims import plan_summary
+
+    assert "unknown until a second" in plan_summary(r) and "1000" not in plan_summary(r)
+    assert "more than 1000" in plan_summary({**r, "seeds": {**one, "n": 3}})
 
 
 def test_what_a_figure_found_says_where_the_run_disagrees():

@@ -83,6 +83,18 @@ def why_inconclusive(row: dict) -> str:
     and, where computed, the seeds a decision would need (plain text, one or two sentences)."""
     interval, region = _interval(row), row.get("region")
     seeds = row.get("seeds") or {}
+    if seeds.get("n") == 1:  # no spread: neither an interval nor a count of seeds to plan
+        dropped = row.get("dropped_runs") or 0
+        left_out = (
+            f" ({dropped} run{'s' if dropped != 1 else ''} left out as unconverged)"
+            if dropped
+            else ""
+        )
+        return (
+            f"Only one seed's runs are usable{left_out}, and one seed has no spread: there is "
+            "no interval to set against its region, and no count of the seeds a decision would "
+            "need until a second seed's runs converge."
+        )
     if interval is None or not region:
         return "These runs cannot decide it: there is no interval to set against its region."
     low, high = (_number(x) for x in interval)

@@ -418,11 +418,12 @@ def plan_summary(row: dict) -> str:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
     if row.get("status") == INCONCLUSIVE and row.get("seeds"):
         needs = row.get("needs_seeds")
-        parts.append(
-            f"a decision needs {needs} new seeds"
-            if needs
-            else f"a decision needs more than {decision.SEARCH_SEEDS} new seeds"
-        )
+        if needs:
+            parts.append(f"a decision needs {needs} new seeds")
+        elif row["seeds"].get("n") == 1:  # no spread to plan from
+            parts.append("one usable seed: the seeds a decision needs are unknown until a second")
+        else:
+            parts.append(f"a decision needs more than {decision.SEARCH_SEEDS} new seeds")
     return "; ".join(parts)
 
 
