@@ -47,7 +47,7 @@ from .kit_contents import (  # shared with the device side (gpu_run)
     normalize,
     wheel_name,
 )
-from .kit_pieces import split
+from .kit_pieces import PIECE_BYTES, split
 
 CACHE = ".gpu-kit-cache"  # downloads and compressed datasets, reused by the next build
 CARRY_LIMIT = 64 * 2**20  # what one device command carries: working tree and kit together
@@ -310,8 +310,14 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     # wheel spread over parts is usable once its last part is there
     whole_of: dict[Path, Path] = {}  # piece -> the file it is a piece of
 
+    tree = tree_size(root)
+    capacity = limit - tree - MARGIN
+    # pieces of a third of a part at most, so that they fill the room the other files leave
+    # (pieces of 8 MiB in parts of 13 MiB left 5 MiB of each part empty: 8 parts, not 7)
+    piece_bytes = max(2**20, min(PIECE_BYTES, (capacity // 3 - 1024) // 512 * 512))  # tar header
+
     def pieces(path: Path, folder: str) -> list[Path]:
-        out = split(path, cache / "pieces" / folder)
+        out = split(path, cache / "pieces" / str(piece_bytes) / folder, piece_bytes)
         whole_of.update({piece: path for piece in out if piece != path})
         return out
 
@@ -333,8 +339,6 @@ def build(root: Path | None = None, limit: int = CARRY_LIMIT) -> dict:
     demand = {
         key: sum(key in n for n in needs.values()) for key in [*OPTIONAL_WHEELS, *DATASET_PATTERNS]
     }
-    tree = tree_size(root)
-    capacity = limit - tree - MARGIN
     parts = pack(base, extras, capacity, demand)
     where = chapter_parts(needs, parts)
     for folder in [root / KIT, *root.glob(f"{KIT}-*")]:
