@@ -24,7 +24,6 @@ chapters that the parts present make runnable (`implicit_bias.core.tools.gpu_run
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 import os
@@ -47,7 +46,7 @@ from .kit_contents import (  # shared with the device side (gpu_run)
     normalize,
     wheel_name,
 )
-from .kit_pieces import PIECE_BYTES, split
+from .kit_pieces import PIECE_BYTES, sha256, split
 
 CACHE = ".gpu-kit-cache"  # downloads and compressed datasets, reused by the next build
 CARRY_LIMIT = 64 * 2**20  # what one device command carries: working tree and kit together
@@ -265,14 +264,6 @@ def compress_dataset(dataset: str, cache: Path) -> list[Path]:
             tmp.replace(dst)
         files.append(dst)
     return files
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def wheel_modules(path: Path) -> set[str]:

@@ -56,6 +56,8 @@ def split(path: Path, dest: Path, size: int = PIECE_BYTES) -> list[Path]:
 
 
 def sha256(path: Path) -> str:
+    # engine.data has the same helper; this file runs as a script before anything is
+    # installed, so it imports nothing of the package (gpu_kit imports this one)
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
