@@ -261,3 +261,21 @@ def test_a_claimed_difference_within_the_negligible_size_is_no_practical_effect(
     assert set(decision.NEGLIGIBLE_REASONS) == set(decision.EFFECT_SIZES)
     for unit, sizes in decision.EFFECT_SIZES.items():  # finer than what "similar" allows
         assert 0 < sizes["negligible"] <= sizes["similar"] / 10 + 1e-12, unit
+
+
+def test_runs_left_out_are_counted_on_the_seeds_a_verdict_rests_on():
+    """A confirmatory verdict on seeds 3-5 reports the runs left out of those seeds, not those
+    of seed 6 (a chapter that names the seeds of its dropped runs), and the seeds survive the
+    JSON round trip; a bare count stays as it is (nothing tells whose runs they were)."""
+    import dataclasses
+
+    from implicit_bias.core.verdicts.decision import Evidence, paired_differences
+
+    ev = paired_differences({3: 0.5, 4: 0.6, 5: 0.7, 7: 0.8})
+    named = dataclasses.replace(ev, dropped=3, dropped_seeds=(6, 6, 4))
+    assert named.restricted([3, 4, 5]).dropped == 1  # seed 4's run, not seed 6's two
+    assert named.restricted([7]).dropped == 0
+    assert Evidence.from_json(named.to_json()) == named
+    assert "dropped_seeds" not in ev.to_json()  # other chapters' reports keep their form
+    # can fail: a bare count carries over whole
+    assert dataclasses.replace(ev, dropped=3).restricted([3, 4, 5]).dropped == 3

@@ -198,6 +198,10 @@ class Evidence:
     values_b: tuple[float, ...] = ()
     seeds: tuple = ()
     dropped: int = 0  # unconverged runs left out before the per-seed values were formed
+    # the seed of each run in `dropped`, where the chapter gives it: restricted to some seeds,
+    # the evidence then counts only the runs of those seeds (a seed-6 run left out is not one
+    # of the confirmatory seeds 20-22's)
+    dropped_seeds: tuple = ()
     # the step of the grid the metric is read on (a neuron count found on a grid of 8, a
     # crossing step on a grid of 100; in the metric's own units): the interval reaches at
     # least this far on each side of the estimate, so seeds that agree exactly read as
@@ -290,16 +294,19 @@ class Evidence:
         if self.cells:  # a least-favourable choice: made again on these seeds alone
             return least_favourable({k: e.restricted(seeds) for k, e in self.cells}, self.side)[1]
         keep = [i for i, s in enumerate(self.seeds) if s in set(seeds)]
+        dropped_seeds = tuple(s for s in self.dropped_seeds if s in set(seeds))
         return Evidence(
             tuple(self.values[i] for i in keep),
             self.test,
             seeds=tuple(self.seeds[i] for i in keep),
-            dropped=self.dropped,
+            dropped=len(dropped_seeds) if self.dropped_seeds else self.dropped,
+            dropped_seeds=dropped_seeds,
             resolution=self.resolution,
         )
 
     def to_json(self) -> dict:
         low, high = self.interval()
+        listed = {"dropped_seeds": [_plain(s) for s in self.dropped_seeds]}
         return {
             "test": self.test,
             "n": self.n,
@@ -313,7 +320,7 @@ class Evidence:
             "seeds": [_plain(s) for s in self.seeds],
             "dropped": self.dropped,
             "resolution": self.resolution,
-        }
+        } | (listed if self.dropped_seeds else {})
 
     @classmethod
     def from_json(cls, data: Mapping) -> Evidence:
@@ -323,6 +330,7 @@ class Evidence:
             tuple(float(v) for v in data.get("values_b") or ()),
             tuple(data.get("seeds") or ()),
             int(data.get("dropped") or 0),
+            tuple(data.get("dropped_seeds") or ()),
             float(data.get("resolution") or 0.0),
         )
 
