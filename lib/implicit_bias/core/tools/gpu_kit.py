@@ -13,8 +13,9 @@ book's paper profile on CUDA, in parts that each fit what one device command may
   less what the GPU image has (`.ci/gpu-image-packages.txt`). Part 1 holds every wheel that all
   chapters need; datasets and the wheels only some chapters need (SCS) fill the parts after it.
 - Each part, with the working tree beside it, stays under `CARRY_LIMIT`.
-- A file larger than `kit_pieces.PIECE_BYTES` travels in pieces, which `run.sh` joins on the
-  device (`kit_pieces`): only a piece must fit beside the working tree.
+- A file larger than a piece (at most `kit_pieces.PIECE_BYTES`, and a third of a part's room)
+  travels in pieces, which `run.sh` joins on the device (`kit_pieces`) once the part holding
+  the last piece is carried: only a piece must fit beside the working tree.
 
 On the device, `bash gpu-kit/run.sh` installs the wheels of the parts present with `pip install
 --no-index --no-deps --target` into scratch folders, puts them on PYTHONPATH in front of the
