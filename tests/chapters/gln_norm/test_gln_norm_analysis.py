@@ -500,6 +500,11 @@ def test_evidence_records_infeasible_runs_and_tables_show_its_mean():
     ev = analysis.paired_evidence(pd.DataFrame({"seed": [0, 1], "diff": [0.1, 0.3]}))
     assert analysis.with_dropped(ev, frame, ["SVM-LC"]).dropped == 1
     assert analysis.with_dropped(ev, frame, ["SVM-LC", "SVM-RC"]).dropped == 2
+    # with seeds, the runs left out are named by seed: a verdict on seed 0 alone lost none
+    seeded = frame.assign(seed=[0, 1, 0, 0]).set_axis([5, 5, 6, 6])  # a repeated index
+    named = analysis.with_dropped(ev, seeded, ["SVM-LC", "SVM-RC"])
+    assert named.dropped == 2 and sorted(named.dropped_seeds) == [0, 1]
+    assert named.restricted([0]).dropped == 1 and named.restricted([1]).dropped == 1
     assert analysis.estimate(ev) == pytest.approx(0.2) and analysis.estimate(0.5) == 0.5
     table = analysis.evidence_table({"a": ev, "b": 0.5}, {"A": "a", "B": "b", "C": "c"})
     assert table.loc["A", "mean over seeds"] == pytest.approx(0.2)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from implicit_bias.core.verdicts import decision
 from implicit_bias.core.verdicts.decision import Evidence
-from implicit_bias.core.verdicts.evidence import converged_runs
+from implicit_bias.core.verdicts.evidence import CONVERGED, converged_runs
 
 
 def paired_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
@@ -61,9 +61,14 @@ def correlation_evidence(points: pd.DataFrame, x: str, y: str) -> Evidence:
 
 def with_dropped(ev: Evidence, frame: pd.DataFrame, methods) -> Evidence:
     """`ev` with the number of `methods`' runs of `frame` that did not end optimal or ok
-    (infeasible SVMs: the paper's missing points) recorded as dropped."""
-    _, dropped = converged_runs(frame[frame["method"].isin(list(methods))])
-    return dataclasses.replace(ev, dropped=dropped)
+    (infeasible SVMs: the paper's missing points) recorded as dropped, with their seeds (so
+    that a verdict on a plan's seeds counts only the runs of those seeds)."""
+    runs = frame[frame["method"].isin(list(methods))]
+    _, dropped = converged_runs(runs)
+    seeds: tuple = ()
+    if dropped and "seed" in runs.columns:  # the rows converged_runs leaves out, by position
+        seeds = tuple(int(s) for s in runs["seed"][~runs["status"].isin(CONVERGED).to_numpy()])
+    return dataclasses.replace(ev, dropped=dropped, dropped_seeds=seeds)
 
 
 def estimate(value):
