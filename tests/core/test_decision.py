@@ -272,7 +272,8 @@ def test_runs_left_out_are_counted_on_the_seeds_a_verdict_rests_on():
     from implicit_bias.core.verdicts.decision import Evidence, paired_differences
 
     ev = paired_differences({3: 0.5, 4: 0.6, 5: 0.7, 7: 0.8})
-    named = dataclasses.replace(ev, dropped=3, dropped_seeds=(6, 6, 4))
+    named = ev.with_dropped_runs([6, 6, 4])
+    assert named.dropped == 3
     assert named.restricted([3, 4, 5]).dropped == 1  # seed 4's run, not seed 6's two
     assert named.restricted([7]).dropped == 0
     assert Evidence.from_json(named.to_json()) == named

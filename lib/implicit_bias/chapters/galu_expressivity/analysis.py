@@ -537,13 +537,6 @@ def fig5_frames(
     return pd.DataFrame(curve_rows), pd.DataFrame(min_rows)
 
 
-def _with_dropped(ev: decision.Evidence, dropped: pd.Series) -> decision.Evidence:
-    """`ev` with the runs left out, given by their seeds (one entry a run): restricted to some
-    seeds, the evidence counts only theirs."""
-    seeds = tuple(int(s) for s in dropped)
-    return dataclasses.replace(ev, dropped=len(seeds), dropped_seeds=seeds)
-
-
 def _seeds_of_nan(values: pd.Series) -> pd.Series:
     """The seeds (index level `seed`, or the index) whose value is unknown."""
     missing = values[values.isna()]
@@ -571,7 +564,7 @@ def fig5_similarity_cells(mins: pd.DataFrame, curves: pd.DataFrame) -> dict:
         k_relu = k.loc[dout, "relu"].min()
         resolution = steps[int(dout)] / k_relu if math.isfinite(k_relu) else 0.0
         ev = decision.paired_differences(rel.loc[dout], resolution=float(resolution))
-        cells[int(dout)] = _with_dropped(ev, _seeds_of_nan(rel.loc[dout]))
+        cells[int(dout)] = ev.with_dropped_runs(_seeds_of_nan(rel.loc[dout]))
     return cells
 
 
@@ -609,24 +602,24 @@ def fig5_metrics(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> 
     ok = both[both.galu_acs_converged & both.galu_adam_converged]
     if len(ok):
         diff = (ok.galu_acs - ok.galu_adam).groupby(ok.seed).mean()
-        out["sec5_acs_minus_adam_mse"] = _with_dropped(
-            decision.paired_differences(diff), both.seed[~both.index.isin(ok.index)]
+        out["sec5_acs_minus_adam_mse"] = decision.paired_differences(diff).with_dropped_runs(
+            both.seed[~both.index.isin(ok.index)]
         )
     k = mins.set_index(["d_out", "seed"])[["galu", "relu"]].astype(float)
     rel = (k["galu"] - k["relu"]) / k["relu"]
     top = int(k.index.get_level_values("d_out").max())
-    out["fig5_k_galu_minus_relu_dout1"] = _with_dropped(
-        decision.paired(k.loc[1, "galu"], k.loc[1, "relu"]), _seeds_of_nan(rel.loc[1])
-    )
+    out["fig5_k_galu_minus_relu_dout1"] = decision.paired(
+        k.loc[1, "galu"], k.loc[1, "relu"]
+    ).with_dropped_runs(_seeds_of_nan(rel.loc[1]))
     larger = rel[rel.index.get_level_values("d_out") >= 2].groupby("seed")
     # a seed with an unknown width at some d' >= 2 is dropped, not averaged over fewer d'
     by_seed = larger.mean().where(larger.count() == larger.size())
-    out["fig5_rel_k_galu_minus_relu_larger_dout"] = _with_dropped(
-        decision.paired_differences(by_seed), _seeds_of_nan(by_seed)
-    )
-    out["fig5_rel_k_galu_minus_relu_largest_dout"] = _with_dropped(
-        decision.paired_differences(rel.loc[top]), _seeds_of_nan(rel.loc[top])
-    )
+    out["fig5_rel_k_galu_minus_relu_larger_dout"] = decision.paired_differences(
+        by_seed
+    ).with_dropped_runs(_seeds_of_nan(by_seed))
+    out["fig5_rel_k_galu_minus_relu_largest_dout"] = decision.paired_differences(
+        rel.loc[top]
+    ).with_dropped_runs(_seeds_of_nan(rel.loc[top]))
     similarity = fig5_similarity_cells(mins, curves)
     if similarity:  # "similar" at every larger d': the d' farthest from 0
         out["fig5_rel_k_galu_minus_relu_every_larger_dout"] = least_favourable(similarity, "both")[
@@ -667,9 +660,8 @@ def fig5_growth(mins: pd.DataFrame, curves: pd.DataFrame, threshold: float) -> d
         if math.isfinite(smallest) and smallest > 0:
             resolution = max(resolution, max(steps[a], steps[b]) / smallest)
     values = pd.Series(by_seed, dtype=float)
-    return _with_dropped(
-        decision.paired_differences(values, resolution=float(resolution)),
-        _seeds_of_nan(values),
+    return decision.paired_differences(values, resolution=float(resolution)).with_dropped_runs(
+        _seeds_of_nan(values)
     )
 
 

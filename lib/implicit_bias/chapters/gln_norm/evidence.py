@@ -65,10 +65,9 @@ def with_dropped(ev: Evidence, frame: pd.DataFrame, methods) -> Evidence:
     that a verdict on a plan's seeds counts only the runs of those seeds)."""
     runs = frame[frame["method"].isin(list(methods))]
     _, dropped = converged_runs(runs)
-    seeds: tuple = ()
     if dropped and "seed" in runs.columns:  # the rows converged_runs leaves out, by position
-        seeds = tuple(int(s) for s in runs["seed"][~runs["status"].isin(CONVERGED).to_numpy()])
-    return dataclasses.replace(ev, dropped=dropped, dropped_seeds=seeds)
+        return ev.with_dropped_runs(runs["seed"][~runs["status"].isin(CONVERGED).to_numpy()])
+    return dataclasses.replace(ev, dropped=dropped)
 
 
 def estimate(value):

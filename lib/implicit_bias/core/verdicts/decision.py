@@ -304,6 +304,12 @@ class Evidence:
             resolution=self.resolution,
         )
 
+    def with_dropped_runs(self, seeds: Iterable) -> Evidence:
+        """This evidence with the runs left out before its values were formed, named by their
+        seeds (one entry a run), so that `restricted` counts only the runs of its seeds."""
+        named = tuple(int(s) for s in seeds)
+        return dataclasses.replace(self, dropped=len(named), dropped_seeds=named)
+
     def to_json(self) -> dict:
         low, high = self.interval()
         listed = {"dropped_seeds": [_plain(s) for s in self.dropped_seeds]}
