@@ -226,6 +226,8 @@ def test_step_scan_labels_and_table():
         "n": 12,
         "rank": 1,
         "seeds": [0, 1],
+        "confirmatory_seeds": [],
+        "deep_confirmatory_seeds": [],
         "depths": [2, 3],
         "counts": [50],
         "init_scale": 1e-3,
@@ -250,6 +252,74 @@ def test_step_scan_labels_and_table():
     assert sorted(table["optimizer"]) == ["adaptive", "step 0.1", "step 1"]
     steps = table.set_index("optimizer")["steps"]
     assert steps["step 0.1"] > 5 * steps["step 1"]
+
+
+def test_confirmatory_seeds_run_only_where_the_seed_plan_needs_them():
+    cfg = {
+        "n": 12,
+        "rank": 1,
+        "seeds": [0, 1],
+        "confirmatory_seeds": [2],
+        "deep_confirmatory_seeds": [3, 4],
+        "depths": [2, 3, 4],
+        "counts": [50],
+        "init_scale": 1e-3,
+        "lr_factor": 1.0,
+        "max_steps": 10,
+        "tol": 1e-6,
+        "fig2_depths": [2],
+        "fig2_counts": [50, 100],
+        "fig2_scales": [1e-3, 1e-6],
+        "step_scan_depths": [2, 4],
+        "step_scan_lr_factors": [1.0, 0.1],
+        "step_scan_adaptive_counts": [50],
+        "step_scan_adaptive_seeds": [0],
+        "authors_lr": 1e-2,
+        "authors_max_steps": 10,
+        "authors_counts": [50],
+        "authors_fig2_depths": [3],
+        "authors_fig2_counts": [50],
+        "authors_fig2_scales": [1e-3, 1e-6],
+        "solver": "SCS",
+        "solver_eps": 1e-6,
+        "solver_max_iters": 100,
+    }
+
+    def seeds(task_list: list[dict], **where) -> list[int]:
+        return sorted({t["seed"] for t in task_list if all(t[k] == v for k, v in where.items())})
+
+    fig1 = tasks.completion_tasks(cfg)
+    assert seeds(fig1, depth=2) == [0, 1, 2]
+    assert seeds(fig1, depth=3) == seeds(fig1, depth=4) == [0, 1, 2, 3, 4]
+    assert seeds(tasks.nuclear_tasks(cfg)) == seeds(tasks.init_scale_tasks(cfg)) == [0, 1, 2]
+    # the scan and the authors' protocol decide no confirmatory claim: exploratory seeds only
+    assert seeds(tasks.step_scan_tasks(cfg)) == seeds(tasks.authors_tasks(cfg)) == [0, 1]
+
+
+def test_dropped_runs_are_counted_on_the_seeds_a_verdict_rests_on():
+    def runs(depth: int, capped: set) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "depth": depth,
+                    "scale": 1e-3,
+                    "seed": s,
+                    "count": 50,
+                    "status": "unconverged" if s in capped else "ok",
+                    "rel_error": 0.1 * depth + 0.01 * s,
+                    "tail_share": 0.0,
+                    "effective_rank": 1.0,
+                }
+                for s in range(6)
+            ]
+        )
+
+    frame = pd.concat([runs(3, {4}), runs(4, {5})])
+    nuclear = pd.DataFrame(columns=["seed", "count", "status", "rel_error"])
+    ev = analysis.recovery_metrics(frame, nuclear, 1e-3)["tail_share_depth4_minus_depth3"]
+    assert ev.dropped == 2 and sorted(ev.dropped_seeds) == [4, 5]
+    assert ev.restricted([0, 1, 2, 3]).dropped == 0
+    assert ev.restricted([3, 4]).dropped == 1
 
 
 def test_authors_tasks_put_the_inner_scales_in_tasks_of_their_own():

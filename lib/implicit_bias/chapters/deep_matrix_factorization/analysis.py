@@ -1,12 +1,9 @@
 """Frames and metrics of the deep matrix factorization chapter (Arora et al., 2019). Every metric
 a claim names is written here by its literal name, so `grep <metric>` finds where it is
 computed. Comparisons go through `core.verdicts.decision` (per-seed evidence); claims rest on
-converged
-runs only (`core.verdicts.evidence.converged_runs`), and the runs left out are counted."""
+converged runs only (`core.verdicts.evidence.converged_runs`), and the runs left out are counted."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -56,20 +53,27 @@ def nuclear_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     )
 
 
-def _with_dropped(ev: decision.Evidence, dropped: int) -> decision.Evidence:
-    return dataclasses.replace(ev, dropped=int(dropped))
+def _dropped_seeds(frame: pd.DataFrame, converged=("ok",) + NUCLEAR_OK) -> list[int]:
+    """The seed of each run of `frame` left out as unconverged (one entry a run), so that a
+    verdict restricted to some seeds counts only their runs."""
+    return frame.loc[~frame["status"].isin(converged), "seed"].tolist()
 
 
 def _paired_cells(a: pd.DataFrame, b: pd.DataFrame, value: str) -> decision.Evidence:
     """a - b paired by seed: the per-seed mean over observation counts of the difference, on
     the (seed, count) cells where both runs converged (a seed's counts share its ground truth,
-    so they are averaged first; the seeds are independent). Cells left out are counted."""
-    a_ok, a_drop = converged_runs(a, converged=("ok",) + NUCLEAR_OK)
-    b_ok, b_drop = converged_runs(b, converged=("ok",) + NUCLEAR_OK)
+    so they are averaged first; the seeds are independent). Cells left out are counted, by
+    seed, on the seeds both sides ran."""
+    shared = set(a["seed"]) & set(b["seed"])
+    a, b = a[a["seed"].isin(shared)], b[b["seed"].isin(shared)]
+    a_ok, _ = converged_runs(a, converged=("ok",) + NUCLEAR_OK)
+    b_ok, _ = converged_runs(b, converged=("ok",) + NUCLEAR_OK)
     both = a_ok.merge(b_ok, on=["seed", "count"], suffixes=("_a", "_b"))
     diff = both[f"{value}_a"] - both[f"{value}_b"]
     per_seed = diff.groupby(both["seed"]).mean()
-    return _with_dropped(decision.paired_differences(per_seed), a_drop + b_drop)
+    return decision.paired_differences(per_seed).with_dropped_runs(
+        _dropped_seeds(a) + _dropped_seeds(b)
+    )
 
 
 def _recovery_evidence(frame: pd.DataFrame, nuclear: pd.DataFrame, scale: float) -> dict:
@@ -156,13 +160,14 @@ def init_metrics(ratios: pd.DataFrame, few: int, many: int) -> dict:
     the minimum."""
     ratio2, error2 = _init_evidence(ratios, few, 2)
     d = ratios[(ratios["depth"] == 2) & (ratios["count"] == many)]
-    many_ok, many_drop = converged_runs(d[d["scale"] == d["scale"].min()])
+    smallest = d[d["scale"] == d["scale"].min()]
+    many_ok, _ = converged_runs(smallest)
     return {
         "fig2_few_ratio_small_minus_large_init": ratio2,
         "fig2_few_error_small_minus_large_init": error2,
-        "fig2_many_ratio_minus_one": _with_dropped(
-            decision.per_seed(many_ok.set_index("seed")["nuclear_ratio"] - 1.0), many_drop
-        ),
+        "fig2_many_ratio_minus_one": decision.per_seed(
+            many_ok.set_index("seed")["nuclear_ratio"] - 1.0
+        ).with_dropped_runs(_dropped_seeds(smallest, ("ok",))),
     }
 
 

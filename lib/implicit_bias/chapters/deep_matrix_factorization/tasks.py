@@ -172,8 +172,28 @@ def dynamics_task(task: dict) -> dict:
 # ---- the task lists of the notebook's sweeps, from the profile's parameters ----
 
 
+def book_seeds(cfg: dict) -> list[int]:
+    """The seeds of the book's protocol: the exploratory seeds, then `confirmatory_seeds`, the
+    confirmatory seeds of the registered seed plan (Fig. 1 at every depth, the nuclear-norm
+    solves, Fig. 2)."""
+    return _joined(cfg["seeds"], cfg["confirmatory_seeds"])
+
+
+def fig1_seeds(cfg: dict, depth: int) -> list[int]:
+    """The seeds of Fig. 1 at `depth`: `book_seeds`, and at depths 3 and more also
+    `deep_confirmatory_seeds` (the plan of the comparison of depth 4 with depth 3 needs the
+    most)."""
+    deep = cfg["deep_confirmatory_seeds"] if depth >= 3 else []
+    return _joined(book_seeds(cfg), deep)
+
+
+def _joined(first: list[int], more: list[int]) -> list[int]:
+    return first + [s for s in more if s not in first]
+
+
 def completion_tasks(cfg: dict) -> list[dict]:
-    """Fig. 1: one task per depth and seed, all counts of the seed in one batch."""
+    """Fig. 1: one task per depth and seed (`fig1_seeds`), all counts of the seed in one
+    batch."""
     return [
         {
             "n": cfg["n"],
@@ -187,7 +207,7 @@ def completion_tasks(cfg: dict) -> list[dict]:
             "tol": cfg["tol"],
         }
         for d in cfg["depths"]
-        for s in cfg["seeds"]
+        for s in fig1_seeds(cfg, d)
     ]
 
 
@@ -207,15 +227,20 @@ def init_scale_tasks(cfg: dict) -> list[dict]:
         }
         for d in cfg["fig2_depths"]
         for a in cfg["fig2_scales"]
-        for s in cfg["seeds"]
+        for s in book_seeds(cfg)
     ]
 
 
 def step_scan_tasks(cfg: dict) -> list[dict]:
     """The book's protocol at the scan's step factors other than the profile's own (whose runs
     are Fig. 1's), at all counts, and the model's adaptive path at the scan's counts and seeds,
-    for the scan's depths."""
-    scan = [t for t in completion_tasks(cfg) if t["depth"] in cfg["step_scan_depths"]]
+    for the scan's depths, on the exploratory seeds (the scan chooses the protocol; it decides
+    no claim)."""
+    scan = [
+        t
+        for t in completion_tasks(cfg)
+        if t["depth"] in cfg["step_scan_depths"] and t["seed"] in cfg["seeds"]
+    ]
     plain = [
         {**t, "lr_factor": c}
         for c in cfg["step_scan_lr_factors"]
@@ -239,9 +264,9 @@ def step_scan_tasks(cfg: dict) -> list[dict]:
 
 
 def authors_tasks(cfg: dict) -> list[dict]:
-    """The authors' protocol, per depth and seed: one task of Fig. 1's cells (the authors'
-    counts at the chapter's init scale) and, at the authors' Fig. 2 depths, of Fig. 2's cells
-    at the two ends of its range (its counts at the largest and smallest of
+    """The authors' protocol, per depth and exploratory seed: one task of Fig. 1's cells (the
+    authors' counts at the chapter's init scale) and, at the authors' Fig. 2 depths, of Fig.
+    2's cells at the two ends of its range (its counts at the largest and smallest of
     authors_fig2_scales), which decide the Fig. 2 claims; and one task of the scales between
     the ends, which only Fig. 2's table draws: a task of its own, so that adding or dropping
     them recomputes none of the claims' runs (it draws its Gaussian factors from the same seed:
@@ -297,7 +322,7 @@ def nuclear_tasks(cfg: dict) -> list[dict]:
             "solver_eps": cfg["solver_eps"],
             "solver_max_iters": cfg["solver_max_iters"],
         }
-        for s in cfg["seeds"]
+        for s in book_seeds(cfg)
         for m in counts
     ]
 
