@@ -181,6 +181,22 @@ def test_unconverged_runs_are_dropped_and_counted():
     assert evaluate({**CLAIM, "expect": "> 0"}, {"a_minus_b": e}, "paper")["dropped_runs"] == 2
 
 
+def test_unconverged_seeds_name_each_dropped_run_so_a_plan_counts_only_its_own():
+    import pandas as pd
+
+    from implicit_bias.core.verdicts.evidence import converged_runs, unconverged_seeds
+
+    frame = pd.DataFrame(
+        {"seed": [0, 0, 3, 4, 4], "status": ["ok", "unconverged", "ok", "unconverged", "x"]}
+    )
+    named = unconverged_seeds(frame)
+    assert sorted(named) == [0, 4, 4] and len(named) == converged_runs(frame)[1]
+    assert unconverged_seeds(frame.drop(columns="status")) == []
+    ev = decision.per_seed({0: 1.0, 3: 2.0, 4: 3.0}).with_dropped_runs(named)
+    assert ev.dropped == 3
+    assert ev.restricted([3, 4]).dropped == 2 and ev.restricted([3]).dropped == 0
+
+
 def test_least_favourable_cell_is_the_one_whose_interval_reaches_furthest():
     from implicit_bias.core.verdicts.decision import least_favourable, paired_differences
 

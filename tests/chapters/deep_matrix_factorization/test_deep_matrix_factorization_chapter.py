@@ -228,6 +228,8 @@ def test_step_scan_labels_and_table():
         "seeds": [0, 1],
         "confirmatory_seeds": [],
         "deep_confirmatory_seeds": [],
+        "authors_confirmatory_seeds": [],
+        "authors_confirmatory_depths": [],
         "depths": [2, 3],
         "counts": [50],
         "init_scale": 1e-3,
@@ -261,6 +263,8 @@ def test_confirmatory_seeds_run_only_where_the_seed_plan_needs_them():
         "seeds": [0, 1],
         "confirmatory_seeds": [2],
         "deep_confirmatory_seeds": [3, 4],
+        "authors_confirmatory_seeds": [1, 5],
+        "authors_confirmatory_depths": [3],
         "depths": [2, 3, 4],
         "counts": [50],
         "init_scale": 1e-3,
@@ -291,9 +295,17 @@ def test_confirmatory_seeds_run_only_where_the_seed_plan_needs_them():
     fig1 = tasks.completion_tasks(cfg)
     assert seeds(fig1, depth=2) == [0, 1, 2]
     assert seeds(fig1, depth=3) == seeds(fig1, depth=4) == [0, 1, 2, 3, 4]
-    assert seeds(tasks.nuclear_tasks(cfg)) == seeds(tasks.init_scale_tasks(cfg)) == [0, 1, 2]
-    # the scan and the authors' protocol decide no confirmatory claim: exploratory seeds only
-    assert seeds(tasks.step_scan_tasks(cfg)) == seeds(tasks.authors_tasks(cfg)) == [0, 1]
+    assert seeds(tasks.init_scale_tasks(cfg)) == [0, 1, 2]
+    nuclear = tasks.nuclear_tasks(cfg)
+    assert seeds(nuclear, count=50) == [0, 1, 2, 5] and seeds(nuclear, count=100) == [0, 1, 2]
+    # the scan decides no confirmatory claim: exploratory seeds only
+    assert seeds(tasks.step_scan_tasks(cfg)) == [0, 1]
+    # the authors' protocol: its confirmatory seed (5; 1 is exploratory) runs Fig. 2's ends
+    # at depth 3 alone
+    authors = tasks.authors_tasks(cfg)
+    assert seeds(authors, depth=2) == seeds(authors, depth=4) == [0, 1]
+    assert seeds(authors, depth=3) == [0, 1, 5]
+    assert [t["cells"] for t in authors if t["seed"] == 5] == [[[50, 1e-3], [50, 1e-6]]]
 
 
 def test_dropped_runs_are_counted_on_the_seeds_a_verdict_rests_on():
@@ -336,6 +348,8 @@ def test_authors_tasks_put_the_inner_scales_in_tasks_of_their_own():
         "authors_fig2_depths": [3],
         "authors_fig2_counts": [50],
         "authors_fig2_scales": [1e-3, 1e-6],
+        "authors_confirmatory_seeds": [],
+        "authors_confirmatory_depths": [],
     }
     ends = tasks.authors_tasks(cfg)
     assert [t["cells"] for t in ends if t["depth"] == 2] == [[[50, 1e-3]]] * 2

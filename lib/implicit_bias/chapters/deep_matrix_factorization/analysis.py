@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from implicit_bias.core.verdicts import decision
-from implicit_bias.core.verdicts.evidence import Value, converged_runs
+from implicit_bias.core.verdicts.evidence import Value, converged_runs, unconverged_seeds
 
 NUCLEAR_OK = ("optimal",)  # the cvxpy statuses a minimum nuclear-norm solution is used at
+CONVERGED_OR_SOLVED = ("ok",) + NUCLEAR_OK  # a gradient-descent run or a nuclear-norm solve
 
 
 def completion_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
@@ -53,12 +54,6 @@ def nuclear_frame(tasks: list[dict], results: list[dict]) -> pd.DataFrame:
     )
 
 
-def _dropped_seeds(frame: pd.DataFrame, converged=("ok",) + NUCLEAR_OK) -> list[int]:
-    """The seed of each run of `frame` left out as unconverged (one entry a run), so that a
-    verdict restricted to some seeds counts only their runs."""
-    return frame.loc[~frame["status"].isin(converged), "seed"].tolist()
-
-
 def _paired_cells(a: pd.DataFrame, b: pd.DataFrame, value: str) -> decision.Evidence:
     """a - b paired by seed: the per-seed mean over observation counts of the difference, on
     the (seed, count) cells where both runs converged (a seed's counts share its ground truth,
@@ -66,13 +61,14 @@ def _paired_cells(a: pd.DataFrame, b: pd.DataFrame, value: str) -> decision.Evid
     seed, on the seeds both sides ran."""
     shared = set(a["seed"]) & set(b["seed"])
     a, b = a[a["seed"].isin(shared)], b[b["seed"].isin(shared)]
-    a_ok, _ = converged_runs(a, converged=("ok",) + NUCLEAR_OK)
-    b_ok, _ = converged_runs(b, converged=("ok",) + NUCLEAR_OK)
+    a_ok, _ = converged_runs(a, converged=CONVERGED_OR_SOLVED)
+    b_ok, _ = converged_runs(b, converged=CONVERGED_OR_SOLVED)
     both = a_ok.merge(b_ok, on=["seed", "count"], suffixes=("_a", "_b"))
     diff = both[f"{value}_a"] - both[f"{value}_b"]
     per_seed = diff.groupby(both["seed"]).mean()
     return decision.paired_differences(per_seed).with_dropped_runs(
-        _dropped_seeds(a) + _dropped_seeds(b)
+        unconverged_seeds(a, converged=CONVERGED_OR_SOLVED)
+        + unconverged_seeds(b, converged=CONVERGED_OR_SOLVED)
     )
 
 
@@ -167,7 +163,7 @@ def init_metrics(ratios: pd.DataFrame, few: int, many: int) -> dict:
         "fig2_few_error_small_minus_large_init": error2,
         "fig2_many_ratio_minus_one": decision.per_seed(
             many_ok.set_index("seed")["nuclear_ratio"] - 1.0
-        ).with_dropped_runs(_dropped_seeds(smallest, ("ok",))),
+        ).with_dropped_runs(unconverged_seeds(smallest)),
     }
 
 

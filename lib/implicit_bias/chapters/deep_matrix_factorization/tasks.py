@@ -272,9 +272,10 @@ def authors_tasks(cfg: dict) -> list[dict]:
     them recomputes none of the claims' runs (it draws its Gaussian factors from the same seed:
     the directions of the ends' cells at other scales). Fig. 1's further counts
     (authors_more_counts, where the profile has them) run in a third task, for the same
-    reason. Each cell once."""
+    reason. Each cell once. At `authors_confirmatory_depths`, each confirmatory seed adds the
+    ends' task alone (the seed plan's seeds of the Fig. 2 claims there)."""
     scales = cfg["authors_fig2_scales"]
-    ends = [a for a in scales if a in (min(scales), max(scales))]
+    ends = _ends(cfg)
     inner = [a for a in scales if a not in ends]
 
     def task(s: int, d: int, cells: list) -> dict:
@@ -306,12 +307,38 @@ def authors_tasks(cfg: dict) -> list[dict]:
                 tasks.append(
                     task(s, d, [[m, cfg["init_scale"]] for m in cfg["authors_more_counts"]])
                 )
+    # the confirmatory seeds of the Fig. 2 claims of depths 3 and 4: the ends' task only
+    for d in cfg["authors_confirmatory_depths"]:
+        for s in authors_confirmatory_seeds(cfg):
+            tasks.append(
+                task(s, d, [[m, a] for m in cfg["authors_fig2_counts"] for a in _ends(cfg)])
+            )
     return tasks
 
 
+def _ends(cfg: dict) -> list[float]:
+    scales = cfg["authors_fig2_scales"]
+    return [a for a in scales if a in (min(scales), max(scales))]
+
+
+def authors_confirmatory_seeds(cfg: dict) -> list[int]:
+    """The confirmatory seeds of the authors' protocol (Fig. 2's ends at
+    `authors_confirmatory_depths`), those not among the exploratory seeds."""
+    return [s for s in cfg["authors_confirmatory_seeds"] if s not in cfg["seeds"]]
+
+
 def nuclear_tasks(cfg: dict) -> list[dict]:
-    """The minimum nuclear-norm completions of every seed at every count of Fig. 1 and 2."""
+    """The minimum nuclear-norm completions of every seed of the book's protocol at every count
+    of Fig. 1 and 2, and of the authors' protocol's further confirmatory seeds at its Fig. 2
+    counts (the denominator of their nuclear-norm ratio)."""
     counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]))
+    cells = [(s, m) for s in book_seeds(cfg) for m in counts]
+    cells += [
+        (s, m)
+        for s in authors_confirmatory_seeds(cfg)
+        if s not in book_seeds(cfg)
+        for m in cfg["authors_fig2_counts"]
+    ]
     return [
         {
             "n": cfg["n"],
@@ -322,8 +349,7 @@ def nuclear_tasks(cfg: dict) -> list[dict]:
             "solver_eps": cfg["solver_eps"],
             "solver_max_iters": cfg["solver_max_iters"],
         }
-        for s in book_seeds(cfg)
-        for m in counts
+        for s, m in cells
     ]
 
 

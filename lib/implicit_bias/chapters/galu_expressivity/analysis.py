@@ -409,7 +409,7 @@ def fig4_metrics(df: pd.DataFrame) -> dict:
         r2 = linear_fit(adam["l2_sq"], adam["gap"])["r2"]
         out["fig4_r2_gap_vs_l2_sq_adam"] = Value(r2, dropped=len(capped))
         by_seed = decision.per_seed(_r2_by_seed(adam, "l2_sq"))
-        out["fig4_r2_gap_vs_l2_sq_adam_by_seed"] = dataclasses.replace(by_seed, dropped=len(capped))
+        out["fig4_r2_gap_vs_l2_sq_adam_by_seed"] = by_seed.with_dropped_runs(capped["seed"])
     if len(capped) > 2:
         out["fig4_r2_gap_vs_l2_sq_adam_unconverged"] = linear_fit(capped["l2_sq"], capped["gap"])[
             "r2"

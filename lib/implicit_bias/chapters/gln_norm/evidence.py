@@ -15,7 +15,7 @@ import pandas as pd
 
 from implicit_bias.core.verdicts import decision
 from implicit_bias.core.verdicts.decision import Evidence
-from implicit_bias.core.verdicts.evidence import CONVERGED, converged_runs
+from implicit_bias.core.verdicts.evidence import converged_runs, unconverged_seeds
 
 
 def paired_evidence(points: pd.DataFrame, value: str = "diff") -> Evidence:
@@ -64,10 +64,9 @@ def with_dropped(ev: Evidence, frame: pd.DataFrame, methods) -> Evidence:
     (infeasible SVMs: the paper's missing points) recorded as dropped, with their seeds (so
     that a verdict on a plan's seeds counts only the runs of those seeds)."""
     runs = frame[frame["method"].isin(list(methods))]
-    _, dropped = converged_runs(runs)
-    if dropped and "seed" in runs.columns:  # the rows converged_runs leaves out, by position
-        return ev.with_dropped_runs(runs["seed"][~runs["status"].isin(CONVERGED).to_numpy()])
-    return dataclasses.replace(ev, dropped=dropped)
+    if "seed" in runs.columns:
+        return ev.with_dropped_runs(unconverged_seeds(runs))
+    return dataclasses.replace(ev, dropped=converged_runs(runs)[1])
 
 
 def estimate(value):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from implicit_bias.core.verdicts import decision
-from implicit_bias.core.verdicts.evidence import Value, converged_runs
+from implicit_bias.core.verdicts.evidence import Value, converged_runs, unconverged_seeds
 from implicit_bias.models import tensor_networks as tn
 from implicit_bias.models import tensor_networks_theory as theory
 
@@ -35,10 +35,16 @@ def tensor_form_metrics(form: pd.DataFrame) -> dict:
 # one value, the worst of its runs in the claim's direction.
 
 
-def by_seed(frame: pd.DataFrame, value: str, agg: str, dropped: int = 0, seed: str = "data_seed"):
+def by_seed(
+    frame: pd.DataFrame, value: str, agg: str, dropped: int | list = 0, seed: str = "data_seed"
+):
     """`decision.per_seed` of `value` aggregated per seed by `agg` ("max": the worst of a seed's
-    runs for an upper bound, "min" for a lower one), with `dropped` unconverged runs recorded."""
+    runs for an upper bound, "min" for a lower one), with the unconverged runs left out
+    recorded: `dropped` names their seeds (one entry a run, so that a verdict on some seeds
+    counts only theirs), or, where the runs' seeds are not at hand, counts them."""
     evidence = decision.per_seed(frame.groupby(seed)[value].agg(agg))
+    if isinstance(dropped, list):
+        return evidence.with_dropped_runs(dropped)
     return dataclasses.replace(evidence, dropped=int(dropped))
 
 
@@ -129,7 +135,8 @@ def thm1_metrics(cls: pd.DataFrame, paths: pd.DataFrame) -> dict:
     """Per seed, over the runs whose reference converged: the largest final residual, and the
     largest ratio of a run's final residual to its residual at the middle checkpoint (the claim:
     below one half)."""
-    kept, dropped = reference_runs(cls)
+    kept, _ = reference_runs(cls)
+    dropped = unconverged_seeds(cls, "data_seed", status="reference_status")
     labels = set(zip(_label(kept), kept["data_seed"]))
     ratios = [
         {"data_seed": seed, "ratio": g["residual"].iloc[-1] / g["residual"].iloc[len(g) // 2]}
@@ -169,7 +176,7 @@ def corollary_metrics(cls: pd.DataFrame) -> dict:
         rows = cls[cls["arch"] == arch]
         if deep is not None:
             rows = rows[(rows["L"] >= 3) if deep else (rows["L"] == 2)]
-        return int(len(rows) - len(kept.index.intersection(rows.index)))
+        return rows.loc[rows.index.difference(kept.index), "data_seed"].tolist()
 
     fc = kept[kept["arch"] == "fc"]
     return {
@@ -233,8 +240,9 @@ def irl1_control_metrics(control: pd.DataFrame) -> dict:
         ("diag", "cor2_deep_min_control_ratio"),
         ("conv", "cor3_deep_min_control_ratio"),
     ):
-        kept, dropped = converged_runs(control[control["arch"] == arch])
-        out[name] = by_seed(kept, "control / GD", "min", dropped)
+        runs = control[control["arch"] == arch]
+        kept, _ = converged_runs(runs)
+        out[name] = by_seed(kept, "control / GD", "min", unconverged_seeds(runs, "data_seed"))
     return out
 
 
@@ -551,7 +559,8 @@ def theorem6_metrics(thm6: pd.DataFrame) -> dict:
     """Per seed over the converged runs (generic and band-limited point): the closed form's
     worst error against the flow (all runs, and the band-limited ones whose out-of-range terms
     are nonzero), the printed v_2's best, and the smallest and largest GD error-halving ratio."""
-    kept, dropped = converged_runs(thm6)
+    kept, _ = converged_runs(thm6)
+    dropped = unconverged_seeds(thm6, "seed")
     kept = kept.assign(ratio=kept["gd_error"] / kept["gd_error_half"])
     low = kept[kept["low_rank"]]
     return {

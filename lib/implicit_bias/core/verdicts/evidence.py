@@ -33,3 +33,14 @@ def converged_runs(
         return frame, 0
     keep = frame[status].isin(converged)
     return frame[keep], int((~keep).sum())
+
+
+def unconverged_seeds(
+    frame: pd.DataFrame, seed: str = "seed", status: str = "status", converged=CONVERGED
+) -> list:
+    """The seed of each row `converged_runs` leaves out (one entry a run), for
+    `Evidence.with_dropped_runs`: a verdict restricted to some seeds then counts only the runs
+    of those seeds."""
+    if status not in frame.columns:
+        return []
+    return frame.loc[~frame[status].isin(converged), seed].tolist()
