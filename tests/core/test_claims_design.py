@@ -82,6 +82,21 @@ def test_a_registered_plan_decides_on_its_new_seeds_alone():
     assert "plan void: seed 3 had been run" in plan_summary(row)
 
 
+def test_a_plan_seed_whose_runs_were_left_out_has_run_and_one_never_run_has_not():
+    claim = {**CLAIM, "seed_plan": PLAN}
+    seen = {0: -0.01, 1: -0.012, 2: -0.011}
+    new = {3: 0.02, 4: 0.021, 5: 0.019}
+    # seed 6 ran, but its only run was unconverged: the plan has run, decided on 3-5
+    ran = _evidence({**seen, **new}).with_dropped_runs([6])
+    row = evaluate(claim, {"a_minus_b": ran}, "paper")
+    assert row["stage"] == "confirmatory" and row["seeds"]["seeds"] == [3, 4, 5]
+    assert row["dropped_runs"] == 1 and row["status"] == "fail"
+    # seed 6 never ran (or the chapter does not name its dropped runs): still exploratory
+    for missing in (_evidence({**seen, **new}), _evidence({**seen, **new}).with_dropped_runs([2])):
+        row = evaluate(claim, {"a_minus_b": missing}, "paper")
+        assert row["stage"] == "exploratory" and row["seeds"]["seeds"] == [0, 1, 2]
+
+
 def test_audits_are_not_counted_as_claims():
     rows = [
         {"id": "a", "status": PASS, "audit_of": None},

@@ -231,9 +231,13 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     plan = claim.get("seed_plan") if profile == "paper" else None
     stage = needs = None
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
-        # confirmatory: decided on the registered new seeds alone, once they are all there;
-        # until then on the exploratory seeds (never on both together); a void plan never
-        confirmed = not plan.get("void") and set(plan["seeds"]) <= set(value.seeds)
+        # confirmatory: decided on the registered new seeds alone, once they have all run;
+        # until then on the exploratory seeds (never on both together); a void plan never.
+        # A seed whose runs were all left out as unconverged has run: the verdict rests on the
+        # plan's converged runs, as every verdict does (known only where the chapter names the
+        # seeds of its dropped runs)
+        ran = set(value.seeds) | set(value.dropped_seeds)
+        confirmed = not plan.get("void") and set(plan["seeds"]) <= ran
         stage = "confirmatory" if confirmed else "exploratory"
         value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
     if isinstance(value, Evidence):
