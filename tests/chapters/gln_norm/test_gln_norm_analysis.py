@@ -391,6 +391,33 @@ def test_the_authors_comparison_uses_the_redrawn_network_and_can_break_the_bound
     assert ev.test == "paired t" and ev.values == pytest.approx((0.5, 0.5, 0.5))
 
 
+def test_an_svm_pairs_with_the_gd_network_of_its_own_seed_group():
+    """Seeds added later run in tasks of their own (seed groups): each SVM task pairs with the
+    GD task of the same seeds, not with the last group's of its configuration."""
+    rng = np.random.default_rng(6)
+    cell = {"H": 10, "C": 2, "N": 50, "median_init": False}
+    gd_t, gd_r, svm_t, svm_r = [], [], [], []
+    for group, agree in (([0, 1, 2], True), ([3, 4, 5], False)):
+        svm = _svm_result(rng, [0.1] * 3)
+        signs = [gln.unpack_signs(p, N_VAL) for p in svm["pred_val"]]
+        pred = [gln.pack_signs(s if agree else -s) for s in signs]
+        gd_t.append({"depth": "deep", **cell, "momentum": 0.0, "seeds": group, "n_val": N_VAL})
+        gd_r.append({"val_error": [0.1] * 3, "pred_val": pred})
+        svm_t.append({"method": "SVM-GLN", **cell, "seeds": group, "n_val": N_VAL})
+        svm_r.append(svm)
+    points = analysis.seed_pairing_points(
+        gd_t,
+        gd_r,
+        svm_t,
+        svm_r,
+        pd.DataFrame(
+            {"method": [], "H": [], "C": [], "N": [], "median_init": [], "inconsistency_mean": []}
+        ),
+    )
+    same = points.set_index("seed")["same seed (definition)"]
+    assert list(same.loc[[0, 1, 2]]) == [0.0] * 3 and list(same.loc[[3, 4, 5]]) == [1.0] * 3
+
+
 def _triangle_frame(rows):
     cols = ["method", "median_init", "val_error", "gd_val_error", "inconsistency"]
     return pd.DataFrame(rows, columns=cols)

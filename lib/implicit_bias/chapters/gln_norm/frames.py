@@ -298,13 +298,14 @@ def _svm_and_gd_signs(gd_tasks_, gd_results, svm_tasks_, svm_results, method: st
     task, both results and the validation signs, per seed, of the SVM (S), the GD-GLN (G) and
     the GD-GLN with redrawn cutoffs (R: the authors' comparison; with median init their
     reloaded GD-GLN had random cutoffs, without it the trained ones, then R is G)."""
+    # keyed by the seed group too: an SVM task pairs with the GD task of its own seeds
     gd = {
-        (t["H"], t["C"], t["N"], t["median_init"]): (t, r)
+        (t["H"], t["C"], t["N"], t["median_init"], tuple(t["seeds"])): (t, r)
         for t, r in zip(gd_tasks_, gd_results)
         if t["depth"] == "deep" and t["momentum"] == 0.0 and "pred_val" in r
     }
     for t, r in zip(svm_tasks_, svm_results):
-        key = (t["H"], t["C"], t["N"], t["median_init"])
+        key = (t["H"], t["C"], t["N"], t["median_init"], tuple(t["seeds"]))
         if t["method"] != method or key not in gd or None in r.get("pred_val", [None]):
             continue
         gt, gr = gd[key]
