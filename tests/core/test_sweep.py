@@ -10,7 +10,9 @@ import pytest
 
 from implicit_bias.core.engine.fingerprint import fingerprint
 from implicit_bias.core.engine.sweep import (
+    CACHED_ONLY_ENV,
     WARNINGS_ENV,
+    NotCachedError,
     ResultCache,
     SweepOutcome,
     sweep,
@@ -34,6 +36,16 @@ def test_results_in_task_order_and_cached(tmp_path):
     )
     assert len(list(log.iterdir())) == 2  # only the two new tasks ran
     assert [r["y"] for r in again[2:]] == [r["y"] for r in first]
+
+
+def test_a_cached_only_sweep_reads_the_cache_and_computes_nothing(tmp_path, monkeypatch):
+    tasks = [{"x": x} for x in range(3)]
+    sweep(square, tasks[:2], tmp_path, progress=False)
+    monkeypatch.setenv(CACHED_ONLY_ENV, "1")
+    assert [r["y"] for r in sweep(square, tasks[:2], tmp_path, progress=False)] == [0, 1]
+    with pytest.raises(NotCachedError, match="1 of the 3 tasks are not in the cache"):
+        sweep(square, tasks, tmp_path, progress=False)
+    assert len(list(tmp_path.glob("*.json"))) == 2  # the missing task was not computed
 
 
 def test_task_hash_ignores_key_order():

@@ -145,6 +145,15 @@ class FailedTask(dict):
         return (FailedTask, (dict(self), self.label))
 
 
+# Set to 1, a sweep computes nothing: a task the cache lacks is an error (checks that re-read
+# committed results, where a missing entry means the results and the profile disagree)
+CACHED_ONLY_ENV = "IMPLICIT_BIAS_CACHED_ONLY"
+
+
+class NotCachedError(RuntimeError):
+    """Under CACHED_ONLY_ENV, a sweep with tasks the cache lacks."""
+
+
 class CacheEntryError(ValueError):
     """A cache entry that cannot be read as a result and cannot be replaced by recomputing
     it (not a file), or that holds a value of another kind than the sweep's other results."""
@@ -465,6 +474,11 @@ def sweep(
     cache = ResultCache(Path(cache_dir), code)
     results: list[dict | None] = [None if refresh else cache.get(t, fn) for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None]
+    if todo and os.environ.get(CACHED_ONLY_ENV) == "1":
+        raise NotCachedError(
+            f"{len(todo)} of the {len(tasks)} {desc} are not in the cache "
+            f"({shown_path(cache.folder)}); {CACHED_ONLY_ENV}=1 computes nothing"
+        )
     if cost is not None:
         todo.sort(key=lambda i: -float(cost(tasks[i])))
     outcome.total = len(tasks)
