@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 
 from implicit_bias.core.verdicts import decision
-from implicit_bias.core.verdicts.evidence import Value, converged_runs, unconverged_seeds
+from implicit_bias.core.verdicts.evidence import (  # noqa: F401 (seeds_in: the notebook's)
+    Value,
+    converged_runs,
+    seeds_in,
+    unconverged_seeds,
+)
 
 NUCLEAR_OK = ("optimal",)  # the cvxpy statuses a minimum nuclear-norm solution is used at
 CONVERGED_OR_SOLVED = ("ok",) + NUCLEAR_OK  # a gradient-descent run or a nuclear-norm solve

@@ -310,9 +310,7 @@ def authors_tasks(cfg: dict) -> list[dict]:
     # the confirmatory seeds of the Fig. 2 claims of depths 3 and 4: the ends' task only
     for d in cfg["authors_confirmatory_depths"]:
         for s in authors_confirmatory_seeds(cfg):
-            tasks.append(
-                task(s, d, [[m, a] for m in cfg["authors_fig2_counts"] for a in _ends(cfg)])
-            )
+            tasks.append(task(s, d, [[m, a] for m in cfg["authors_fig2_counts"] for a in ends]))
     return tasks
 
 
@@ -332,11 +330,12 @@ def nuclear_tasks(cfg: dict) -> list[dict]:
     of Fig. 1 and 2, and of the authors' protocol's further confirmatory seeds at its Fig. 2
     counts (the denominator of their nuclear-norm ratio)."""
     counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]))
-    cells = [(s, m) for s in book_seeds(cfg) for m in counts]
+    book = book_seeds(cfg)
+    cells = [(s, m) for s in book for m in counts]
     cells += [
         (s, m)
         for s in authors_confirmatory_seeds(cfg)
-        if s not in book_seeds(cfg)
+        if s not in book
         for m in cfg["authors_fig2_counts"]
     ]
     return [

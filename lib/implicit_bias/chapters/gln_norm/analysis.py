@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts.evidence import seeds_in  # noqa: F401 (the notebook's)
 from implicit_bias.models.gln import inconsistency, predict_gln
 from implicit_bias.models.gln_svm import SVMResult, solve_program, svm_gln, svm_l2
 from implicit_bias.models.gln_theory import (
@@ -69,7 +70,6 @@ from .frames import (  # noqa: F401
     run_counts,
     seed_pairing_inconsistency,
     seed_pairing_points,
-    seeds_in,
     summarize,
     tasks_of_seeds,
     triangle_check,

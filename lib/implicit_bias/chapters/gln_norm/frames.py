@@ -121,13 +121,6 @@ def gln_frame(
     return pd.DataFrame(rows)
 
 
-def seeds_in(seeds):
-    """A function keeping the rows of a frame whose `seed` is one of `seeds` (the record's
-    comparisons with the authors' three seeds a cell use our exploratory seeds alone)."""
-    keep = [int(s) for s in seeds]
-    return lambda frame: frame[frame["seed"].isin(keep)]
-
-
 def tasks_of_seeds(tasks_: list[dict], results: list[dict], seeds) -> tuple[list[dict], list[dict]]:
     """The tasks whose seeds are all among `seeds`, with their results (the exploratory seed
     group of a sweep whose later groups hold confirmatory seeds)."""

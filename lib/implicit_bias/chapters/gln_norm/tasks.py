@@ -645,15 +645,17 @@ def shallow_gd_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """Shallow GLN training tasks (2^k contexts): one per configuration and group of
     `shallow_seeds` (default `seeds`)."""
     return [
-        {"depth": "shallow", "H": 1, "C": 2 ** c["k"], **_config(c), **_common(cfg, device)}
-        | {"seeds": seeds}
+        {
+            "depth": "shallow",
+            "H": 1,
+            "C": 2 ** c.pop("k"),
+            **c,
+            **_common(cfg, device),
+            "seeds": seeds,
+        }
         for seeds in seed_groups(cfg, "shallow_seeds")
         for c in expand_blocks(cfg["shallow_blocks"])
     ]
-
-
-def _config(c: dict) -> dict:
-    return {k: v for k, v in c.items() if k != "k"}
 
 
 def shallow_svm_tasks(cfg: dict) -> list[dict]:

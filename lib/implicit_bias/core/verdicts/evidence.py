@@ -44,3 +44,11 @@ def unconverged_seeds(
     if status not in frame.columns:
         return []
     return frame.loc[~frame[status].isin(converged), seed].tolist()
+
+
+def seeds_in(seeds):
+    """A function keeping the rows of a frame whose `seed` is one of `seeds`: a table or figure
+    on the seeds every one of its lines ran, or on the exploratory seeds alone (comparisons
+    with an authors' three seeds a cell), while the claims read every seed."""
+    keep = [int(s) for s in seeds]
+    return lambda frame: frame[frame["seed"].isin(keep)]
