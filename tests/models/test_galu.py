@@ -334,3 +334,26 @@ def test_batch_means_split_a_sample_into_independent_block_means():
     )
     assert len(out["mc_batch_means"]) == galu.MC_BATCHES
     assert np.mean(out["mc_batch_means"]) == pytest.approx(out["mc_mean"])
+
+
+def test_confirmatory_batches_are_new_draws_appended_after_the_exploratory_ones():
+    X, U = _gauss(16, 3, seed=0), _gauss(3, 2, seed=1)
+    base = galu.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2))
+    more = galu.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2), 3)
+    # the exploratory batches and every summary are untouched: the plan's seeds are added only
+    assert more["mc_batch_means"][: galu.MC_BATCHES] == base["mc_batch_means"]
+    assert {k: v for k, v in more.items() if k != "mc_batch_means"} == {
+        k: v for k, v in base.items() if k != "mc_batch_means"
+    }
+    new = more["mc_batch_means"][galu.MC_BATCHES :]
+    assert len(new) == 3 and len(set(new) | set(base["mc_batch_means"])) == galu.MC_BATCHES + 3
+
+    base = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 2000, seed=0, chunk=700)
+    more = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 2000, seed=0, chunk=700, confirmatory_batches=2)
+    for side in ("train", "test"):
+        assert more[f"{side}_batch_means"][: galu.MC_BATCHES] == base[f"{side}_batch_means"]
+        new = more[f"{side}_batch_means"][galu.MC_BATCHES :]
+        assert len(new) == 2 and not set(new) & set(base[f"{side}_batch_means"])
+        # each new batch is an estimate of the same mean, from n_rep / MC_BATCHES new sets
+        assert np.mean(new) == pytest.approx(base[f"{side}_mean"], rel=0.3)
+    assert more["train_mean"] == base["train_mean"] and more["test_se"] == base["test_se"]

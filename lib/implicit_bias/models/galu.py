@@ -111,7 +111,12 @@ MC_BATCHES = 20  # Monte Carlo batches per case (``batch_means``)
 
 
 def theorem1_monte_carlo(
-    X: torch.Tensor, U: torch.Tensor, gate: str, n_labels: int, generator: torch.Generator
+    X: torch.Tensor,
+    U: torch.Tensor,
+    gate: str,
+    n_labels: int,
+    generator: torch.Generator,
+    confirmatory_batches: int = 0,
 ) -> dict:
     """Monte Carlo of Theorem 1: ``E_y[min_w L_S(w)] = 1 - rank(X_bar)/m`` for ``y ~ N(0, I_m)``.
 
@@ -122,6 +127,10 @@ def theorem1_monte_carlo(
     rank of ``X_bar`` by its singular values. An error in either (a wrong rank, a wrong fit)
     moves one side only. ``mc_se`` is the formula's own standard error
     ``sqrt(2 (m - r)) / m / sqrt(n_labels)`` (``m * min L_S ~ chi^2_{m - r}``).
+
+    ``confirmatory_batches`` more batches of the same size (a seed plan's new "seeds") are
+    drawn after the ``n_labels`` label vectors and appended to ``mc_batch_means``; the first
+    ``MC_BATCHES`` batches and every other output are the same with or without them.
     """
     Phi = galu_features(X, U, gate)
     m = Phi.shape[0]
@@ -130,15 +139,24 @@ def theorem1_monte_carlo(
     # gelsd (SVD-based) on CPU: torch's gelsy and gels return wrong fits for wide X_bar (kd > m)
     # with one thread (a residual of 0.87 where it is 0), so they cannot be the check's reference
     driver = "gelsd" if Phi.device.type == "cpu" else None
-    w = torch.linalg.lstsq(Phi, Y, driver=driver).solution
-    losses = ((Phi @ w - Y) ** 2).sum(0) / m
+
+    def optimal_losses(Y: torch.Tensor) -> torch.Tensor:
+        w = torch.linalg.lstsq(Phi, Y, driver=driver).solution
+        return ((Phi @ w - Y) ** 2).sum(0) / m
+
+    losses = optimal_losses(Y)
+    means = batch_means(losses)
+    if confirmatory_batches:
+        size = n_labels // MC_BATCHES
+        Y_new = torch.randn(m, confirmatory_batches * size, generator=generator, dtype=Phi.dtype)
+        means += batch_means(optimal_losses(Y_new.to(Phi.device)), confirmatory_batches)
     return {
         "mc_mean": float(losses.mean()),
         "formula": 1.0 - r / m,
         "rank": r,
         "min_m_kd": min(m, Phi.shape[1]),
         "mc_se": math.sqrt(2 * (m - r)) / m / math.sqrt(n_labels),
-        "mc_batch_means": batch_means(losses),
+        "mc_batch_means": means,
     }
 
 
@@ -192,29 +210,41 @@ def lemma1_monte_carlo(
     seed: int,
     device: str = "cpu",
     chunk: int = 50_000,
+    confirmatory_batches: int = 0,
 ) -> dict:
     """Monte Carlo of Lemma 1 on ``D_{sigma,beta}``: x ~ N(0, I_d), y = x^T beta + sigma eps.
 
     Batched over ``n_rep`` training sets. The test loss of ``w`` is exact, not sampled:
     ``L_D(w) = sigma^2 + ||w - beta||^2`` for Gaussian x. Returns means, standard errors and
     medians of the train and test losses (the test loss has infinite variance for m < d + 4,
-    so its standard error is not meaningful there).
+    so its standard error is not meaningful there). ``confirmatory_batches``: as in
+    `theorem1_monte_carlo`, batches of ``n_rep / MC_BATCHES`` more training sets, drawn after
+    the ``n_rep`` and appended to the batch means only.
     """
     g = torch.Generator().manual_seed(seed)
     dt = torch.float64
     beta = torch.randn(d, generator=g, dtype=dt)
     beta = (beta / beta.norm() * beta_norm).to(device)
-    trains, tests = [], []
-    for start in range(0, n_rep, chunk):  # chunks bound the memory of (n, m, d) batches
-        n = min(chunk, n_rep - start)
-        X = torch.randn(n, m, d, generator=g, dtype=dt).to(device)
-        eps = torch.randn(n, m, 1, generator=g, dtype=dt).to(device)
-        y = X @ beta[:, None] + sigma * eps
-        # m > d + 1: X has full column rank a.s., so the normal equations are well posed.
-        w = torch.linalg.solve(X.mT @ X, X.mT @ y)
-        trains.append(((X @ w - y) ** 2).mean(dim=(1, 2)))
-        tests.append(sigma**2 + ((w[..., 0] - beta) ** 2).sum(-1))
-    train, test = torch.cat(trains), torch.cat(tests)
+
+    def losses(n_sets: int) -> tuple[torch.Tensor, torch.Tensor]:
+        trains, tests = [], []
+        for start in range(0, n_sets, chunk):  # chunks bound the memory of (n, m, d) batches
+            n = min(chunk, n_sets - start)
+            X = torch.randn(n, m, d, generator=g, dtype=dt).to(device)
+            eps = torch.randn(n, m, 1, generator=g, dtype=dt).to(device)
+            y = X @ beta[:, None] + sigma * eps
+            # m > d + 1: X has full column rank a.s., so the normal equations are well posed.
+            w = torch.linalg.solve(X.mT @ X, X.mT @ y)
+            trains.append(((X @ w - y) ** 2).mean(dim=(1, 2)))
+            tests.append(sigma**2 + ((w[..., 0] - beta) ** 2).sum(-1))
+        return torch.cat(trains), torch.cat(tests)
+
+    train, test = losses(n_rep)
+    train_means, test_means = batch_means(train), batch_means(test)
+    if confirmatory_batches:
+        new_train, new_test = losses(confirmatory_batches * (n_rep // MC_BATCHES))
+        train_means += batch_means(new_train, confirmatory_batches)
+        test_means += batch_means(new_test, confirmatory_batches)
     f_train, f_test = lemma1_formulas(sigma, d, m)
     return {
         "train_mean": float(train.mean()),
@@ -225,8 +255,8 @@ def lemma1_monte_carlo(
         "test_median": float(test.median()),
         "formula_train": f_train,
         "formula_test": f_test,
-        "train_batch_means": batch_means(train),
-        "test_batch_means": batch_means(test),
+        "train_batch_means": train_means,
+        "test_batch_means": test_means,
     }
 
 

@@ -48,7 +48,9 @@ def theorem1_task(task: dict) -> dict:
     m, d, k = task["m"], task["d"], task["k"]
     X = torch.randn(m, d, generator=g, dtype=torch.float64).to(_device(task))
     U = torch.randn(d, k, generator=g, dtype=torch.float64).to(_device(task))
-    out = theorem1_monte_carlo(X, U, task["gate"], task["n_labels"], g)
+    out = theorem1_monte_carlo(
+        X, U, task["gate"], task["n_labels"], g, task.get("confirmatory_batches", 0)
+    )
     # Points whose k gates are all closed have Phi(x) = 0 (0-1 gates only): they bound the rank.
     out["m_active"] = int((gate_values(X @ U, task["gate"]).sum(1) > 0).sum())
     # the bound that holds for every draw of 0-1 gates (sigmoid gates: min(m, kd))
@@ -67,6 +69,7 @@ def lemma1_task(task: dict) -> dict:
         task["n_rep"],
         task["seed"],
         task.get("device", "cpu"),
+        confirmatory_batches=task.get("confirmatory_batches", 0),
     )
 
 
@@ -385,6 +388,14 @@ def fig1_tasks(cfg: dict, device: str) -> list[dict]:
     ]
 
 
+def _confirmatory_batches(cfg: dict) -> dict:
+    """The Monte Carlo batches a seed plan adds (Theorem 1's and Lemma 1's "seeds" are batches
+    of one sample; `data/seed_plans`): only where the profile asks for them, so that the tasks
+    of a profile without them keep their keys."""
+    n = cfg.get("mc_confirmatory_batches", 0)
+    return {"confirmatory_batches": n} if n else {}
+
+
 def theorem1_tasks(cfg: dict, device: str) -> list[dict]:
     """Monte Carlo cases (`kind` mc), then rank draws at the paper's widths (rank) and
     with few 0-1 gates (few)."""
@@ -398,6 +409,7 @@ def theorem1_tasks(cfg: dict, device: str) -> list[dict]:
             "n_labels": cfg["thm1_n_labels"],
             "device": device,
             "kind": "mc",
+            **_confirmatory_batches(cfg),
         }
         for (m, d, k, gate) in cfg["thm1_cases"]
         for s in cfg["thm1_seeds"]
@@ -505,6 +517,7 @@ def lemma1_tasks(cfg: dict, device: str) -> list[dict]:
                     "seed": 1000 * cfg["lemma1_seed"] + len(tasks),
                     "dist": dist,
                     "device": device,
+                    **_confirmatory_batches(cfg),
                 }
             )
     return tasks
