@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias.models import galu
+from implicit_bias.models import galu, galu_theory
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -81,10 +81,10 @@ def test_theorem1_monte_carlo_against_rank_formula():
     # Monte Carlo mean within 5 standard errors of 1 - rank/m (|z| > 5 has probability 6e-7
     # under the theorem), exactly 0 once kd >= m.
     X, g = _gauss(30, 4, seed=20), torch.Generator().manual_seed(21)
-    out = galu.theorem1_monte_carlo(X, _gauss(4, 3, seed=22), "sigmoid", 4000, g)
+    out = galu_theory.theorem1_monte_carlo(X, _gauss(4, 3, seed=22), "sigmoid", 4000, g)
     assert out["rank"] == out["min_m_kd"] == 12 and out["formula"] == pytest.approx(1 - 12 / 30)
     assert abs(out["mc_mean"] - out["formula"]) < 5 * out["mc_se"]
-    out = galu.theorem1_monte_carlo(X, _gauss(4, 8, seed=23), "sigmoid", 100, g)
+    out = galu_theory.theorem1_monte_carlo(X, _gauss(4, 8, seed=23), "sigmoid", 100, g)
     assert out["rank"] == 30 and out["formula"] == 0 and out["mc_se"] == 0
     assert out["mc_mean"] < 1e-12
 
@@ -94,8 +94,8 @@ def test_theorem1_check_fails_on_a_wrong_rank(monkeypatch):
     # a rank off by one moves the formula by 1/m, i.e. by (1/m) / mc_se = 63 standard errors
     # here, and the check must see it (with the old shared SVD basis it could not).
     X, U = _gauss(30, 4, seed=20), _gauss(4, 3, seed=22)
-    monkeypatch.setattr(galu, "feature_rank", lambda Phi: 11)
-    out = galu.theorem1_monte_carlo(X, U, "sigmoid", 4000, torch.Generator().manual_seed(21))
+    monkeypatch.setattr(galu_theory, "feature_rank", lambda Phi: 11)
+    out = galu_theory.theorem1_monte_carlo(X, U, "sigmoid", 4000, torch.Generator().manual_seed(21))
     assert abs(out["mc_mean"] - out["formula"]) > 5 * out["mc_se"]
 
 
@@ -107,28 +107,28 @@ def test_rank_upper_bound_holds_and_the_paper_statement_breaks_in_low_dimension(
         for seed in range(3):
             X, U = _gauss(m, d, seed=100 + seed), _gauss(d, k, seed=200 + seed)
             r = galu.feature_rank(galu.galu_features(X, U))
-            assert r <= galu.rank_upper_bound(X, U) <= min(m, k * d)
+            assert r <= galu_theory.rank_upper_bound(X, U) <= min(m, k * d)
     # d = 1: the sign of x decides every gate, two patterns, rank 2 < min(m, kd) = 8
     X, U = _gauss(128, 1, seed=1), _gauss(1, 8, seed=2)
-    assert galu.feature_rank(galu.galu_features(X, U)) == galu.rank_upper_bound(X, U) == 2
+    assert galu.feature_rank(galu.galu_features(X, U)) == galu_theory.rank_upper_bound(X, U) == 2
     # few gates, kd >= m: zero rows of all-closed points
     X, U = _gauss(64, 32, seed=0), _gauss(32, 2, seed=1)
-    assert galu.rank_upper_bound(X, U) < 64
+    assert galu_theory.rank_upper_bound(X, U) < 64
 
 
 def test_lemma1_formulas_and_monte_carlo():
-    train, test = galu.lemma1_formulas(0.5, 5, 20)
+    train, test = galu_theory.lemma1_formulas(0.5, 5, 20)
     assert train == pytest.approx(0.25 * 15 / 20)
     assert test == pytest.approx(0.25 * (1 + 5 / 14))  # = sigma^2 (1 + d / (m - d - 1))
     with pytest.raises(ValueError):
-        galu.lemma1_formulas(1.0, 5, 6)
+        galu_theory.lemma1_formulas(1.0, 5, 6)
     # 5 standard errors of the Monte Carlo mean: |z| > 5 has probability 6e-7 if correct
-    mc = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 20000, seed=0)
+    mc = galu_theory.lemma1_monte_carlo(5, 20, 0.5, 1.0, 20000, seed=0)
     assert abs(mc["train_mean"] - train) < 5 * mc["train_se"]
     assert abs(mc["test_mean"] - test) < 5 * mc["test_se"]
     # a wrong input breaks the check: data drawn with sigma = 0.55 against the formula at 0.5
     # (10% in sigma, 21% in the losses, about 60 standard errors here)
-    bad = galu.lemma1_monte_carlo(5, 20, 0.55, 1.0, 20000, seed=0)
+    bad = galu_theory.lemma1_monte_carlo(5, 20, 0.55, 1.0, 20000, seed=0)
     assert abs(bad["train_mean"] - train) > 5 * bad["train_se"]
     assert abs(bad["test_mean"] - test) > 5 * bad["test_se"]
 
@@ -323,36 +323,40 @@ def test_train_one_hidden_converged_runs_leaving_the_batch_keep_their_results():
 
 def test_batch_means_split_a_sample_into_independent_block_means():
     x = torch.arange(10, dtype=torch.float64)
-    assert galu.batch_means(x, 3) == [1.5, 5.0, 8.0]  # blocks of 4, 3, 3
-    assert galu.batch_means(x[:2], 20) == [0.0, 1.0]  # never more blocks than draws
-    out = galu.theorem1_monte_carlo(
+    assert galu_theory.batch_means(x, 3) == [1.5, 5.0, 8.0]  # blocks of 4, 3, 3
+    assert galu_theory.batch_means(x[:2], 20) == [0.0, 1.0]  # never more blocks than draws
+    out = galu_theory.theorem1_monte_carlo(
         torch.randn(16, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64),
         torch.randn(3, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64),
         "step",
         100,
         torch.Generator().manual_seed(2),
     )
-    assert len(out["mc_batch_means"]) == galu.MC_BATCHES
+    assert len(out["mc_batch_means"]) == galu_theory.MC_BATCHES
     assert np.mean(out["mc_batch_means"]) == pytest.approx(out["mc_mean"])
 
 
 def test_confirmatory_batches_are_new_draws_appended_after_the_exploratory_ones():
     X, U = _gauss(16, 3, seed=0), _gauss(3, 2, seed=1)
-    base = galu.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2))
-    more = galu.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2), 3)
+    base = galu_theory.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2))
+    more = galu_theory.theorem1_monte_carlo(X, U, "step", 100, torch.Generator().manual_seed(2), 3)
     # the exploratory batches and every summary are untouched: the plan's seeds are added only
-    assert more["mc_batch_means"][: galu.MC_BATCHES] == base["mc_batch_means"]
+    assert more["mc_batch_means"][: galu_theory.MC_BATCHES] == base["mc_batch_means"]
     assert {k: v for k, v in more.items() if k != "mc_batch_means"} == {
         k: v for k, v in base.items() if k != "mc_batch_means"
     }
-    new = more["mc_batch_means"][galu.MC_BATCHES :]
-    assert len(new) == 3 and len(set(new) | set(base["mc_batch_means"])) == galu.MC_BATCHES + 3
+    new = more["mc_batch_means"][galu_theory.MC_BATCHES :]
+    assert (
+        len(new) == 3 and len(set(new) | set(base["mc_batch_means"])) == galu_theory.MC_BATCHES + 3
+    )
 
-    base = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 2000, seed=0, chunk=700)
-    more = galu.lemma1_monte_carlo(5, 20, 0.5, 1.0, 2000, seed=0, chunk=700, confirmatory_batches=2)
+    base = galu_theory.lemma1_monte_carlo(5, 20, 0.5, 1.0, 2000, seed=0, chunk=700)
+    more = galu_theory.lemma1_monte_carlo(
+        5, 20, 0.5, 1.0, 2000, seed=0, chunk=700, confirmatory_batches=2
+    )
     for side in ("train", "test"):
-        assert more[f"{side}_batch_means"][: galu.MC_BATCHES] == base[f"{side}_batch_means"]
-        new = more[f"{side}_batch_means"][galu.MC_BATCHES :]
+        assert more[f"{side}_batch_means"][: galu_theory.MC_BATCHES] == base[f"{side}_batch_means"]
+        new = more[f"{side}_batch_means"][galu_theory.MC_BATCHES :]
         assert len(new) == 2 and not set(new) & set(base[f"{side}_batch_means"])
         # each new batch is an estimate of the same mean, from n_rep / MC_BATCHES new sets
         assert np.mean(new) == pytest.approx(base[f"{side}_mean"], rel=0.3)

@@ -15,7 +15,7 @@ import yaml
 from implicit_bias.chapters.galu_expressivity import analysis, figures, tasks
 from implicit_bias.core.engine.paths import project_root
 from implicit_bias.core.verdicts import decision
-from implicit_bias.models import galu
+from implicit_bias.models import galu, galu_theory
 
 torch.set_num_threads(1)
 
@@ -577,5 +577,5 @@ def test_theorem1_and_lemma1_tables():
     results = [tasks.lemma1_task(t) for t in runs]
     table = analysis.lemma1_table(analysis.lemma1_frame(runs, results))
     assert len(table) == 4 and "seconds" not in table.columns
-    expected = [galu.lemma1_formulas(s, 3, m)[0] for m in (5, 8) for s in (1.0, 0.1)]
+    expected = [galu_theory.lemma1_formulas(s, 3, m)[0] for m in (5, 8) for s in (1.0, 0.1)]
     np.testing.assert_allclose(table.formula_train, expected)

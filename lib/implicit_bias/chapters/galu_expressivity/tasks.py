@@ -26,14 +26,16 @@ from implicit_bias.models.galu import (
     improve_gates,
     least_squares,
     least_squares_many,
-    lemma1_monte_carlo,
     pca_project,
     random_regression,
-    rank_upper_bound,
-    theorem1_monte_carlo,
     train_classifier,
     train_one_hidden,
     train_one_hidden_converged,
+)
+from implicit_bias.models.galu_theory import (
+    lemma1_monte_carlo,
+    rank_upper_bound,
+    theorem1_monte_carlo,
 )
 
 
