@@ -114,6 +114,51 @@ def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
     assert record["pixel_width"] == 2 * 100 * record["width_in"]  # 2 pixels per CSS pixel
 
 
+def _crowded(n: int, long: bool):
+    fig, ax = figure()
+    ax.plot(np.arange(n), np.arange(n))
+    ax.set_xticks(
+        np.arange(n), [f"label {i}" + ("xxxx" * (i % 3) if long else "") for i in range(n)]
+    )
+    ax.set_yticks(np.arange(n), [f"{i * 1000.5:g}" for i in range(n)])
+    return fig, ax
+
+
+def _kept(ax) -> tuple[list, list]:
+    return [t.get_text() for t in ax.get_xticklabels()], [
+        t.get_text() for t in ax.get_yticklabels()
+    ]
+
+
+@pytest.mark.parametrize(("n", "long"), [(40, False), (60, True)])
+def test_thinning_keeps_the_smallest_k_at_which_no_labels_overlap(n, long):
+    # `_thin` starts its search where the labels' present boxes say no pair overlaps, to save
+    # a draw per k; its result must be the definition's, found by drawing every k from 2 up.
+    from implicit_bias.core.site import plotting
+
+    def exhaustive(ax, axis, renderer):
+        labels = plotting._drawn_labels(ax, axis, renderer)
+        ids = {id(t) for t in labels}
+        ticks = [t for t in axis.get_major_ticks() if id(t.label1) in ids]
+        locs, texts = [t.get_loc() for t in ticks], [t.label1.get_text() for t in ticks]
+        for k in range(2, len(texts) + 1):
+            axis.set_ticks(locs[::k], texts[::k])
+            ax.figure.draw_without_rendering()
+            if not plotting._axis_overlaps(ax, axis, renderer):
+                return
+
+    fast, ax_fast = _crowded(n, long)
+    record = plotting.make_legible(fast)
+    slow, ax_slow = _crowded(n, long)
+    original, plotting._thin = plotting._thin, exhaustive
+    try:
+        reference = plotting.make_legible(slow)
+    finally:
+        plotting._thin = original
+    assert _kept(ax_fast) == _kept(ax_slow) and record == reference
+    assert record["tick_overlaps"] == 0 and len(_kept(ax_fast)[0]) < n
+
+
 @pytest.mark.parametrize(
     ("tex", "spoken"),
     [

@@ -282,16 +282,16 @@ def _drawn_labels(ax, axis, renderer) -> list:
     return sorted(labels, key=lambda t: _centre(t.get_window_extent(renderer), horizontal))
 
 
-def _axis_overlaps(ax, axis, renderer) -> int:
-    """Pairs of neighbouring drawn tick labels of `axis` that overlap. Turned labels (x axis)
-    overlap when their anchors are closer, across the text's direction, than a line of text."""
+def _overlapping_pairs(labels, boxes, turned_x: bool, renderer) -> int:
+    """Pairs of neighbouring labels (in axis order, with their window boxes) that overlap.
+    Turned labels of an x axis overlap when their anchors are closer, across the text's
+    direction, than a line of text."""
     import math
 
-    labels, count = _drawn_labels(ax, axis, renderer), 0
-    for a, b in zip(labels, labels[1:]):
-        box_a, box_b = a.get_window_extent(renderer), b.get_window_extent(renderer)
+    count = 0
+    for (a, box_a), (b, box_b) in zip(zip(labels, boxes), zip(labels[1:], boxes[1:])):
         angle = a.get_rotation() % 180
-        if axis is ax.xaxis and angle:
+        if turned_x and angle:
             lines = max(a.get_text().count("\n"), b.get_text().count("\n")) + 1
             height = 1.2 * lines * a.get_fontsize() * renderer.dpi / 72
             gap = abs(_centre(box_b, True) - _centre(box_a, True))
@@ -301,29 +301,66 @@ def _axis_overlaps(ax, axis, renderer) -> int:
     return count
 
 
+def _axis_overlaps(ax, axis, renderer) -> int:
+    """Pairs of neighbouring drawn tick labels of `axis` that overlap."""
+    labels = _drawn_labels(ax, axis, renderer)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    return _overlapping_pairs(labels, boxes, axis is ax.xaxis, renderer)
+
+
 def _tick_overlaps(ax, renderer) -> int:
     """How many pairs of neighbouring tick labels of `ax` overlap (x and y axes)."""
     return sum(_axis_overlaps(ax, axis, renderer) for axis in (ax.xaxis, ax.yaxis))
 
 
 def _thin(ax, axis, renderer) -> None:
-    """Keep every k-th tick label of `axis`, with the smallest k at which none overlap."""
-    drawn = {id(t) for t in _drawn_labels(ax, axis, renderer)}
+    """Keep every k-th tick label of `axis`, with the smallest k at which none overlap.
+
+    Each k is judged on a drawn figure (thinning can move the layout), and a draw costs a
+    constrained layout of the whole figure, so the search starts where the labels' present
+    boxes say no kept pair overlaps and walks from there: down while a smaller k is clear
+    too, up while it is not. Where overlaps fall with k, as spacing grows, that is the k the
+    walk up from 2 finds, in two or three draws instead of one per k."""
+    labels = _drawn_labels(ax, axis, renderer)
+    drawn = {id(t) for t in labels}
     ticks = [tick for tick in axis.get_major_ticks() if id(tick.label1) in drawn]
     locs, texts = [tick.get_loc() for tick in ticks], [tick.label1.get_text() for tick in ticks]
-    for k in range(2, len(texts) + 1):
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    turned_x = axis is ax.xaxis
+    ks = range(2, len(texts) + 1)
+    if not ks:
+        return
+    guess = next(
+        (k for k in ks if not _overlapping_pairs(labels[::k], boxes[::k], turned_x, renderer)),
+        ks[-1],
+    )
+
+    def clear(k: int) -> bool:
         axis.set_ticks(locs[::k], texts[::k])
         ax.figure.draw_without_rendering()
-        if not _axis_overlaps(ax, axis, renderer):
+        return not _axis_overlaps(ax, axis, renderer)
+
+    k = guess
+    if clear(k):
+        while k > 2 and clear(k - 1):
+            k -= 1
+        if k > 2:
+            clear(k)  # the walk stopped at a k - 1 that overlaps: draw the k chosen again
+        return
+    while k < ks[-1]:
+        k += 1
+        if clear(k):
             return
 
 
-def legibility(fig) -> dict:
+def legibility(fig, drawn: bool = False) -> dict:
     """What the website test checks: the figure's width (inches), the smallest font (points),
     the panels' widths as fractions of the figure (the grid slot of each panel, colorbars
-    left out) and the number of overlapping neighbouring tick labels."""
+    left out) and the number of overlapping neighbouring tick labels. `drawn`: the figure
+    has been drawn since its last change (a draw lays out the whole figure again)."""
     renderer = fig.canvas.get_renderer()
-    fig.draw_without_rendering()
+    if not drawn:
+        fig.draw_without_rendering()
     slots = {}
     for ax in fig.get_axes():
         spec = ax.get_subplotspec()
