@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.core.engine.paths import RUN_ID_ENV, run_log_path
+from implicit_bias.core.engine.paths import CLAIMS_ONLY_ENV, RESULTS_ENV, RUN_ID_ENV, run_log_path
 from implicit_bias.core.tools.runner import ChapterLock
 
 
@@ -645,3 +645,21 @@ def test_a_long_value_is_not_echoed_whole(capsys):
         assert cli_main.main(["run", "warped_imd", "--set", setting, "--device", "cpu"]) == 2
         err = capsys.readouterr().err
         assert "error:" in err and len(err) < 1000
+
+
+def test_a_claims_only_run_draws_no_figure_and_never_into_the_books_results(demo_project, tmp_path):
+    """IMPLICIT_BIAS_CLAIMS_ONLY=1 (for checks that read claims alone, as
+    tests/test_converged_evidence.py, which also finds its claims the committed ones): no figure
+    drawn, and only into another results folder; into the book's own it fails, one line, and
+    publishes nothing (it would have replaced the committed figures by none)."""
+    env = {**os.environ, CLAIMS_ONLY_ENV: "1"}
+    refused = cli("run", "demo", "--device", "cpu", env=env)
+    assert refused.returncode == 1, refused.stderr
+    assert "IMPLICIT_BIAS_CLAIMS_ONLY=1 draws no figure" in refused.stderr
+    assert not list((demo_project / "results").rglob("*.png"))
+    assert not (demo_project / "results/smoke/claims/demo.json").exists()
+    elsewhere = tmp_path / "elsewhere"
+    done = cli("run", "demo", "--device", "cpu", env={**env, RESULTS_ENV: str(elsewhere)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads((elsewhere / "smoke/claims/demo.json").read_text())["claims"]
+    assert not list(elsewhere.rglob("*.png")) and not list(demo_project.rglob("*.png"))

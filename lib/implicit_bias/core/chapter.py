@@ -15,6 +15,7 @@ import pandas as pd
 from .engine import overrides
 from .engine.paths import (
     chapter_results,
+    claims_only,
     figures_dir,
     known_chapters,
     output_path,
@@ -382,6 +383,11 @@ class Chapter:
             raise ValueError(
                 f"figure {fig_id!r}: no claim {unknown} in data/claims/{self.chapter}.yaml"
             )
+        if claims_only():  # a check of the claims alone, into another results folder
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+            return
         from .site.plotting import save_figure  # matplotlib: only where figures are drawn
 
         png = save_figure(fig, self.chapter, fig_id, data, self.profile, rtol=rtol, atol=atol)

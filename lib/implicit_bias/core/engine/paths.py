@@ -38,6 +38,24 @@ class ResultsPathError(ValueError):
     """`$IMPLICIT_BIAS_RESULTS` names something that is not a folder."""
 
 
+CLAIMS_ONLY_ENV = "IMPLICIT_BIAS_CLAIMS_ONLY"
+
+
+def claims_only() -> bool:
+    """Whether `$IMPLICIT_BIAS_CLAIMS_ONLY=1` asks a run for its claims alone, drawing no figure
+    (half of a chapter's time from the cache; for checks that read claims only). Only into
+    another results folder (`$IMPLICIT_BIAS_RESULTS`): in the book's own, the run would
+    replace the committed figures by none."""
+    if os.environ.get(CLAIMS_ONLY_ENV) != "1":
+        return False
+    if results_root().resolve() == (project_root() / "results").resolve():
+        raise ResultsPathError(
+            f"{CLAIMS_ONLY_ENV}=1 draws no figure, so it runs only into another results folder "
+            f"({RESULTS_ENV}): here it would replace the book's figures by none"
+        )
+    return True
+
+
 def export_results_root() -> Path | None:
     """Make `$IMPLICIT_BIAS_RESULTS` absolute for every process started from here (kernels,
     workers), and check that it is a folder (or can become one); None when it is not set."""
