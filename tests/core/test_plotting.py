@@ -134,6 +134,8 @@ def _kept(ax) -> tuple[list, list]:
 def test_thinning_keeps_the_smallest_k_at_which_no_labels_overlap(n, long):
     # `_thin` starts its search where the labels' present boxes say no pair overlaps, to save
     # a draw per k; its result must be the definition's, found by drawing every k from 2 up.
+    import matplotlib.pyplot as plt
+
     from implicit_bias.core.site import plotting
 
     def exhaustive(ax, axis, renderer):
@@ -155,8 +157,11 @@ def test_thinning_keeps_the_smallest_k_at_which_no_labels_overlap(n, long):
         reference = plotting.make_legible(slow)
     finally:
         plotting._thin = original
-    assert _kept(ax_fast) == _kept(ax_slow) and record == reference
-    assert record["tick_overlaps"] == 0 and len(_kept(ax_fast)[0]) < n
+    kept_fast, kept_slow = _kept(ax_fast), _kept(ax_slow)
+    plt.close(fast)
+    plt.close(slow)
+    assert kept_fast == kept_slow and record == reference
+    assert record["tick_overlaps"] == 0 and len(kept_fast[0]) < n
 
 
 @pytest.mark.parametrize(
