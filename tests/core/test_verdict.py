@@ -70,6 +70,10 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
 
     assert "unknown until a second" in plan_summary(r) and "1000" not in plan_summary(r)
     assert "more than 1000" in plan_summary({**r, "seeds": {**one, "n": 3}})
+    # the claims table's row of a grid-bound interval says what the verdict box says
+    g = row("g", "inconclusive", seeds=grid, region="in [-0.2, 0.2]", needs_seeds=None)
+    assert "more seeds cannot decide it" in plan_summary(g) and "1000" not in plan_summary(g)
+    assert "more than 1000" in plan_summary({**g, "seeds": wider})
 
 
 def test_what_a_figure_found_says_where_the_run_disagrees():

@@ -104,11 +104,12 @@ def why_inconclusive(row: dict) -> str:
         f"lies partly inside and partly outside the region it is decided on ({region}), "
         "so these seeds can neither confirm nor reject it."
     )
-    resolution = seeds.get("resolution") or 0.0
-    if resolution and (interval[1] - interval[0]) / 2 <= resolution * (1 + 1e-9):
-        # the interval is the grid's resolution, not the seeds' spread: seeds cannot narrow it
+    from ..verdicts.claims import resolution_bound
+
+    if resolution_bound(seeds):
         text += (
-            f" Its width is the resolution of the grid it is read on (±{_number(resolution)}),"
+            f" Its width is the resolution of the grid it is read on"
+            f" (±{_number(seeds['resolution'])}),"
             " not the seeds' spread: more seeds cannot narrow it, a finer grid would."
         )
         return text

@@ -410,6 +410,15 @@ def expect_text(row: dict) -> str:
     return text
 
 
+def resolution_bound(seeds: dict | None) -> bool:
+    """Whether an interval is as wide as the resolution of the grid its metric is read on, not
+    the seeds' spread: more seeds cannot narrow it (a finer grid would)."""
+    if not seeds or not seeds.get("resolution") or seeds.get("interval") is None:
+        return False
+    low, high = seeds["interval"]
+    return low is not None and (high - low) / 2 <= seeds["resolution"] * (1 + 1e-9)
+
+
 def plan_summary(row: dict) -> str:
     """The seed plan's part of a row: the stage of its verdict, and the seeds an open claim
     would need."""
@@ -422,7 +431,9 @@ def plan_summary(row: dict) -> str:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
     if row.get("status") == INCONCLUSIVE and row.get("seeds"):
         needs = row.get("needs_seeds")
-        if needs:
+        if resolution_bound(row["seeds"]):
+            parts.append("the grid's resolution sets the interval: more seeds cannot decide it")
+        elif needs:
             parts.append(f"a decision needs {needs} new seeds")
         elif row["seeds"].get("n") == 1:  # no spread to plan from
             parts.append("one usable seed: the seeds a decision needs are unknown until a second")
