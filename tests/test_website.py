@@ -351,7 +351,7 @@ def probe_pages_with_dom(
     `width` px wide and 900 tall, all stacked at the window's top left (so each is laid out and
     on screen as the window would show it alone), passing its result and DOM up. A Chromium
     start costs about a second, most of a page's measuring: the site's 14 pages at 1280 px took
-    13 s so instead of 24 s, with the same measures (a page's text nodes counted for contrast
+    13 s instead of 24 s, with the same measures (a page's text nodes counted for contrast
     differ by 2 in 1,326 on one page, none measured low either way)."""
     theme, copies = _dark_theme_js(dark), []
     try:

@@ -353,14 +353,12 @@ def _thin(ax, axis, renderer) -> None:
             return
 
 
-def legibility(fig, drawn: bool = False) -> dict:
+def legibility(fig) -> dict:
     """What the website test checks: the figure's width (inches), the smallest font (points),
     the panels' widths as fractions of the figure (the grid slot of each panel, colorbars
-    left out) and the number of overlapping neighbouring tick labels. `drawn`: the figure
-    has been drawn since its last change (a draw lays out the whole figure again)."""
+    left out) and the number of overlapping neighbouring tick labels."""
     renderer = fig.canvas.get_renderer()
-    if not drawn:
-        fig.draw_without_rendering()
+    fig.draw_without_rendering()
     slots = {}
     for ax in fig.get_axes():
         spec = ax.get_subplotspec()
