@@ -22,10 +22,10 @@ ROOT = TESTS.parent
 DEMO = TESTS / "fixtures" / "demo_project"
 
 
-# `make test` runs the suite on two pytest-xdist workers (`-n 2`). The tests that execute the
+# `make test` runs the suite on three pytest-xdist workers (`-n 3`). The tests that execute the
 # book's chapters, read what they wrote or build the website (the modules of BOOK_MODULES, whose
 # tests use the smoke_chapter, smoke_book and built_site fixtures) share one session's smoke
-# book, so one worker runs them in order while the other takes the unit tests; every other test
+# book, so one worker runs them in order while the others take the unit tests; every other test
 # goes wherever a worker is free. (By module, in the controller, which sees test ids only:
 # pytest-xdist's own `xdist_group` marks are lost under pytest 9.2, whose node ids xdist 3.8
 # cannot suffix.)

@@ -63,6 +63,19 @@ def test_help_imports_nothing_heavy(command):
     assert "LOADED []" in result.stdout
 
 
+def test_the_runners_process_imports_no_computing_library():
+    """The runner computes nothing (its kernels do): torch, matplotlib and pandas stay out of
+    its process, a few tenths of a second of every run (the suite runs chapters about a
+    hundred times)."""
+    code = (
+        "import sys\nimport implicit_bias.core.tools.runner\n"
+        "print('LOADED', sorted(m for m in ('torch', 'matplotlib', 'pandas') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "LOADED []" in result.stdout
+
+
 def test_help_is_fast_and_shows_examples():
     start = time.perf_counter()
     result = cli("--help")

@@ -9,8 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .engine import overrides
 from .engine.paths import (
@@ -40,6 +39,9 @@ from .engine.sweep import (
     task_hash,
 )
 from .verdicts import claims as claims_module
+
+if TYPE_CHECKING:  # the runner imports this module and needs no pandas (0.3 s a run)
+    import pandas as pd
 
 
 def check_chapter(chapter: str) -> str:
@@ -194,6 +196,8 @@ class Chapter:
         return f"Chapter({self.chapter!r}, profile={self.profile!r}, device={self.device_name!r})"
 
     def profile_table(self) -> pd.DataFrame:
+        import pandas as pd
+
         rows = [{"parameter": k, "value": str(v)} for k, v in self.config.items()]
         return pd.DataFrame(rows).set_index("parameter")
 

@@ -10,8 +10,10 @@ the kept runs, with `dropped=n`), so the claims table says how many runs a claim
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the frames come from the caller: the runner, which reads reports, needs none
+    import pandas as pd
 
 CONVERGED = ("ok", "converged", "optimal")
 
