@@ -82,6 +82,29 @@ def test_a_registered_plan_decides_on_its_new_seeds_alone():
     assert "plan void: seed 3 had been run" in plan_summary(row)
 
 
+def test_a_void_plans_replacement_decides_on_its_own_new_seeds_alone():
+    """A plan voided after registration may be replaced by one on seeds never seen: the
+    replacement decides as any plan (on its new seeds alone, once all have run), and neither
+    the void plan's seeds nor the pooled seeds ever do."""
+    seen = {0: -0.01, 1: -0.012, 2: -0.011}
+    void_seeds = {3: 0.02, 4: 0.021, 5: 0.019, 6: 0.022}  # the void plan's, seen
+    replacement = {**PLAN, "seeds": [7, 8, 9, 10]}
+    plan = {**PLAN, "void": "seed 3 had been run before the plan", "replacement": replacement}
+    claim = {**CLAIM, "seed_plan": plan}
+    row = evaluate(claim, {"a_minus_b": _evidence({**seen, **void_seeds})}, "paper")
+    assert row["stage"] == "exploratory" and row["seeds"]["seeds"] == [0, 1, 2]
+    assert "replaced by a plan of 4 new seeds" in plan_summary(row)
+    fresh = {7: -0.02, 8: -0.021, 9: -0.019, 10: -0.022}
+    row = evaluate(claim, {"a_minus_b": _evidence({**seen, **void_seeds, **fresh})}, "paper")
+    assert row["stage"] == "confirmatory" and sorted(row["seeds"]["seeds"]) == [7, 8, 9, 10]
+    assert row["status"] == PASS and row["seed_plan"] == plan  # the record keeps both plans
+    # without the void, the "replacement" would be a second look: refused when loaded
+    from implicit_bias.core.verdicts.schema import active_plan
+
+    assert active_plan(plan) == replacement and active_plan({**PLAN, "void": "x" * 20}) is None
+    assert active_plan(PLAN) == PLAN
+
+
 def test_a_plan_seed_whose_runs_were_left_out_has_run_and_one_never_run_has_not():
     claim = {**CLAIM, "seed_plan": PLAN}
     seen = {0: -0.01, 1: -0.012, 2: -0.011}
@@ -156,6 +179,25 @@ def test_a_seed_plan_must_name_paper_claims(tmp_path, monkeypatch):
     )
     with pytest.raises(ClaimsError, match="repeat exploratory"):
         claims_module.load_seed_plans("demo", [CLAIM])
+    # a replacement replaces a void plan only, and on seeds neither plan had seen
+    void = {**PLAN, "void": "seed 3 had been run before the plan"}
+    for plan, said in [
+        ({**PLAN, "replacement": {**PLAN, "seeds": [9]}}, "void plan only"),
+        ({**void, "replacement": {**PLAN, "seeds": [6, 7]}}, "already seen"),
+        ({**void, "replacement": {**PLAN, "seeds": [1, 9]}}, "already seen"),
+    ]:
+        plans.write_text(
+            yaml.safe_dump(
+                {"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": plan}}
+            )
+        )
+        with pytest.raises(ClaimsError, match=said):
+            claims_module.load_seed_plans("demo", [CLAIM])
+    good = {**void, "replacement": {**PLAN, "seeds": [7, 8]}}
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": good}})
+    )
+    assert claims_module.load_seed_plans("demo", [CLAIM])["a_better"] == good
 
 
 def test_every_registered_plan_loads_with_its_claims():
@@ -195,6 +237,24 @@ def test_writing_plans_keeps_every_registered_plan_and_adds_the_missing(tmp_path
     written = yaml.safe_load(plans.read_text())["claims"]
     assert written["a_better"] == PLAN
     assert written["c_better"] == fresh
+    # a void plan keeps its record and gets a replacement (the fresh plan) once, never again
+    void = {**PLAN, "void": "seed 3 had been run before the plan"}
+    plans.write_text(
+        yaml.safe_dump({"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": void}})
+    )
+    claims_module.write_seed_plans("demo")
+    assert yaml.safe_load(plans.read_text())["claims"]["a_better"] == {
+        **void,
+        "replacement": fresh,
+    }
+    later = {**fresh, "seeds": [20, 21], "new_seeds": 2}
+    monkeypatch.setattr(
+        claims_module,
+        "plan_seeds",
+        lambda chapter: {"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": later}},
+    )
+    claims_module.write_seed_plans("demo")
+    assert yaml.safe_load(plans.read_text())["claims"]["a_better"]["replacement"] == fresh
 
 
 def test_no_plan_where_no_number_of_seeds_decides(monkeypatch):

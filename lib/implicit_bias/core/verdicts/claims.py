@@ -26,6 +26,7 @@ from .schema import (
     _COMPARISON,
     _INTERVAL,
     ClaimsError,
+    active_plan,
     claim_effect,
     load_claims_file,
     parse_expect,
@@ -129,6 +130,18 @@ def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
     for cid, plan in data["claims"].items():
         if set(plan["seeds"]) & set(plan["exploratory_seeds"]):
             raise ClaimsError(f"{path.name}: {cid}: the new seeds repeat exploratory seeds")
+        replacement = plan.get("replacement")
+        if replacement is not None:
+            if not plan.get("void"):
+                raise ClaimsError(f"{path.name}: {cid}: a replacement replaces a void plan only")
+            if set(replacement["seeds"]) & (
+                set(plan["seeds"])
+                | set(plan["exploratory_seeds"])
+                | set(replacement["exploratory_seeds"])
+            ):
+                raise ClaimsError(
+                    f"{path.name}: {cid}: the replacement's new seeds repeat seeds already seen"
+                )
     return data["claims"]
 
 
@@ -144,7 +157,12 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
     claims = {c["id"]: c for c in load_claims(chapter) if "paper" in c["profiles"]}
     # new seeds start after every seed the report's evidence holds, not after the claim's own:
     # a seed a claim dropped (an infeasible or unconverged run) was still run and seen
-    seen = [int(s) for r in report["claims"] for s in ((r.get("seeds") or {}).get("seeds") or [])]
+    seen = [
+        int(s)
+        for r in report["claims"]
+        for key in ("seeds", "dropped_seeds")
+        for s in ((r.get("seeds") or {}).get(key) or [])
+    ]
     first_new = max(seen) + 1 if seen else 0
     plans = {}
     for row in report["claims"]:
@@ -190,6 +208,10 @@ def write_seed_plans(chapter: str) -> Path | None:
     path = seed_plan_file(chapter)
     if path.exists():
         registered = load_seed_plan_file(path)["claims"] or {}
+        for cid, plan in registered.items():
+            # a void plan without a replacement gets one: new seeds after every seed seen
+            if plan.get("void") and "replacement" not in plan and cid in data["claims"]:
+                plan["replacement"] = data["claims"][cid]
         data["claims"] = {
             **registered,
             **{cid: p for cid, p in data["claims"].items() if cid not in registered},
@@ -229,11 +251,13 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         value, dropped = value.value, value.dropped
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
-    plan = claim.get("seed_plan") if profile == "paper" else None
+    registered = claim.get("seed_plan") if profile == "paper" else None
+    plan = active_plan(registered) or registered  # a void plan without one: never confirmed
     stage = needs = None
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
         # confirmatory: decided on the registered new seeds alone, once they have all run;
-        # until then on the exploratory seeds (never on both together); a void plan never.
+        # until then on the exploratory seeds (never on both together); a void plan never,
+        # its replacement (registered after it was voided, on seeds never seen) as any plan.
         # A seed whose runs were all left out as unconverged has run: the verdict rests on the
         # plan's converged runs, as every verdict does (known only where the chapter names the
         # seeds of its dropped runs)
@@ -282,7 +306,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "value": value,
         "seeds": seeds,
         "stage": stage,
-        "seed_plan": plan,
+        "seed_plan": registered,  # with a void plan's replacement inside it
         "needs_seeds": needs if status == INCONCLUSIVE else None,
         "dropped_runs": dropped,
         "status": status,
@@ -428,7 +452,12 @@ def plan_summary(row: dict) -> str:
     parts = []
     if row.get("stage"):
         plan = row.get("seed_plan") or {}
-        if plan.get("void"):
+        if plan.get("void") and plan.get("replacement"):
+            parts.append(
+                f"{row['stage']} verdict; plan void ({plan['void']}), replaced by a plan of "
+                f"{plan['replacement']['new_seeds']} new seeds"
+            )
+        elif plan.get("void"):
             parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
         else:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from ..engine.paths import project_root
+from .schema import active_plan as _deciding_plan
 
 DEFINITION = ("metric", "expect", "effect", "unit")
 
@@ -199,7 +200,7 @@ def _plans_at(text: str) -> dict[str, tuple]:
     plans = data.get("claims") if isinstance(data, dict) else None
     return {
         cid: (tuple(p.get("exploratory_seeds") or ()), tuple(p.get("seeds") or ()))
-        for cid, p in (plans or {}).items()
+        for cid, p in ((c, _deciding_plan(p) or p) for c, p in (plans or {}).items())
         if isinstance(p, dict)
     }
 
@@ -212,7 +213,11 @@ def _confirmed_at(text: str) -> dict[str, tuple]:
         return {}
     out = {}
     for r in rows:
-        plan = r.get("seed_plan") if isinstance(r, dict) else None
+        plan = (
+            (_deciding_plan(r.get("seed_plan")) or r.get("seed_plan"))
+            if isinstance(r, dict)
+            else None
+        )
         if r.get("stage") == "confirmatory" and isinstance(plan, dict):
             out[r["id"]] = (tuple(plan.get("exploratory_seeds") or ()), tuple(plan["seeds"]))
     return out

@@ -107,6 +107,15 @@ def load_claims_file(path: Path) -> list[dict]:
     )
 
 
+def active_plan(plan):
+    """The plan that decides a claim: its registered plan, or where that was voided, the
+    replacement registered in its place (None: a void plan without one decides nothing)."""
+    if not isinstance(plan, dict) or not plan.get("void"):
+        return plan
+    replacement = plan.get("replacement")
+    return replacement if isinstance(replacement, dict) else None
+
+
 def load_seed_plan_file(path: Path) -> dict:
     """A seed plan's data, validated against `data/schemas/seed_plans.yaml`; raises
     `ClaimsError`."""
