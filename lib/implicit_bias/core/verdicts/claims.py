@@ -199,7 +199,8 @@ def write_seed_plans(chapter: str) -> Path | None:
     """Write the chapter's seed plan (None, and nothing written, when no claim needs one).
     A plan already registered is kept as it is, whatever the exploratory values say now: only
     claims without one get a plan (a plan is never rewritten, so that no plan can follow the
-    data it is meant to be independent of)."""
+    data it is meant to be independent of), and a void plan without a replacement gets one,
+    once: on seeds after every seed the report holds, so none of them has been seen."""
     import yaml
 
     from .schema import load_seed_plan_file
