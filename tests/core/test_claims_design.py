@@ -105,6 +105,22 @@ def test_a_void_plans_replacement_decides_on_its_own_new_seeds_alone():
     assert active_plan(PLAN) == PLAN
 
 
+def test_a_stored_confirmatory_verdict_is_decided_again_on_its_stored_seeds():
+    """A least-favourable cell chosen on the plan's seeds may hold only some of them (the
+    others infeasible there): its stored evidence is decided again as stored, not sent back
+    to the exploratory stage for lacking the plan's other seeds."""
+    from implicit_bias.core.verdicts.claims import reevaluate
+
+    claim = {**CLAIM, "seed_plan": PLAN}
+    stored = _evidence({5: -0.02, 6: -0.021})  # seeds 3 and 4 had no value in the cell
+    row = {**evaluate(CLAIM, {"a_minus_b": stored}, "paper"), "stage": "confirmatory"}
+    assert row["status"] == PASS and row["seeds"]["seeds"] == [5, 6]
+    report = {"profile": "paper", "claims": [row]}
+    assert reevaluate(report, [claim]) == []
+    # an edited expectation still shows at once
+    assert reevaluate(report, [{**claim, "expect": "> 0"}]) != []
+
+
 def test_a_plan_seed_whose_runs_were_left_out_has_run_and_one_never_run_has_not():
     claim = {**CLAIM, "seed_plan": PLAN}
     seen = {0: -0.01, 1: -0.012, 2: -0.011}
