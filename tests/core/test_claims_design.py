@@ -93,7 +93,7 @@ def test_a_void_plans_replacement_decides_on_its_own_new_seeds_alone():
     claim = {**CLAIM, "seed_plan": plan}
     row = evaluate(claim, {"a_minus_b": _evidence({**seen, **void_seeds})}, "paper")
     assert row["stage"] == "exploratory" and row["seeds"]["seeds"] == [0, 1, 2]
-    assert "replaced by a plan of 4 new seeds" in plan_summary(row)
+    assert "replacement plan: 4 new seeds; the first plan was void: seed 3" in plan_summary(row)
     fresh = {7: -0.02, 8: -0.021, 9: -0.019, 10: -0.022}
     row = evaluate(claim, {"a_minus_b": _evidence({**seen, **void_seeds, **fresh})}, "paper")
     assert row["stage"] == "confirmatory" and sorted(row["seeds"]["seeds"]) == [7, 8, 9, 10]

@@ -455,8 +455,9 @@ def plan_summary(row: dict) -> str:
         plan = row.get("seed_plan") or {}
         if plan.get("void") and plan.get("replacement"):
             parts.append(
-                f"{row['stage']} verdict; plan void ({plan['void']}), replaced by a plan of "
-                f"{plan['replacement']['new_seeds']} new seeds"
+                f"{row['stage']} verdict; replacement plan: "
+                f"{plan['replacement']['new_seeds']} new seeds; the first plan was void: "
+                f"{plan['void']}"
             )
         elif plan.get("void"):
             parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
