@@ -98,10 +98,11 @@ def test_a_void_plans_replacement_decides_on_its_own_new_seeds_alone():
     row = evaluate(claim, {"a_minus_b": _evidence({**seen, **void_seeds, **fresh})}, "paper")
     assert row["stage"] == "confirmatory" and sorted(row["seeds"]["seeds"]) == [7, 8, 9, 10]
     assert row["status"] == PASS and row["seed_plan"] == plan  # the record keeps both plans
-    # without the void, the "replacement" would be a second look: refused when loaded
+    # the plan that decides: the replacement of a void plan, else the registered plan
     from implicit_bias.core.verdicts.schema import active_plan
 
-    assert active_plan(plan) == replacement and active_plan({**PLAN, "void": "x" * 20}) is None
+    void = {**PLAN, "void": "x" * 20}
+    assert active_plan(plan) == replacement and active_plan(void) == void
     assert active_plan(PLAN) == PLAN
 
 

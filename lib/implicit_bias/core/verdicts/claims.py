@@ -253,7 +253,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
     registered = claim.get("seed_plan") if profile == "paper" else None
-    plan = active_plan(registered) or registered  # a void plan without one: never confirmed
+    plan = active_plan(registered)  # a void plan without a replacement is never confirmed
     stage = needs = None
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
         # confirmatory: decided on the registered new seeds alone, once they have all run;

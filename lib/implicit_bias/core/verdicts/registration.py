@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from ..engine.paths import project_root
-from .schema import active_plan as _deciding_plan
+from .schema import active_plan
 
 DEFINITION = ("metric", "expect", "effect", "unit")
 
@@ -198,9 +198,10 @@ def _plans_at(text: str) -> dict[str, tuple]:
     except yaml.YAMLError:
         return {}
     plans = data.get("claims") if isinstance(data, dict) else None
+    deciding = {cid: active_plan(p) for cid, p in (plans or {}).items()}
     return {
         cid: (tuple(p.get("exploratory_seeds") or ()), tuple(p.get("seeds") or ()))
-        for cid, p in ((c, _deciding_plan(p) or p) for c, p in (plans or {}).items())
+        for cid, p in deciding.items()
         if isinstance(p, dict)
     }
 
@@ -213,11 +214,7 @@ def _confirmed_at(text: str) -> dict[str, tuple]:
         return {}
     out = {}
     for r in rows:
-        plan = (
-            (_deciding_plan(r.get("seed_plan")) or r.get("seed_plan"))
-            if isinstance(r, dict)
-            else None
-        )
+        plan = active_plan(r.get("seed_plan")) if isinstance(r, dict) else None
         if r.get("stage") == "confirmatory" and isinstance(plan, dict):
             out[r["id"]] = (tuple(plan.get("exploratory_seeds") or ()), tuple(plan["seeds"]))
     return out

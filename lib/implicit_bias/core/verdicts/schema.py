@@ -108,12 +108,11 @@ def load_claims_file(path: Path) -> list[dict]:
 
 
 def active_plan(plan):
-    """The plan that decides a claim: its registered plan, or where that was voided, the
-    replacement registered in its place (None: a void plan without one decides nothing)."""
-    if not isinstance(plan, dict) or not plan.get("void"):
-        return plan
-    replacement = plan.get("replacement")
-    return replacement if isinstance(replacement, dict) else None
+    """The plan that decides a claim: the replacement registered in place of a void plan, else
+    the registered plan itself (a void one without a replacement, which decides nothing)."""
+    if isinstance(plan, dict) and plan.get("void") and isinstance(plan.get("replacement"), dict):
+        return plan["replacement"]
+    return plan
 
 
 def load_seed_plan_file(path: Path) -> dict:
