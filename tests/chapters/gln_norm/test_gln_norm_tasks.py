@@ -72,6 +72,11 @@ def test_expand_blocks_and_task_lists():
     assert tasks.svm_tasks(grouped)[:4] == tasks.svm_tasks(cfg)
     assert [t["seeds"] for t in tasks.relu_tasks(grouped)] == [[0, 1], [5]]
     assert [t["seeds"] for t in tasks.relu_no_bias_tasks(grouped)] == [[0, 1]]  # first group
+    # the replacement plans' networks: one group of their own seeds, none where there are none
+    assert tasks.relu_replacement_tasks(grouped) == []
+    replaced = {**grouped, "relu_replacement_seeds": [23, 24]}
+    assert [t["seeds"] for t in tasks.relu_replacement_tasks(replaced)] == [[23, 24]]
+    assert tasks.relu_tasks(replaced) == tasks.relu_tasks(grouped)  # the others keep theirs
     assert {tuple(t["seeds"]) for t in tasks.shallow_gd_tasks(grouped)} == {(0,)}
     with pytest.raises(ValueError, match="two groups"):
         tasks.gd_tasks({**cfg, "gln_seeds": [[0, 1], [1, 2]]})

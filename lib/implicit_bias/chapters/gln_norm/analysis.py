@@ -762,6 +762,21 @@ RC_STATISTICS = [
 ]
 
 
+# the claims whose void seed plans were replaced: decided on the replacement seeds' networks alone
+REPLACED_PLAN_METRICS = (
+    "error_lc_minus_rc_least_favourable_h",
+    "lc_disparity_largest_minus_smallest_H",
+)
+
+
+def replaced_plan_metrics(replacement: pd.DataFrame, gln, momentum: float) -> dict:
+    """`relu_metrics` of the replacement seeds' ReLU networks (`relu_frame` of
+    `tasks.relu_replacement_tasks`) for REPLACED_PLAN_METRICS only: a least favourable H is
+    chosen on those seeds, and no other claim, table or figure reads them."""
+    m = relu_metrics(replacement, gln, momentum)
+    return {k: m[k] for k in REPLACED_PLAN_METRICS}
+
+
 def authors_rc_metrics(relu, variants, gln, momentum: float) -> dict:
     """The SVM-RC claims' metrics (`relu_metrics`) with the SVM-RC rows of `relu` replaced by
     the authors' construction's (`variants`, method SVM_RC_AUTHORS), under RC_STATISTICS' names."""

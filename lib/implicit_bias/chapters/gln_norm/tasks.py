@@ -703,6 +703,14 @@ def authors_data_tasks(cfg: dict, protocol: str, device: str | None = None) -> l
     ]
 
 
+def relu_replacement_tasks(cfg: dict, device: str | None = None) -> list[dict]:
+    """`relu_tasks` on the profile's `relu_replacement_seeds` alone (one group): the ReLU
+    networks of the replacement seed plans (data/seed_plans/gln_norm.yaml); none where the
+    profile has no such seeds."""
+    seeds = cfg.get("relu_replacement_seeds") or []
+    return relu_tasks({**cfg, "relu_seeds": seeds}, device) if seeds else []
+
+
 def relu_no_bias_tasks(cfg: dict, device: str | None = None) -> list[dict]:
     """`relu_no_bias_task` for every configuration of `relu_tasks`, at the first group of
     `relu_seeds` only (method: the SVM it solves, for `frames.relu_variant_frame`): a check of
