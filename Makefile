@@ -78,7 +78,7 @@ lock: ## rewrite requirements.lock from the environment (after changing pyprojec
 gpu-kit: setup data ## build the offline GPU run kit (gpu-kit/, gpu-kit-N/): then `bash gpu-kit/run.sh` on the device
 	$(PY) -m implicit_bias.core.tools.gpu_kit build
 
-colab: setup ## write colab/<id>.ipynb, the chapters as Colab opens them (after editing notebooks/)
+colab: setup ## write colab/<id>.ipynb and CITATION.cff's address (after editing notebooks/ or `repository: url`)
 	$(PY) -m implicit_bias colab
 
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts import decision, planning
 
 REPS = 40_000
 LOOKS = (3, 6, 10)
@@ -95,7 +95,7 @@ def confirmatory(d: float, rng, cap: int = 20) -> tuple[float, float]:
     explore = rng.normal(d, 1.0, (REPS, 3))
     est, s = explore.mean(1), explore.std(1, ddof=1)
     grid = np.linspace(-8, 8, 161)
-    table = np.minimum(decision.seeds_needed(grid, 1.0, where, n_max=cap), cap)
+    table = np.minimum(planning.seeds_needed(grid, 1.0, where, n_max=cap), cap)
     n_new = table[np.rint((np.clip(est / s, -8, 8) + 8) / 0.1).astype(int)]
     new = rng.normal(d, 1.0, (REPS, cap))
     mask = np.arange(cap)[None, :] < n_new[:, None]

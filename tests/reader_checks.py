@@ -160,18 +160,59 @@ PROFILE_BRANCH = re.compile(r"this run is the (paper|smoke) profile|is not part 
 
 
 def machinery_problems(page: str, long_tables: list, printed: list[str]) -> list[str]:
+    """Long tables, and printed text: a chapter says what it found in sentences (Markdown),
+    never in `print()` lines (a log line, "final cos(beta, beta*) = 0.9821, ..."); a printed
+    dict, DataFrame repr or the profile's branch is named as such."""
     problems = [
         f"{page}: a table of {rows} rows (#{section}): make it a download"
         for section, rows in long_tables
     ]
     for text in printed:
-        for name, pattern in (
-            ("a printed dict", DICT_REPR),
-            ("a DataFrame repr", FRAME_REPR),
-            ("the profile's branch", PROFILE_BRANCH),
-        ):
-            if pattern.search(text):
-                problems.append(f"{page}: {name}: {text[:80]!r}")
+        named = [
+            name
+            for name, pattern in (
+                ("a printed dict", DICT_REPR),
+                ("a DataFrame repr", FRAME_REPR),
+                ("the profile's branch", PROFILE_BRANCH),
+            )
+            if pattern.search(text)
+        ]
+        for name in named or ["a printed line (say it in a sentence)"]:
+            problems.append(f"{page}: {name}: {text[:80]!r}")
+    return problems
+
+
+# ---- data tables a reader reads: headers in words, numbers to a few significant digits -------
+# A pandas table shown on a page (`core.site.web_tables.readable_frame` shows a chapter's
+# frames so): its header cells (column names, index names, row labels) and its data cells.
+DATA_TABLES = (
+    "result = [...document.querySelectorAll('article table.dataframe')]"
+    ".filter(t => t.getClientRects().length).map(t => [t.closest('section') ?"
+    " t.closest('section').id : '', [...t.querySelectorAll('th')].map(c => c.textContent.trim()),"
+    " [...t.querySelectorAll('td')].map(c => c.textContent.trim())])"
+)
+SNAKE_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")  # `dist_l1`, `gap_bound`
+FLOAT_TEXT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+MAX_DIGITS = 4  # significant digits a table shows (pandas printed 6: `3.777265e-16`)
+
+
+def significant_digits(text: str) -> int:
+    """The significant digits of a decimal written with a point (`0.0001234`: 4)."""
+    mantissa = re.split(r"[eE]", text.lstrip("+-"))[0].replace(".", "")
+    return len(mantissa.lstrip("0")) or 1
+
+
+def table_problems(page: str, tables: list) -> list[str]:
+    """Data tables with a snake_case header (a program's name for a column, not a reader's) or
+    a number printed to more than MAX_DIGITS significant digits; the first few named."""
+    problems = []
+    for section, headers, cells in tables:
+        snake = [h for h in headers if SNAKE_HEADER.match(h)]
+        if snake:
+            problems.append(f"{page} (#{section}): snake_case headers {snake[:4]}")
+        long = [c for c in cells if FLOAT_TEXT.match(c) and significant_digits(c) > MAX_DIGITS]
+        if long:
+            problems.append(f"{page} (#{section}): over {MAX_DIGITS} significant digits {long[:3]}")
     return problems
 
 
@@ -291,3 +332,17 @@ def height_problems(heights: dict[str, int]) -> list[str]:
         for page, px in heights.items()
         if px > MAX_PAGE_PX
     ]
+
+
+# ---- maths a reader should see typeset: ASCII notation in a sentence outside $...$ ----------
+ASCII_MATHS = re.compile(
+    r"\|\||\b[A-Za-z]+_[A-Za-z0-9{]+|\w\^[\w{(]|<=|>=|\bsqrt\(|"
+    r"\b(?:beta|alpha|sigma|gamma|lambda|theta|epsilon|delta)(?:_|\b)"
+)
+
+
+def ascii_maths(text: str) -> list[str]:
+    """ASCII maths outside `$...$` and outside typeset maths spans (`||beta||_1`, `w^T`, `<=`)."""
+    bare = re.sub(r"\$[^$]+\$", " ", text)
+    bare = re.sub(r"<span class=\"math[^\"]*\">.*?</span>", " ", bare, flags=re.S)
+    return ASCII_MATHS.findall(bare)

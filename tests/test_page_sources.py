@@ -82,3 +82,44 @@ def test_the_introduction_gives_the_citation_and_licence_of_citation_cff():
     assert f"version {cff['version']}" in intro and cff["authors"][0]["name"] in intro
     assert "MIT" in intro and "CC BY 4.0" in intro and set(cff["license"]) == {"MIT", "CC-BY-4.0"}
     assert "{repo}`LICENSE`" in intro and "{repo}`CITATION.cff`" in intro
+
+
+# A chapter's prose names a setting, a claim or a column in words: a program's identifier in
+# code font (`adam_window`, `fig5_similar_at_large_dout`) is machinery; a file name or a
+# command a reader types (`main.py`, `relu.csv`) is not. Development history ("an earlier
+# version of this chapter ...") belongs in CHANGELOG.md.
+IDENTIFIER = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9*]+)+)`")
+HISTORY = re.compile(r"\b(?:an|the) earlier version\b|\bthe previous version\b", re.I)
+
+
+def machinery_in_prose(name: str, text: str) -> list[str]:
+    found = []
+    body = re.sub(r"\{\w+\}`[^`]*`", "", prose(text))  # roles ({repo}, {doc}, {cite}) link
+    for number, line in enumerate(body.splitlines(), 1):
+        for match in IDENTIFIER.finditer(line):
+            found.append(f"{name}:{number}: identifier {match.group(0)} (say it in words)")
+        for match in HISTORY.finditer(line):
+            found.append(f"{name}:{number}: development history {match.group(0)!r}")
+    return found
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "notebooks").glob("*.md")))
+def test_chapters_name_settings_and_claims_in_words(page):
+    found = machinery_in_prose(page, (ROOT / "notebooks" / page).read_text())
+    assert not found, "\n".join(found)
+
+
+def test_the_machinery_scan_can_fail():
+    text = (
+        "Every `adam_window` steps; claim `fig5_similar_at_large_dout` and `adam_*`.\n"
+        "An earlier version of this chapter ran 500 digits.\n"
+        "Their `main.py`, {repo}`data/claims/gln_norm.yaml` and `python -m implicit_bias`.\n"
+        "```python\nch.sweep(tasks.fig2_task, runs)  # `fig2_task`\n```\n"
+    )
+    found = machinery_in_prose("p", text)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "identifier `adam_window` (say it in words)",
+        "identifier `fig5_similar_at_large_dout` (say it in words)",
+        "identifier `adam_*` (say it in words)",
+        "development history 'An earlier version'",
+    ]

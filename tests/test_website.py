@@ -27,6 +27,7 @@ from reader_checks import (
     CONSOLE,
     CONSOLE_HOOK,
     CONTRAST,
+    DATA_TABLES,
     DISPLAY_MATH,
     LONG_TABLES,
     MID_WORD,
@@ -44,6 +45,7 @@ from reader_checks import (
     machinery_problems,
     mid_word_problems,
     phone_text_problems,
+    table_problems,
     verdict_problems,
 )
 
@@ -444,6 +446,7 @@ def page_measures() -> dict[str, str]:
         "contrast": CONTRAST,
         "long tables": LONG_TABLES,
         "printed": PRINTED,
+        "data tables": DATA_TABLES,
         "phone text": PHONE_TEXT,
         "console": CONSOLE,
         "mid word": MID_WORD,
@@ -497,6 +500,9 @@ OVERFLOW = (
 )
 
 
+STATUS_PAGE_PX = 4_000  # at 1280 px (it was 62,369 with every chapter's table open)
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
     """At 1280 px and at a phone's 390 px, the page is no wider than the screen, the status
@@ -507,6 +513,8 @@ def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
     assert found["document"] <= 0, f"the page is {found['document']} px too wide"
     assert found["table"] <= 0, f"a table is {found['table']} px wider than its column"
     assert not mid_word_problems("status", measures["mid word"])
+    if width == 1280:  # read in two screens: each chapter's table folded under its line
+        assert measures["height"] <= STATUS_PAGE_PX, f"the status page is {measures['height']} px"
 
 
 def test_every_figure_shows_its_provenance(built_site):
@@ -785,10 +793,53 @@ def test_the_contrast_check_can_fail():
     assert contrast((40, 40, 40), (20, 20, 20)) < 4.5
 
 
-def repository_url() -> str:
-    import yaml
+def repository_url() -> str | None:
+    """The book's public address (`repository: url` of _config.yml), None while it is empty."""
+    from implicit_bias.core.site.repository import repository_url as configured
 
-    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    return configured(ROOT)
+
+
+# A link to the book's source that only an address makes: a launch button, an edit or issue
+# button, or the repository Jupyter Book names when a book names none.
+SOURCE_BUTTON = re.compile(
+    r"mybinder\.org/|colab\.research\.google\.com/|/edit/[\w.-]+/|/issues/new"
+    r"|executablebooks/jupyter-book"
+)
+
+
+def unaddressed_link_problems(page: str, hrefs: list[str]) -> list[str]:
+    """With no address: the links of a page that lead to a source all the same (a button, or
+    a link to a file of this repository on some host's `main`, as `{repo}` makes)."""
+    return [
+        f"{page}: a source link, but the book names no repository: {h}"
+        for h in hrefs
+        if SOURCE_BUTTON.search(h)
+        or (
+            (ours := re.match(r"https://[^/]+/[^/]+/[^/]+/(?:blob|tree)/main/(.+)", h))
+            and in_repository(unquote(ours.group(1).split("#")[0]))
+        )
+    ]
+
+
+SITE_TEXTS = (".html", ".ipynb", ".md", ".txt", ".yml", ".yaml", ".cff", ".json", ".csv")
+
+
+def placeholder_problems(site: Path) -> tuple[list[str], int]:
+    """The links to a placeholder (REPLACE-WITH-OWNER, example.com, ...) in the built site:
+    its pages and the files it offers (sources, figure data), not the theme's `_static`; and
+    how many files were read."""
+    from implicit_bias.core.site.repository import placeholder_links
+
+    problems, read = [], 0
+    for path in sorted(site.rglob("*")):
+        if "_static" in path.relative_to(site).parts or path.suffix not in SITE_TEXTS:
+            continue
+        if path.is_file():
+            read += 1
+            for url in placeholder_links(path.read_text(errors="replace")):
+                problems.append(f"{path.relative_to(site)}: {url}")
+    return problems, read
 
 
 @functools.cache
@@ -848,17 +899,37 @@ def source_link_problems(page: str, hrefs: list[str], url: str) -> list[str]:
     return problems
 
 
-def test_source_citation_and_launch_links_are_well_formed(built_site):
-    """The intro links the repository, its citation and licence; every chapter page has a
-    repository, issue, edit, Binder and Colab button, the edit and Binder ones on its source
-    (notebooks/<id>.md), Colab's on colab/<id>.ipynb; every link into the repository names a
-    file it has."""
+def test_source_citation_and_launch_links_follow_the_address(built_site):
+    """With the book's public address set: the intro links the repository, its citation
+    (which gives the address) and licence; every chapter page has a repository, issue, edit,
+    Binder and Colab button, the edit and Binder ones on its source (notebooks/<id>.md),
+    Colab's on colab/<id>.ipynb; every link into the repository names a file it has. With it
+    empty: no page has any of these buttons, and the intro names CITATION.cff and LICENSE as
+    files (code type), unlinked."""
     from implicit_bias.core.chapter import chapters
 
     url = repository_url()
-    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
     problems, counted = [], 0
-    for page in [built_site / "book" / "intro.html", *chapter_pages(built_site)]:
+    intro = built_site / "book" / "intro.html"
+    if url is None:
+        for page in [built_site / name for name in pages()]:
+            parser = PageParser()
+            parser.feed(page.read_text())
+            counted += len(parser.links)
+            problems += unaddressed_link_problems(page.name, parser.links)
+        text = intro.read_text()
+        for name in ("CITATION.cff", "LICENSE"):
+            if not re.search(
+                rf"<code[^>]*><span class=\"pre\">{re.escape(name)}</span></code>", text
+            ):
+                problems.append(f"intro.html: {name} is not named")
+        cited = text.split("[software].")[-1].split("</blockquote>")[0]
+        if "[software]." not in text or "<a " in cited:
+            problems.append("intro.html: the citation is not the book's, or links an address")
+        assert counted and not problems, "\n".join(problems)
+        return
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+    for page in [intro, *chapter_pages(built_site)]:
         parser = PageParser()
         parser.feed(page.read_text())
         counted += len(parser.links)
@@ -879,7 +950,14 @@ def test_source_citation_and_launch_links_are_well_formed(built_site):
                 problems.append(f"{page.name}: no Colab button on colab/{page.stem}.ipynb")
         elif not {f"{url}/blob/main/LICENSE", f"{url}/blob/main/CITATION.cff"} <= links:
             problems.append(f"{page.name}: no link to LICENSE and CITATION.cff")
+        elif url not in re.sub(r"<[^>]+>", "", page.read_text().split("[software].")[-1])[:200]:
+            problems.append(f"{page.name}: the citation does not give the address")
     assert counted and not problems, "\n".join(problems)
+
+
+def test_no_page_links_to_a_placeholder(built_site):
+    problems, read = placeholder_problems(built_site)
+    assert read > 10 and not problems, "\n".join(problems)
 
 
 def test_the_source_link_check_can_fail():
@@ -898,6 +976,36 @@ def test_the_source_link_check_can_fail():
         "https://colab.research.google.com/github/o/r/blob/main/x.ipynb",
     ]
     assert len(source_link_problems("p", bad, url)) == len(bad)
+    elsewhere = [
+        "https://github.com/paper-submissions/MaxMargin",
+        "https://github.com/sflippl/implicit-bias-glns/tree/002054c8",
+        "../_sources/book/chapters/gln_norm.ipynb",
+    ]
+    assert unaddressed_link_problems("p", elsewhere) == []
+    buttons = [
+        *bad[1:],
+        "https://github.com/executablebooks/jupyter-book",
+        f"{url}/issues/new?x",
+        f"{url}/blob/main/LICENSE",
+        f"{url}/tree/main/data/claims/",
+    ]
+    assert len(unaddressed_link_problems("p", buttons)) == len(buttons)
+
+
+def test_the_placeholder_check_of_the_site_can_fail(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "book" / "intro.html").write_text(
+        '<a href="https://github.com/REPLACE-WITH-OWNER/implicit-bias-book">x</a>'
+    )
+    (tmp_path / "book" / "x.ipynb").write_text('"[data](https://example.com/x.yaml)"')
+    (tmp_path / "_static" / "theme.js").write_text("// https://example.com/ a theme's comment")
+    (tmp_path / "book" / "fine.html").write_text('<a href="https://mybinder.org">x</a>')
+    problems, read = placeholder_problems(tmp_path)
+    assert read == 3 and problems == [
+        "book/intro.html: https://github.com/REPLACE-WITH-OWNER/implicit-bias-book",
+        "book/x.ipynb: https://example.com/x.yaml",
+    ]
 
 
 def status_link_problems(status_html: str, page_text) -> tuple[list[str], int]:
@@ -992,11 +1100,16 @@ def written_caption_problems(page: str) -> list[str]:
             continue
         text = caption.group(1)
         words = html.unescape(re.sub(r"<[^>]+>", "", outside_math(text)))
-        if text.count("<em>Takeaway:</em>") != 1 or words.count("Takeaway:") != 1:
+        # a figure that checks claims: "This run: ..." (generated), then "The paper: ..." (the
+        # written takeaway; core.site.website.report_findings); any other: "Takeaway: ..."
+        label = "Takeaway:" if "<em>Takeaway:</em>" in text else "The paper:"
+        if text.count(f"<em>{label}</em>") != 1 or words.count(label) != 1:
             problems.append(f"figure {number}: not one takeaway")
             continue
-        described, takeaway = words.split("Takeaway:")
-        takeaway, _, run = takeaway.partition("This run:")  # core.site.website.report_findings
+        described, takeaway = words.split(label)
+        described, _, run = described.partition("This run:")
+        if label == "The paper:" and not run.strip():
+            problems.append(f"figure {number}: the paper's takeaway without this run's")
         if len(run.strip()) > TAKEAWAY_MAX_CHARS:
             problems.append(f"figure {number}: what this run found is not one line: {run!r}")
         described = described.removeprefix(f"Figure {number}.").strip()
@@ -1032,7 +1145,7 @@ def run_findings_problems(page: str) -> list[str]:
         1,
     ):
         claims = re.findall(r"href=.#claim-([\w-]+).", provenance)
-        found = re.search(r"<em>This run:</em> ([^<]*)</span>", block)
+        found = re.search(r"<em>This run:</em> ([^<]*)(?:<a [^>]*>[^<]*</a>)?</span>", block)
         if claims and not found:
             problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
         elif (
@@ -1098,6 +1211,15 @@ def test_the_written_caption_check_can_fail():
     assert "numbered twice" in written_caption_problems(twice)[0]
     long_takeaway = good.replace("the error falls", "the error falls " * 30)
     assert "not one line" in written_caption_problems(long_takeaway)[0]
+    # a figure that checks claims: this run's finding first, then the paper's takeaway
+    run = "<span class='figure-run'><br><em>This run:</em> both claims it checks reproduce.</span>"
+    checked = good.replace(
+        "<span class='figure-takeaway'><br><em>Takeaway:</em>",
+        run + "<span class='figure-takeaway'><br><em>The paper:</em>",
+    )
+    assert written_caption_problems(checked) == []
+    alone = checked.replace(run, "")
+    assert "without this run's" in written_caption_problems(alone)[0]
 
 
 # In each figure caption of a page opened in Chromium: the inline math spans, the MathJax
@@ -1304,12 +1426,15 @@ def test_every_chapter_opens_with_its_verdict(built_site, measured):
 
 def test_chapters_fold_their_code_and_show_no_machinery(built_site, measured):
     """No code cell is open when a chapter page opens; no data table of more than 20 rows (a
-    download instead), no printed dict, DataFrame repr or message of the profile's branch."""
+    download instead), no printed line (a sentence instead), dict, DataFrame repr or message
+    of the profile's branch; no data table with a snake_case header or a number of more than
+    four significant digits (pandas' `3.777265e-16`)."""
     problems = []
     for page in chapter_pages(built_site) + record_pages(built_site):
         found = measured(page)
         problems += code_problems(page.stem, found["code"])
         problems += machinery_problems(page.stem, found["long tables"], found["printed"])
+        problems += table_problems(page.stem, found["data tables"])
     assert not problems, "\n".join(problems[:30])
 
 
@@ -1390,6 +1515,8 @@ def test_the_reader_checks_can_fail(tmp_path):
         "</div><pre>{'a': 1, 'b': 2}</pre></div></div>"
         "<p style='background:rgb(206,214,221);color:rgb(243,199,238)'>metric</p>"
         f"<table><tbody>{rows}</tbody></table>"
+        "<table class='dataframe'><thead><tr><th></th><th>dist_l1</th><th>gap</th></tr></thead>"
+        "<tbody><tr><th>run</th><td>3.777265e-16</td><td>0.5</td></tr></tbody></table>"
         "<div class='status-table'><table><tr><td style='width:60px;overflow-wrap:anywhere'>"
         "<a>equivariance_<wbr>exact</a></td></tr></table></div>"
         "<div style='width:300px'><mjx-container display='true' style='display:block;"
@@ -1408,6 +1535,7 @@ def test_the_reader_checks_can_fail(tmp_path):
     assert any("already been declared" in m for m in console_problems("s", found["console"]))
     assert code_problems("s", found["code"])
     assert len(machinery_problems("s", found["long tables"], found["printed"])) == 2
+    assert len(table_problems("s", found["data tables"])) == 2  # dist_l1; 3.777265e-16
     assert verdict_problems("s", found["verdict"], 10) == ["s: no verdict box"]
     assert phone_text_problems("s", found["phone text"])  # 9 pt at 420 of 740 px: 7.1 px
     assert mid_word_problems("s", found["mid word"])  # "equivariance_" in 60 px
@@ -1443,7 +1571,17 @@ def test_the_verdict_machinery_and_phone_checks_can_fail():
         "method  status\nGD-GLN  ok  288\nName: runs, dtype: int64",
     ]
     assert len(machinery_problems("c", [], printed)) == 4
-    assert machinery_problems("c", [], ["final cos = 0.99, margin ratio 1.0"]) == []
+    assert machinery_problems("c", [], ["final cos = 0.99, margin ratio 1.0"]) == [
+        "c: a printed line (say it in a sentence): 'final cos = 0.99, margin ratio 1.0'"
+    ]
+    assert machinery_problems("c", [], []) == []
+    readable = [("s", ["", "dist l1", "Method", "run"], ["3.777e-16", "0.0001234", "GD_x", "12"])]
+    assert table_problems("c", readable) == []
+    raw = [("s", ["dist_l1", "seed"], ["0.982134", "3.777265e-16", "1.5e-05"])]
+    assert table_problems("c", raw) == [
+        "c (#s): snake_case headers ['dist_l1']",
+        "c (#s): over 4 significant digits ['0.982134', '3.777265e-16']",
+    ]
     assert phone_text_problems("c", [("a.png", 9.0), ("b.png", 8.9), ("c.png", None)]) == [
         "c: b.png: smallest text 8.9 CSS px (< 9.0)",
         "c: c.png: no legibility record",
@@ -1458,4 +1596,97 @@ def test_the_verdict_machinery_and_phone_checks_can_fail():
     assert len(claims_type_problems("c", upside_down)) == 3
     assert height_problems({"a": 25_000, "b": 25_001}) == [
         "b: 25,001 px tall at 1280 px (at most 25,000)"
+    ]
+
+
+# ---- one count everywhere: the intro, the chapter's verdict box and claims footer, and the
+# status page give the same numbers for each chapter (core.verdicts.tally) -------------------
+COUNT_KINDS = r"claims? of the paper|checks? of the book's own|audits?"
+
+
+def parse_counts(text: str) -> dict[str, dict[str, int]]:
+    """{'claim' | 'check' | 'audit': {state: n}} from a count sentence as the pages write it
+    ('54 claims of the paper: 32 pass, 3 erratum; 16 audits: 12 pass')."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", text)).replace("\u2019", "'")
+    out = {}
+    for m in re.finditer(rf"(\d+) ({COUNT_KINDS}): ([^;.(]+)", text):
+        states = {s: int(n) for n, s in re.findall(r"(\d+) ([a-z][a-z ]*[a-z])", m.group(3))}
+        assert sum(states.values()) == int(m.group(1)), m.group(0)
+        out[m.group(2).split()[0].rstrip("s")] = states
+    return out
+
+
+def box_counts(page: str) -> dict:
+    """The counts of a chapter page's verdict box: its badges for the paper's claims, the
+    sentence under them for what is counted apart."""
+    box = re.search(r"<aside class='verdict-box'.*?</aside>", page, re.S)
+    if not box:
+        return {}
+    title = re.search(r"<p class='verdict-title'>(.*?)</p>", box.group(0), re.S).group(1)
+    states = re.findall(r">([^<>]+)</span> (\d+)", title)
+    found = parse_counts(
+        re.search(r"<p class='verdict-apart'>(.*?)</p>", box.group(0)).group(1)
+        if "verdict-apart" in box.group(0)
+        else ""
+    )
+    if states:
+        found["claim"] = {s: int(n) for s, n in states}
+    return found
+
+
+def page_count_problems(chapter: str, intro: str, page: str, status: str) -> list[str]:
+    """Where the four places that count a chapter's claims disagree."""
+    row = re.search(
+        rf"<tr[^>]*>(?:(?!</tr>).)*chapters/{chapter}\.html(?:(?!</tr>).)*</tr>", intro, re.S
+    )
+    footer = re.findall(r"</table>\s*<p>(?:Paper|Smoke) profile: (.*?)</p>", page, re.S)
+    section = re.search(rf'id="(?:paper|smoke)-{chapter}".*?<p>(.*?)·', status, re.S)
+    shown = {
+        "intro": parse_counts(re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)[-1])
+        if row
+        else {},
+        "verdict box": box_counts(page),
+        "claims footer": parse_counts(footer[-1]) if footer else {},
+        "status page": parse_counts(section.group(1)) if section else {},
+    }
+    first = shown["claims footer"]
+    problems = [f"{chapter}: no counts in the {w}" for w, c in shown.items() if not c]
+    problems += [
+        f"{chapter}: the {w} counts {c}, the claims footer {first}"
+        for w, c in shown.items()
+        if c and first and c != first
+    ]
+    return problems
+
+
+def test_every_page_gives_a_chapter_the_same_counts(built_site):
+    from implicit_bias.core.chapter import chapters
+
+    intro = (built_site / "book" / "intro.html").read_text()
+    status = (built_site / "book" / "status.html").read_text()
+    problems = []
+    for chapter in chapters():
+        page = (built_site / "book" / "chapters" / f"{chapter}.html").read_text()
+        problems += page_count_problems(chapter, intro, page, status)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_count_check_can_fail():
+    sentence = "3 claims of the paper: 2 pass, 1 erratum; 1 audit: 1 pass"
+    intro = f"<tr><td><a href='chapters/c.html'>C</a></td><td>{sentence} (paper profile)</td></tr>"
+    box = (
+        "<aside class='verdict-box'><p class='verdict-title'>x: 3 claims of the paper: "
+        "<span>pass</span> 2 <span>erratum</span> 1</p>"
+        "<p class='verdict-apart'>Counted apart: 1 audit: 1 pass.</p></aside>"
+    )
+    page = f"{box}<table></table>\n<p>Paper profile: {sentence}.</p>"
+    status = f'<section id="paper-c"><h3>C</h3><p>{sentence} · read</p>'
+    assert page_count_problems("c", intro, page, status) == []
+    wrong = status.replace("2 pass, 1 erratum", "3 pass")
+    assert page_count_problems("c", intro, page, wrong) == [
+        "c: the status page counts {'claim': {'pass': 3}, 'audit': {'pass': 1}}, the claims "
+        "footer {'claim': {'pass': 2, 'erratum': 1}, 'audit': {'pass': 1}}"
+    ]
+    assert page_count_problems("c", intro, page.replace("verdict-box", "x"), status) == [
+        "c: no counts in the verdict box"
     ]

@@ -196,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     claims.add_argument("chapters", nargs="*", metavar="CHAPTER")
     colab = sub.add_parser(
         "colab",
-        help="write colab/<id>.ipynb, the chapters as Colab opens them, from their sources "
-        "(after editing a chapter's notebooks/<id>.md); --check lists the outdated ones",
+        help="write colab/<id>.ipynb, the chapters as Colab opens them, from their sources, "
+        "and CITATION.cff's repository-code, from `repository: url` of _config.yml (after "
+        "editing a chapter's notebooks/<id>.md or that address); --check lists the outdated ones",
     )
     colab.add_argument("chapters", nargs="*", metavar="CHAPTER")
     colab.add_argument("--check", action="store_true", help="write nothing; exit 1 if outdated")
@@ -342,6 +343,20 @@ def main(argv=None) -> int:
                     f"  results: {results}/ (executed notebook: {shown(custom.notebook)})",
                     flush=True,
                 )
+            if summary.get("native_results"):
+                print(
+                    f"  computed with the libraries' own kernels ({summary.get('kernels')}), not "
+                    f"the book's pinned ones: everything went to {summary['native_results']}/, "
+                    "never over the pinned results or the book",
+                    flush=True,
+                )
+            if summary.get("promoted") and summary.get("replaced_entries"):
+                print(
+                    f"  replaced {summary['replaced_entries']} cached result(s) in "
+                    f"{summary.get('native_results') or results}/{chapter}/ by the ones this "
+                    "run computed again",
+                    flush=True,
+                )
 
         try:
             _run_all(args, selected, customs, start, report)
@@ -356,8 +371,14 @@ def main(argv=None) -> int:
             term = getattr(err, "signal", None) == signal.SIGTERM or type(err).__name__ == "Stopped"
             print(
                 f"\n{'stopped by SIGTERM' if term else 'interrupted'}"
-                f"{f' in {chapter}' if chapter else ''}: the tasks finished so far are cached "
-                "and a rerun resumes from them; no result was changed",
+                f"{f' in {chapter}' if chapter else ''}: "
+                + (
+                    "the results it computed again were discarded (a cached result is replaced "
+                    "only by a complete run); no result was changed"
+                    if args.refresh
+                    else "the tasks finished so far are cached and a rerun resumes from them; "
+                    "no result was changed"
+                ),
                 file=sys.stderr,
             )
             return 143 if term else 130
@@ -491,11 +512,14 @@ def _other_commands(args) -> int:
         import os
 
         from .core.engine.paths import RESULTS_ENV, results_root
-        from .core.site.status_page import write_status_page
+        from .core.site.status_page import dashboard_rows, write_readme_counts, write_status_page
 
-        # the dashboard of another results folder goes beside it, never into the book
+        # the dashboard of another results folder goes beside it, never into the book (nor
+        # its counts into the README, which counts the committed paper results)
         elsewhere = os.environ.get(RESULTS_ENV)
         print(write_status_page(results_root() / "status.md" if elsewhere else None))
+        if not elsewhere and write_readme_counts(dashboard_rows(("paper",))):
+            print("README.md: the counts of the committed paper results written again")
         return 0
     if args.command == "baselines":
         from .core.chapter import chapters, check_chapter
@@ -654,10 +678,11 @@ def _other_commands(args) -> int:
         return 0
     if args.command == "colab":
         from .core.chapter import chapters, check_chapter
-        from .core.site import colab
+        from .core.site import colab, repository
 
         try:
             selected = [check_chapter(c) for c in args.chapters] or chapters()
+            repository.repository_url()  # a placeholder address stops here
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -665,9 +690,15 @@ def _other_commands(args) -> int:
             outdated = colab.outdated(selected)
             for chapter in outdated:
                 print(f"{colab.FOLDER}/{chapter}.ipynb: out of date (make colab)")
-            return 1 if outdated else 0
+            citation = repository.citation_outdated()
+            if citation:
+                print(f"{repository.CITATION}: its repository-code is not the address (make colab)")
+            return 1 if outdated or citation else 0
         written = colab.write(selected)
+        cited = repository.write_citation()
         print(f"{len(written)} written, {len(selected) - len(written)} up to date")
+        if cited:
+            print(f"{repository.CITATION}: repository-code written")
         return 0
     if args.command == "data":
         from .core.engine.data import DATASETS, DataError, fetch

@@ -53,6 +53,22 @@ def test_statuses():
     assert evaluate(deviating, {"m": 0.5}, "paper")["status"] == "pass"
 
 
+def test_a_known_deviation_row_carries_its_cause():
+    from implicit_bias.core.verdicts import tally
+
+    deviating = {
+        **CLAIM,
+        "known_deviation": {"profiles": ["smoke"], "evidence": "e", "cause": "not_testable"},
+    }
+    row = evaluate(deviating, {"m": 2.0}, "smoke")
+    assert row["status"] == "known deviation" and row["cause"] == "not_testable"
+    assert tally.state(row) == tally.CAUSE_STATES["not_testable"]
+    # no cause where the claim is not a known deviation at this run
+    assert evaluate(deviating, {"m": 0.5}, "smoke")["cause"] is None  # unexpected pass
+    assert evaluate(deviating, {"m": 2.0}, "paper")["cause"] is None  # a plain fail
+    assert evaluate(CLAIM, {"m": 2.0}, "smoke")["cause"] is None
+
+
 def write_claims(root, entries):
     folder = root / "data" / "claims"
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,6 +82,10 @@ def write_claims(root, entries):
         ({"profiles": ["gpu"]}, "unknown profiles"),
         ({"colour": "red"}, "unknown keys"),
         ({"known_deviation": {"profiles": ["smoke"]}}, "evidence"),
+        # a known deviation names its cause, one of tally.CAUSES
+        ({"known_deviation": {"evidence": "e"}}, r"known_deviation.cause: a known deviation "),
+        ({"known_deviation": {"cause": "wrong", "evidence": "e"}}, "unknown cause 'wrong'"),
+        ({"known_deviation": "e"}, "known_deviation must be a mapping"),
     ],
 )
 def test_schema_errors(demo_project, change, message):
@@ -85,11 +105,11 @@ def test_missing_key_and_duplicate(demo_project):
 
 def test_check_writes_report_and_renders(demo_project):
     report = claims.check("demo", {"abs_mean": 0.1, "variance": 1.0}, "smoke")
-    assert report.ok and report.counts() == {"pass": 1, "known deviation": 1}
+    assert report.ok and report.counts() == {"pass": 1, "does not reproduce": 1}
     saved = json.loads((demo_project / "results/smoke/claims/demo.json").read_text())
     assert saved["ok"] and len(saved["claims"]) == 2
     html = report._repr_html_()
-    assert "known deviation" in html and "mean_is_small" in html
+    assert "does not reproduce" in html and "mean_is_small" in html
     strict = claims.check("demo", {"abs_mean": 0.1, "variance": 2.0}, "smoke")
     assert not strict.ok and strict.counts()["unexpected pass"] == 1
 
@@ -110,7 +130,7 @@ def test_check_adds_a_chapters_own_columns(demo_project):
     assert saved["claims"][0]["columns"] == {
         "on other data": column["on other data"]["mean_is_small"]
     }
-    assert report.counts() == {"pass": 1, "known deviation": 1}  # the verdicts do not change
+    assert report.counts() == {"pass": 1, "does not reproduce": 1}  # the verdicts do not change
     plain = claims.check("demo", {"abs_mean": 0.1, "variance": 1.0}, "smoke")
     assert "claim-column" not in plain._repr_html_() and "colspan='4'" in plain._repr_html_()
     with pytest.raises(ClaimsError, match="names no claim of this table: nope"):

@@ -5,7 +5,7 @@ the schema's checks of the new fields."""
 import pytest
 import yaml
 
-from implicit_bias.core.verdicts import decision
+from implicit_bias.core.verdicts import decision, planning
 from implicit_bias.core.verdicts.claims import (
     INCONCLUSIVE,
     NEGLIGIBLE,
@@ -53,7 +53,10 @@ def test_a_claimed_difference_within_the_negligible_size_has_no_practical_effect
     # the same seeds with no unit (so no negligible size) stay open, and say what would decide
     bare = {k: v for k, v in CLAIM.items() if k != "unit"}
     row = evaluate(bare, {"a_minus_b": _evidence([0.0001, -0.0001, 0.00005])}, "paper")
-    assert row["status"] == INCONCLUSIVE and row["needs_seeds"] >= decision.MIN_NEW_SEEDS
+    assert row["status"] == INCONCLUSIVE
+    # sized at the 80% upper limit of the spread: more than SEARCH_SEEDS, so undecidable
+    assert row["needs_seeds"] is None and row["undecidable"]["seeds"] == planning.MAX_NEW_SEEDS
+    assert "a decision needs more than 1000 new seeds" in plan_summary(row)
 
 
 def test_a_registered_plan_decides_on_its_new_seeds_alone():
@@ -146,7 +149,7 @@ def test_audits_are_not_counted_as_claims():
     assert report.counts() == {PASS: 1} and report.audit_counts() == {INCONCLUSIVE: 1}
     from implicit_bias.core.site.status_page import counts_text
 
-    assert counts_text(rows) == "1 pass (and 1 audit of them)"
+    assert counts_text(rows) == "1 claim of the paper: 1 pass; 1 audit: 1 inconclusive"
 
 
 def _load(tmp_path, claims):
@@ -225,7 +228,27 @@ def test_every_registered_plan_loads_with_its_claims():
     assert planned, "no seed plan registered"
     for chapter in planned:
         with_plan = [c for c in load_claims(chapter) if "seed_plan" in c]
-        assert with_plan and all(not c.get("audit_of") for c in with_plan), chapter
+        # a claim counted once as an audit of another keeps the plan it was registered with
+        # (a plan is never rewritten; it decides the audit's verdict as it did the claim's),
+        # but `plan_seeds` makes no new plan for an audit
+        assert with_plan and all("paper" in c["profiles"] for c in with_plan), chapter
+
+
+def test_a_withdrawn_claims_plan_stays_on_record_and_decides_nothing(tmp_path, monkeypatch):
+    from implicit_bias.core.verdicts import claims as claims_module
+
+    plans = tmp_path / "plans.yaml"
+    gone = {**PLAN, "withdrawn": "true by construction, so no claim of the paper"}
+    plans.write_text(
+        yaml.safe_dump(
+            {"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": PLAN, "gone": gone}}
+        )
+    )
+    monkeypatch.setattr(claims_module, "seed_plan_file", lambda chapter: plans)
+    assert list(claims_module.load_seed_plans("demo", [CLAIM])) == ["a_better"]
+    # a withdrawn plan whose claim is still in the file is refused
+    with pytest.raises(ClaimsError, match="withdrawn plans for claims still in the file"):
+        claims_module.load_seed_plans("demo", [CLAIM, {**CLAIM, "id": "gone"}])
 
 
 def test_writing_plans_keeps_every_registered_plan_and_adds_the_missing(tmp_path, monkeypatch):
@@ -310,3 +333,141 @@ def test_new_seeds_start_after_every_seed_the_report_holds(monkeypatch):
     plans = claims_module.plan_seeds("demo", report)["claims"]
     assert plans[CLAIM["id"]]["exploratory_seeds"] == [0, 1]
     assert plans[CLAIM["id"]]["seeds"][0] == 3 and plans["c_better"]["seeds"][0] == 3
+
+
+# ---- a plan's registration covers its protocol and its metric's code ---------------------------
+
+
+def _protocol_project(tmp_path, monkeypatch, profile: str, module: str):
+    """A project root with the demo chapter's profile and analysis module, and a seed-plan
+    file the claims module reads."""
+    from implicit_bias.core.verdicts import claims as claims_module
+    from implicit_bias.core.verdicts import protocol
+
+    (tmp_path / "data" / "profiles").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "data" / "profiles" / "demo.yaml").write_text(profile)
+    path = protocol.analysis_module("demo", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(module)
+    monkeypatch.setattr(protocol, "project_root", lambda: tmp_path)
+    plans = tmp_path / "plans.yaml"
+    monkeypatch.setattr(claims_module, "seed_plan_file", lambda chapter: plans)
+    return plans
+
+
+PROFILE = "paper:\n  lr_factor: 1.0\n  max_steps: 20000\n  seeds: [0, 1, 2]\n"
+MODULE = 'def metric(x):\n    """The gap."""\n    return x.mean()\n'
+ALL_SEEDS = {0: -0.01, 1: -0.012, 2: -0.011, 3: -0.01, 4: -0.011, 5: -0.012, 6: -0.01}
+
+
+def _registered(plans, fingerprints: dict) -> None:
+    data = {
+        "chapter": "demo",
+        "power": 0.9,
+        "cap": 20,
+        "claims": {"a_better": {**PLAN, **fingerprints}},
+    }
+    plans.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_plan_whose_protocol_changed_since_registration_is_void(tmp_path, monkeypatch):
+    """The plan records the fingerprint of the paper profile it was registered under; the
+    profile changed (a step factor and a step cap, as deep_matrix_factorization's did) voids
+    it: no confirmatory verdict, and its row and the table say why. Running the plan (its
+    seeds added to the profile), a comment or the description change nothing."""
+    from implicit_bias.core.verdicts import claims as claims_module
+    from implicit_bias.core.verdicts import protocol
+
+    plans = _protocol_project(tmp_path, monkeypatch, PROFILE, MODULE)
+    _registered(plans, protocol.current("demo"))
+    profile = tmp_path / "data" / "profiles" / "demo.yaml"
+
+    def row():
+        plan = claims_module.load_seed_plans("demo", [CLAIM])["a_better"]
+        return evaluate({**CLAIM, "seed_plan": plan}, {"a_minus_b": _evidence(ALL_SEEDS)}, "paper")
+
+    assert row()["stage"] == "confirmatory"
+    profile.write_text(
+        "paper:\n  description: the plan's seeds run\n  lr_factor: 1.0   # the step\n"
+        "  max_steps: 20000\n  seeds: [0, 1, 2]\n  confirmatory_seeds: [3, 4, 5, 6]\n"
+    )
+    assert row()["stage"] == "confirmatory"
+    profile.write_text("paper:\n  lr_factor: 0.1\n  max_steps: 250000\n  seeds: [0, 1, 2]\n")
+    changed = row()
+    assert changed["stage"] == "exploratory" and changed["seeds"]["seeds"] == [0, 1, 2]
+    assert "its protocol changed since it was registered" in changed["seed_plan"]["void"]
+    summary = plan_summary(changed)
+    assert "plan void: its protocol changed since it was registered" in summary
+    table = ClaimsReport("demo", "paper", [changed])._repr_html_()
+    assert "its protocol changed since it was registered" in table
+    # the file keeps what was registered: the void is read, never written
+    assert "void" not in yaml.safe_load(plans.read_text())["claims"]["a_better"]
+
+
+def test_a_plan_whose_metric_code_changed_since_registration_is_void(tmp_path, monkeypatch):
+    """The plan records the fingerprint of the chapter's analysis module: a changed body voids
+    it; a changed docstring or comment does not."""
+    from implicit_bias.core.verdicts import claims as claims_module
+    from implicit_bias.core.verdicts import protocol
+
+    plans = _protocol_project(tmp_path, monkeypatch, PROFILE, MODULE)
+    _registered(plans, protocol.current("demo"))
+    module = protocol.analysis_module("demo", tmp_path)
+
+    def void():
+        return claims_module.load_seed_plans("demo", [CLAIM])["a_better"].get("void")
+
+    assert void() is None
+    module.write_text('def metric(x):\n    """The mean gap."""\n    return x.mean()  # seeds\n')
+    assert void() is None
+    module.write_text('def metric(x):\n    """The gap."""\n    return x.median()\n')
+    assert "the code computing its metric changed since it was registered" in void()
+    row = evaluate(
+        {**CLAIM, "seed_plan": claims_module.load_seed_plans("demo", [CLAIM])["a_better"]},
+        {"a_minus_b": _evidence(ALL_SEEDS)},
+        "paper",
+    )
+    assert row["stage"] == "exploratory"
+
+
+def test_plan_seeds_records_the_fingerprints_and_refuses_a_report_of_another_protocol(
+    tmp_path, monkeypatch
+):
+    from implicit_bias.core.verdicts import claims as claims_module
+    from implicit_bias.core.verdicts import protocol
+
+    _protocol_project(tmp_path, monkeypatch, PROFILE, MODULE)
+    monkeypatch.setattr(claims_module, "load_claims", lambda chapter: [CLAIM])
+    ev = _evidence({0: -0.01, 1: -0.012, 2: -0.011})
+    report = {"claims": [{"id": CLAIM["id"], "seeds": ev.to_json()}]}
+    plan = claims_module.plan_seeds("demo", report)["claims"]["a_better"]
+    assert (plan["protocol"], plan["code"]) == tuple(protocol.current("demo").values())
+    assert plan["sizing"]["confidence"] == planning.SD_CONFIDENCE
+    stale = {**report, "protocol": {"protocol": "0" * 16, "code": plan["code"]}}
+    with pytest.raises(ClaimsError, match="another experiment"):
+        claims_module.plan_seeds("demo", stale)
+
+
+def test_a_plan_void_by_a_changed_protocol_gets_a_replacement_once(tmp_path, monkeypatch):
+    """`claims plan` after the protocol changed: the plan's void reason is written as its
+    record, with a replacement sized on the report's values (of the current protocol)."""
+    from implicit_bias.core.verdicts import claims as claims_module
+    from implicit_bias.core.verdicts import protocol
+
+    plans = _protocol_project(tmp_path, monkeypatch, PROFILE, MODULE)
+    _registered(plans, protocol.current("demo"))
+    (tmp_path / "data" / "profiles" / "demo.yaml").write_text(
+        "paper:\n  lr_factor: 0.1\n  max_steps: 250000\n  seeds: [0, 1, 2]\n"
+    )
+    fresh = {**PLAN, "seeds": [7, 8, 9], "new_seeds": 3, **protocol.current("demo")}
+    monkeypatch.setattr(
+        claims_module,
+        "plan_seeds",
+        lambda chapter: {"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a_better": fresh}},
+    )
+    claims_module.write_seed_plans("demo")
+    written = yaml.safe_load(plans.read_text())["claims"]["a_better"]
+    assert "its protocol changed since it was registered" in written["void"]
+    assert written["replacement"] == fresh and written["seeds"] == PLAN["seeds"]
+    loaded = claims_module.load_seed_plans("demo", [CLAIM])["a_better"]
+    assert "void" not in loaded["replacement"]  # the replacement holds under the new protocol

@@ -344,5 +344,6 @@ def test_demo_chapter_runs_with_an_override(demo_project):
     entries = [json.loads(p.read_text()) for p in (root / "smoke/demo/moments").glob("*.json")]
     assert len(entries) == 3 and all(e["task"]["n"] == 200 for e in entries)
     notebook = (root / "chapters" / "demo.ipynb").read_text()
-    assert "with overrides `n = 200`" in notebook
+    # the profile line, folded under "How this page was run" (core.chapter.profile_fold)
+    assert "with overrides <code>n = 200</code>" in notebook and "(a custom run)" in notebook
     assert f"results/custom/{name}/smoke" in result.stdout

@@ -11,6 +11,7 @@ import sys
 
 import jupytext
 import pytest
+import yaml
 
 from implicit_bias.core.chapter import chapters
 from implicit_bias.core.engine.paths import project_root
@@ -39,8 +40,8 @@ def test_a_colab_notebook_is_its_source_after_a_setup_cell():
     assert all(not c.get("outputs") for c in notebook["cells"])
     code = "".join(setup["source"])
     ast.parse(code)  # plain Python: no shell magics that only IPython reads
-    assert json.dumps(colab.repository_url()) in code
-    assert colab.repository_url().startswith("https://github.com/")
+    # the address of _config.yml, or None while it is empty (core.site.repository)
+    assert f"REPOSITORY = {colab.python_literal(colab.repository_url())}  #" in code
 
 
 def test_editing_a_chapter_source_makes_its_colab_notebook_out_of_date(tmp_path):
@@ -55,7 +56,9 @@ def test_editing_a_chapter_source_makes_its_colab_notebook_out_of_date(tmp_path)
     assert colab.write([chapter], tmp_path) == [colab.colab_path(chapter, tmp_path)]
     assert colab.outdated([chapter], tmp_path) == [] and colab.write([chapter], tmp_path) == []
     config = tmp_path / "_config.yml"  # a new repository address is a new setup cell
-    config.write_text(config.read_text().replace("github.com/", "github.com/someone-else-"))
+    settings = yaml.safe_load(config.read_text())
+    settings["repository"]["url"] = "https://github.com/someone-else/implicit-bias-book"
+    config.write_text(yaml.safe_dump(settings))
     assert colab.outdated([chapter], tmp_path) == [chapter]
     colab.colab_path(chapter, tmp_path).unlink()
     assert colab.outdated([chapter], tmp_path) == [chapter]

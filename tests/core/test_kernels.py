@@ -30,10 +30,19 @@ def test_pins_every_library_on_an_avx2_cpu():
     assert {k: env[k] for k in PINNED} == PINNED
 
 
-def test_keeps_what_is_already_set():
-    env = {"OPENBLAS_CORETYPE": "Prescott"}
-    pin_kernels(env, flags=AVX2, machine="x86_64", loaded=set())
-    assert env["OPENBLAS_CORETYPE"] == "Prescott" and env["MKL_CBWR"] == "AVX2"
+@pytest.mark.parametrize("key", sorted(PINNED))
+def test_an_inherited_kernel_variable_is_kept_and_never_called_pinned(key):
+    """An inherited override is what its library runs: the run is native, said so with the
+    variable, and nothing else is half-pinned (it was labelled "AVX2 (pinned)")."""
+    env = {key: "other"}
+    state = pin_kernels(env, flags=AVX2, machine="x86_64", loaded=set())
+    assert state == f"native ({key}=other inherited)" and env[STATE] == state
+    assert env[key] == "other" and not (set(PINNED) - {key}) & set(env)
+
+
+def test_an_inherited_variable_equal_to_the_pin_is_the_pin():
+    env = {"OPENBLAS_CORETYPE": PINNED["OPENBLAS_CORETYPE"]}
+    assert pin_kernels(env, flags=AVX2, machine="x86_64", loaded=set()) == "AVX2 (pinned)"
 
 
 @pytest.mark.parametrize(
@@ -117,3 +126,14 @@ def test_the_test_process_itself_computes_with_the_pinned_kernels():
 
     features = np._core._multiarray_umath.__cpu_features__  # what numpy's loops dispatch on
     assert not any(features[name] for name in PINNED["NPY_DISABLE_CPU_FEATURES"].split())
+
+
+def test_the_opt_out_never_keeps_an_inherited_pinned_label():
+    """`IMPLICIT_BIAS_NATIVE_KERNELS=1` in a process started by a pinned one (which exports
+    its label): native, not "AVX2 (pinned)" (a native run was labelled pinned); an
+    emulated configuration's own label is kept."""
+    env = {OPT_OUT: "1", STATE: "AVX2 (pinned)"}
+    assert pin_kernels(env, flags=AVX2, machine="x86_64", loaded=set()).startswith("native (")
+    env = {OPT_OUT: "1", STATE: "prescott-1thread (emulated)"}
+    state = pin_kernels(env, flags=AVX2, machine="x86_64", loaded=set())
+    assert state == "prescott-1thread (emulated)"

@@ -155,3 +155,69 @@ def test_every_confirmatory_verdict_was_planned_first():
         if reg.pre_registered is False
     ]
     assert late == [], "commit the seed plan, then run: " + "; ".join(late)
+
+
+def test_the_protocol_a_plan_was_registered_under_is_read_from_git(tmp_path):
+    """A plan registered under one profile and run under another (the step factor and cap of
+    deep_matrix_factorization's first plans): the fingerprint recorded from git is the
+    profile's at the plan's commit, every line of the plan file is kept, and the plan then
+    loads void; a plan registered after the change records the new profile and stays."""
+    from implicit_bias.core.verdicts import protocol
+    from implicit_bias.core.verdicts.registration import record_registered_protocols
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    profiles = tmp_path / "data" / "profiles"
+    profiles.mkdir(parents=True)
+    old = "paper:\n  lr_factor: 1.0\n  max_steps: 20000\n  seeds: [0, 1, 2]\n"
+    new = "paper:\n  lr_factor: 0.1\n  max_steps: 250000\n  seeds: [0, 1, 2]\n"
+    (profiles / "demo.yaml").write_text(old)
+    plan = {
+        "exploratory_seeds": [0, 1, 2],
+        "seeds": [3, 4, 5],
+        "new_seeds": 3,
+        "needed": 3,
+        "power": 1.0,
+        "estimate": -0.1,
+        "sd": 0.01,
+    }
+    plans = tmp_path / "data" / "seed_plans" / "demo.yaml"
+    plans.parent.mkdir(parents=True)
+    head = "# a header kept as it is\n"
+    data = {"chapter": "demo", "power": 0.9, "cap": 20, "claims": {"a": plan}}
+    plans.write_text(head + yaml.safe_dump(data, sort_keys=False))
+    _commit(tmp_path, "plan a under the old profile")
+    (profiles / "demo.yaml").write_text(new + "  # the new protocol\n")
+    _commit(tmp_path, "the protocol changes")
+    data["claims"]["b"] = {**plan, "seeds": [6, 7, 8]}
+    plans.write_text(head + yaml.safe_dump(data, sort_keys=False))
+    _commit(tmp_path, "plan b under the new profile")
+    before = plans.read_text()
+    added = record_registered_protocols("demo", tmp_path)
+    assert len(added) == 2
+    after = plans.read_text()
+    kept = [line for line in after.splitlines(keepends=True) if "protocol:" not in line]
+    assert "".join(kept) == before
+    written = yaml.safe_load(after)["claims"]
+    assert written["a"]["protocol"] == protocol.protocol_fingerprint_of(old)
+    assert written["b"]["protocol"] == protocol.protocol_fingerprint_of(new)
+    now = protocol.current("demo", tmp_path)
+    assert protocol.changed_since_registration(written["a"], now, "demo")
+    assert protocol.changed_since_registration(written["b"], now, "demo") is None
+    assert record_registered_protocols("demo", tmp_path) == []  # recorded once
+
+
+def test_every_plan_of_the_book_records_the_protocol_it_was_registered_under():
+    """The recorded fingerprints are the ones git gives (a plan file edited by hand, or a
+    fingerprint recorded from the wrong commit, fails this)."""
+    from implicit_bias.core.verdicts.registration import registered_protocols
+
+    if not history_available(ROOT):
+        pytest.skip("needs the full history")
+    for chapter in chapters():
+        path = ROOT / "data" / "seed_plans" / f"{chapter}.yaml"
+        if not path.exists():
+            continue
+        plans = yaml.safe_load(path.read_text())["claims"]
+        for reg in registered_protocols(chapter, ROOT):
+            plan = plans[reg.claim] if reg.part == "plan" else plans[reg.claim]["replacement"]
+            assert plan.get("protocol") == reg.protocol, (chapter, reg)

@@ -94,11 +94,11 @@ def test_demo_chapter_executes_end_to_end(demo_project):
     assert "3 computed in this run, 0 read from the cache, 0 failed" in record
     assert "| code | commit `" in record and " UTC |" in record
     run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
-    assert run["ok"] and run["claims"] == {"known deviation": 1, "pass": 1}
+    assert run["ok"] and run["claims"] == {"does not reproduce": 1, "pass": 1}
     assert (demo_project / "results/smoke/figures/demo/moments.png").exists()
     assert "mean_is_small" in format_status()
     page = write_status_page().read_text()
-    assert "known deviation" in page and "mean_is_small" in page
+    assert "does not reproduce" in page and "mean_is_small" in page
 
 
 def test_failing_chapter_exits_nonzero(demo_project):

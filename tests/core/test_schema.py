@@ -391,25 +391,47 @@ BAD_CLAIMS = [
     pytest.param(
         put([2, "known_deviation", "why"], "x"),
         f"{C2}: known_deviation",
-        "unknown keys ['why']; allowed keys: evidence, profiles",
+        "unknown keys ['why']; allowed keys: cause, evidence, profiles",
         id="unknown-deviation-key",
     ),
     pytest.param(
-        put([2, "known_deviation"], {"profiles": ["smoke"]}),
+        put([2, "known_deviation"], {"cause": "erratum", "profiles": ["smoke"]}),
         f"{C2}: known_deviation",
         "missing keys ['evidence']; evidence must be a non-empty string",
         id="deviation-without-evidence",
     ),
     pytest.param(
+        put([2, "known_deviation"], {"evidence": "e"}),
+        f"{C2}: known_deviation.cause",
+        "a known deviation needs its cause; cause must be one of: paper_fails: the paper's "
+        "claim fails in this reproduction; erratum: ",
+        id="deviation-without-cause",
+    ),
+    pytest.param(
+        put([2, "known_deviation"], {"cause": "paper_wrong", "evidence": "e"}),
+        f"{C2}: known_deviation.cause",
+        "unknown cause 'paper_wrong'; cause must be one of: paper_fails",
+        id="deviation-with-unknown-cause",
+    ),
+    pytest.param(
+        put([2, "known_deviation"], "the evidence as a string"),
+        f"{C2}: known_deviation",
+        "known_deviation must be a mapping",
+        id="deviation-as-a-string",
+    ),
+    pytest.param(
         put([2, "known_deviation"], ""),
         f"{C2}: known_deviation",
-        "must be a non-empty string or a mapping",
+        "must be a mapping",
         id="empty-deviation",
     ),
     pytest.param(
         both(
             put([2, "profiles"], ["paper"]),
-            put([2, "known_deviation"], {"evidence": "e", "profiles": ["smoke"]}),
+            put(
+                [2, "known_deviation"],
+                {"cause": "paper_fails", "evidence": "e", "profiles": ["smoke"]},
+            ),
         ),
         f"{C2}: known_deviation.profiles[0]",
         "one of 'paper' (the claim's profiles)",
@@ -540,16 +562,15 @@ def test_parse_expect_rejects_empty_interval():
 
 def test_load_claims_normalizes_and_returns_fresh_copies(tmp_path):
     data = real("claims", "gln_norm")[:3]
-    data[0]["known_deviation"] = "evidence as a string"
-    data[1]["known_deviation"] = {"evidence": "profiles left out"}
+    data[0]["known_deviation"] = {"cause": "erratum", "evidence": "profiles left out"}
     path = tmp_path / "claims.yaml"
     path.write_text(yaml.safe_dump(data))
     claims = load_claims("gln_norm", path=path)
     assert claims[0]["known_deviation"] == {
+        "cause": "erratum",
+        "evidence": "profiles left out",
         "profiles": data[0]["profiles"],
-        "evidence": "evidence as a string",
     }
-    assert claims[1]["known_deviation"]["profiles"] == data[1]["profiles"]
     claims[0]["id"] = "changed"
     assert load_claims("gln_norm", path=path)[0]["id"] == data[0]["id"]
 

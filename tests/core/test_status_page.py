@@ -34,7 +34,7 @@ def test_first_sentence():
 
 def test_counts_in_a_fixed_order():
     rows = [row("inconclusive"), row("pass"), row("known deviation"), row("pass")]
-    assert counts_text(rows) == "2 pass, 1 known deviation, 1 inconclusive"
+    assert counts_text(rows) == "4 claims of the paper: 2 pass, 1 known deviation, 1 inconclusive"
 
 
 def test_a_row_links_its_claim_and_gives_a_deviation_its_reason():

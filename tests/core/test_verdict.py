@@ -30,7 +30,9 @@ def test_counts_and_findings_put_problems_first_and_stay_within_five():
         row("k3", "known deviation"),
     ]
     rows += [row("i1", "inconclusive", seeds=SEEDS, region="in [-0.01, 0.01]"), row("f1", "fail")]
-    assert verdict.counts_text(rows) == "6 pass, 3 known deviation, 1 inconclusive, 1 fail"
+    assert verdict.counts_text(rows) == (
+        "11 claims of the paper: 6 pass, 3 known deviation, 1 inconclusive, 1 fail"
+    )
     chosen = [r["id"] for r in verdict.findings(rows)]
     assert len(chosen) == 5 and chosen[0] == "f1"
     assert {"k1", "k2", "i1"} <= set(chosen) and "k3" not in chosen
@@ -43,7 +45,16 @@ def test_the_box_links_each_finding_to_its_row():
     rows = [row("a_b", "pass"), row("c", "known deviation"), row("d", "pass")]
     box = verdict.verdict_html({"profile": "paper", "claims": rows})
     assert box.count("<li>") == 3 and "href='#claim-a_b'" in box and "href='#claim-c'" in box
-    assert "status-known-deviation'>known deviation</span> 1" in box
+    assert ">known deviation</span> 1" in box and "3 claims of the paper" in box
+    # a known deviation shows its cause, in the badge and in its sentence's first word
+    caused = [row("a", "pass"), row("c", "known deviation", cause="not_testable")]
+    box = verdict.verdict_html({"profile": "paper", "claims": caused})
+    assert "status-not-testable-here" in box and "Not testable here. Fig. 2a" in box
+    # the book's own checks and the audits are counted apart and stay out of the findings
+    apart = [row("a", "pass"), row("b", "pass", origin="book"), row("c", "pass", audit_of="a")]
+    box = verdict.verdict_html({"profile": "paper", "claims": apart})
+    assert "1 claim of the paper" in box and box.count("<li>") == 1
+    assert "1 check of the book's own: 1 pass; 1 audit: 1 pass" in box
     assert verdict.verdict_html({"claims": []}) == ""
 
 
@@ -54,6 +65,12 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
     assert "would need" not in why  # no plan: nothing made up
     assert "need about 12 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": 12})
     assert "need more than 1000 new seeds" in verdict.why_inconclusive({**r, "needs_seeds": None})
+    # a plan that cannot decide says so: registered with power below one half, or refused
+    weak = {"registered": True, "power": 0.05, "seeds": 20}
+    assert (
+        "Its registered plan had power 0.05: undecidable at this margin within 20 seeds."
+        in verdict.why_inconclusive({**r, "undecidable": weak})
+    )
     # an interval as wide as its grid's resolution: seeds cannot narrow it, and it says so
     grid = {"test": "paired t", "n": 3, "interval": [0.125, 0.375], "resolution": 0.125}
     r = row("g", "inconclusive", seeds=grid, region="in [-0.2, 0.2]", needs_seeds=None)
@@ -79,14 +96,83 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
 def test_what_a_figure_found_says_where_the_run_disagrees():
     assert verdict.figure_run([]) == ""
     assert verdict.figure_run([row("a", "pass"), row("b", "pass")]) == (
-        "all 2 claims it checks reproduce."
+        "both claims it checks reproduce."
     )
     one = verdict.figure_run([row("a", "pass", paper_value=0.4)])
     assert one == "the claim it checks reproduces: ours 0.5 (paper 0.4)."
     mixed = verdict.figure_run(
-        [row("a", "pass"), row("b", "known deviation", quote="SVM_L2 performs much worse")]
+        [
+            row("a", "pass"),
+            row("b", "known deviation", quote="SVM_L2 performs much worse", cause="paper_fails"),
+        ]
     )
-    assert mixed.startswith("1 of the 2 claims it checks reproduce; not reproduced: ")
+    assert mixed.startswith("1 of the 2 claims it checks reproduce; does not reproduce: ")
     assert "“SVM L2 performs much worse” (ours 0.5, expected > 0)" in mixed
     undecided = verdict.figure_run([row("i", "inconclusive", seeds=SEEDS, region="in [0, 1]")])
-    assert undecided.startswith("undecided: ") and "against in [0, 1]" in undecided
+    assert undecided.startswith("inconclusive: ") and "against in [0, 1]" in undecided
+
+
+def paper_rows_with_current_claims():
+    """Every claim of every committed paper report, with its current `display`, `measure` and
+    `where` (the report keeps what its run had; the sentence reads them from the claims
+    file)."""
+    import json
+
+    from implicit_bias.core.engine.paths import claims_results
+    from implicit_bias.core.verdicts.claims import load_claims
+
+    rows = []
+    for path in sorted(claims_results("paper").glob("*.json")):
+        claims = {c["id"]: c for c in load_claims(path.stem)}
+        for r in json.loads(path.read_text())["claims"]:
+            claim = claims.get(r["id"], {})
+            current = {k: claim.get(k) for k in ("display", "measure")}
+            rows.append({**r, **current, "where": claim.get("where", r["where"])})
+    return rows
+
+
+def test_every_finding_says_what_it_measures_and_shows_no_ascii_maths():
+    """Each claim's sentence (the verdict box's and the findings page's) names what its number
+    measures, gives the paper's value where the paper has one, and writes its maths as maths."""
+    from reader_checks import ascii_maths
+
+    problems = []
+    for r in paper_rows_with_current_claims():
+        said = verdict.finding(r)
+        if not r.get("measure"):
+            problems.append(f"{r['id']}: no measure")
+        if r.get("paper_value") is not None and "the paper reports" not in said:
+            problems.append(f"{r['id']}: the paper's value is not in its sentence")
+        if ascii_maths(said):
+            problems.append(f"{r['id']}: {ascii_maths(said)} in {said[:80]!r}")
+    assert not problems, f"{len(problems)} claims:\n" + "\n".join(problems[:40])
+
+
+def test_the_ascii_maths_check_can_fail():
+    from reader_checks import ascii_maths
+
+    assert ascii_maths("the norm ||beta||_1 is small") == ["||", "beta", "||"]
+    assert ascii_maths("w^T x <= 1") == ["w^T", "<="]
+    assert ascii_maths("the norm $\\|\\beta\\|_1$ is small, as in Fig. 2a") == []
+    said = verdict.finding(row("a", "pass", display="the norm $\\|\\beta\\|_1$ falls"))
+    assert ascii_maths(said) == [] and "$\\|\\beta\\|_1$" in said
+    assert verdict.math_html("a $x_1 < 2$") == (
+        'a <span class="math notranslate nohighlight">\\(x_1 &lt; 2\\)</span>'
+    )
+
+
+def test_a_quote_is_cut_at_a_sentence_never_at_an_abbreviation_or_inside_maths():
+    q = verdict._quote
+    assert q("It holds for a.e. time [Eq. (14)]. Then more.") == (
+        "It holds for a.e. time [Eq. (14)]. […]"
+    )
+    assert q("As Fig. 2a shows, it is worse. And more.") == "As Fig. 2a shows, it is worse. […]"
+    assert q("One sentence only.") == "One sentence only."
+    long = "word " * 38 + "$\\|\\beta\\|_1 + x$ end."
+    assert q(long).endswith("word…") and "$" not in q(long)
+
+
+def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
+    every = {"scope": "every_run", "runs": 20, "outside": 7, "worst": 0.00112}
+    said = verdict.finding(row("a", "known deviation", seeds=every, expect="<= 1e-3"))
+    assert "This run: 0.00112 at the worst of 20 runs (7 outside); the claim needs ≤ 1e−3" in said

@@ -123,11 +123,58 @@ def test_a_long_table_is_a_download_with_a_glimpse():
     from implicit_bias.core.site.web_tables import long_table_html
 
     short = pd.DataFrame({"a": range(20)})
-    assert long_table_html(short) == short._repr_html_()
+    assert long_table_html(short) == short.to_html(notebook=True)
     frame = pd.DataFrame({f"c{j}": [i * j for i in range(615)] for j in range(14)})
     shown = long_table_html(frame)
-    assert "A table of 615 rows and 14 columns (c0, c1, c2, c3, c4, c5, …)" in shown
+    assert "Its 615 rows (c0, c1, c2, c3, c4, c5, …): <a" in shown
+    assert ">download all 615 rows as CSV</a>" in shown
+    frame.attrs["about"] = "The runs of Figure 2, one per seed"
+    assert "<p class='long-table'>The runs of Figure 2, one per seed: <a" in long_table_html(frame)
+    frame.attrs.clear()
+    seeds = pd.DataFrame({"seed": [0, 1, 2], "error": [0.1, 0.2, 0.3]})
+    seeds.attrs["about"] = "The error of each seed"
+    per_seed = long_table_html(seeds)  # a short table the notebook calls a download
+    assert per_seed.startswith("<p class='long-table'>The error of each seed: <a")
+    assert "download all 3 rows as CSV" in per_seed
     csv = re.search(r"href='data:text/csv;base64,([^']+)'", shown).group(1)
     assert pd.read_csv(__import__("io").BytesIO(base64.b64decode(csv)), index_col=0).equals(frame)
     glimpse = shown.split("<details", 1)[1]
     assert glimpse.count("<tr") == 1 + 5 and "c6" not in glimpse and 'class="dataframe"' in glimpse
+
+
+def test_a_table_shows_words_and_four_significant_digits():
+    """A chapter's table reads as words and numbers: a snake_case header, index name or row
+    label in words, a float to four significant digits (pandas showed `3.777265e-16`); labels
+    that are not snake_case, integers and words as they are; the frame itself unchanged."""
+    import pandas as pd
+
+    from implicit_bias.core.site.web_tables import long_table_html, readable_frame
+
+    frame = pd.DataFrame(
+        {"dist_l1": [3.777265e-16, 0.98213456], "seed": [1, 2], "Method": ["GD", "gd_gln"]},
+        index=pd.Index(["final_cos", "x"], name="sigma_y"),
+    )
+    shown = readable_frame(frame)
+    assert list(shown.columns) == ["dist l1", "seed", "Method"]
+    assert shown.index.name == "sigma y" and list(shown.index) == ["final cos", "x"]
+    assert list(shown["dist l1"]) == ["3.777e-16", "0.9821"] and list(shown["seed"]) == [1, 2]
+    assert list(shown["Method"]) == ["GD", "gd_gln"]  # values are data, not labels
+    assert list(frame.columns) == ["dist_l1", "seed", "Method"]  # the frame is unchanged
+    page = long_table_html(frame)
+    assert "3.777e-16" in page and "3.777265e-16" not in page and "dist_l1" not in page
+    wide = pd.DataFrame({("a_b", "c_d"): [1.0]})
+    assert list(readable_frame(wide).columns) == [("a b", "c d")]
+
+
+def test_a_sentence_of_the_run_typesets_its_maths():
+    """`Chapter.say` shows a finding as a paragraph (never a `print()` line): its `$...$` as
+    Sphinx's inline maths, which MathJax typesets in an output cell, the rest escaped."""
+    from implicit_bias.core.chapter import prose_html
+
+    shown = prose_html(r"The gap's $R^2$ against $\|w\|_2^2$ is 0.979 < 1; costs \$5.")
+    assert shown == (
+        'The gap&#x27;s <span class="math notranslate nohighlight">\\(R^2\\)</span> against '
+        '<span class="math notranslate nohighlight">\\(\\|w\\|_2^2\\)</span> is 0.979 &lt; 1; '
+        "costs $5."
+    )
+    assert prose_html("no maths") == "no maths"

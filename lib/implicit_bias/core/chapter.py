@@ -202,15 +202,36 @@ class Chapter:
         return pd.DataFrame(rows).set_index("parameter")
 
     def show_profile(self):
-        """Say, in a few lines of prose, which profile this page ran with and where its
-        parameters are (the profile file in the repository; a custom run's changes listed);
-        in a notebook, returns None (elsewhere, the parameters as a table)."""
+        """Say, folded under one line ("How this page was run: the smoke profile"), which
+        profile this page ran with and where its parameters are (the profile file in the
+        repository; a custom run's changes listed); in a notebook, returns None (elsewhere, the
+        parameters as a table)."""
         try:
-            from IPython.display import Markdown, display
+            from IPython.display import HTML, display
         except ImportError:
             return self.profile_table()
-        display(Markdown(self.profile_prose()))
+        display(HTML(self.profile_fold()))
         return None
+
+    def profile_fold(self) -> str:
+        """`profile_prose` as HTML folded under a line that names the profile: machinery a
+        reader opens when they want it, not a line under the verdict."""
+        import html
+        import re
+
+        body = html.escape(self.profile_prose(), quote=False)  # its markdown, as HTML
+        for pattern, tag in (
+            (r"\*\*(.+?)\*\*", "strong"),
+            (r"\*(.+?)\*", "em"),
+            (r"`(.+?)`", "code"),
+        ):
+            body = re.sub(pattern, rf"<{tag}>\1</{tag}>", body)
+        body = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r"<a href='\2'>\1</a>", body)
+        custom = " (a custom run)" if self.custom else ""
+        return (
+            "<details class='profile-fold'><summary>How this page was run: the "
+            f"{html.escape(self.profile)} profile{custom}</summary><p>{body}</p></details>"
+        )
 
     def profile_prose(self) -> str:
         """The profile of this run as a reader reads it (markdown, no parameter dump)."""
@@ -220,7 +241,8 @@ class Chapter:
             "check each claim's direction, not the paper's values",
         }.get(self.profile, "")
         path = f"data/profiles/{self.chapter}.yaml"
-        link = f"[{path}]({repository_file_url(path)})"
+        url = repository_file_url(path)
+        link = f"[{path}]({url})" if url else f"`{path}`"
         text = (
             f"This page was executed with the **{self.profile}** profile, {kind}. Its "
             f"{len(self.config)} parameters are in {link}; the book's *How to rerun* page "
@@ -440,6 +462,28 @@ class Chapter:
         write_atomic(output_path(path), frame.to_csv(index=False))
         return path
 
+    def say(self, text: str) -> None:
+        """Show `text`, a sentence of what this run found, as a paragraph of the page: its
+        `$...$` maths typeset as in a figure's caption (`prose_html`), where a Markdown output
+        would show the dollars (a chapter never prints: no `print()` line on a page)."""
+        try:
+            from IPython.display import HTML, display
+        except ImportError:
+            return
+        display(HTML(f"<p class='run-sentence'>{prose_html(text)}</p>"))
+
+    def download(self, frame: pd.DataFrame, about: str) -> None:
+        """Show `frame` as a download, not as a table on the page (a per-seed table, say): the
+        sentence `about` (what its rows hold), a CSV of every row and a folded preview of the
+        first rows (`core.site.web_tables.long_table_html`)."""
+        frame = frame.copy()
+        frame.attrs["about"] = about
+        try:
+            from IPython.display import display
+        except ImportError:
+            return
+        display(frame)
+
     def check_claims(
         self, metrics: dict, columns: dict[str, dict[str, str]] | None = None
     ) -> claims_module.ClaimsReport:
@@ -459,15 +503,15 @@ def _params(task: dict) -> dict:
     return {k: v for k, v in task.items() if k != "device"}
 
 
-def repository_file_url(path: str) -> str:
-    """The address of a file of the repository (`repository: url, branch` of `_config.yml`)."""
-    import yaml
+def repository_file_url(path: str) -> str | None:
+    """The address of a file of the repository (`core.site.repository`), or None where the
+    repository has no public address (or the project no `_config.yml`)."""
+    from .site.repository import file_url
 
     try:
-        repo = yaml.safe_load((project_root() / "_config.yml").read_text())["repository"]
-        return f"{repo['url'].rstrip('/')}/blob/{repo.get('branch', 'main')}/{path}"
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
-        return path
+        return file_url(path)
+    except OSError:
+        return None
 
 
 def clean_commit(commit) -> bool:
@@ -530,6 +574,22 @@ def source_commit() -> str:
     return head.stdout.strip() + (" + changes" if dirty else "")
 
 
+def prose_html(text: str) -> str:
+    """`text` escaped as HTML, its `$...$` as Sphinx writes inline math
+    (`<span class="math notranslate nohighlight">\\(...\\)</span>`), which MathJax typesets
+    inside an output cell; `\\$` is a dollar."""
+    import html
+    import re
+
+    parts = re.split(r"(?<!\\)\$(.+?)(?<!\\)\$", text)
+    return "".join(
+        f'<span class="math notranslate nohighlight">\\({html.escape(part)}\\)</span>'
+        if i % 2
+        else html.escape(part.replace("\\$", "$"))
+        for i, part in enumerate(parts)
+    )
+
+
 def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, claims) -> str:
     """The figure as the page shows it: the saved PNG (inlined, so the notebook and the website
     show the same file) with alt text, numbered, with its caption.
@@ -544,20 +604,11 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     `core.site.website.externalize` finds it."""
     import base64
     import html
-    import re
 
     from .site.plotting import alt_text, describe_panels
 
     esc = html.escape
-
-    def prose(text: str) -> str:  # escaped text, $...$ as Sphinx's inline math
-        parts = re.split(r"(?<!\\)\$(.+?)(?<!\\)\$", text)
-        return "".join(
-            f'<span class="math notranslate nohighlight">\\({esc(part)}\\)</span>'
-            if i % 2
-            else esc(part.replace("\\$", "$"))
-            for i, part in enumerate(parts)
-        )
+    prose = prose_html
 
     if caption is None:
         kind = "generated-caption"
@@ -628,9 +679,6 @@ def _progress_writer(desc: str):
     return write
 
 
-SOURCE_URL_ENV = "IMPLICIT_BIAS_SOURCE_URL"  # e.g. https://github.com/<owner>/<repo>
-
-
 def provenance_html(provenance: dict, folder: Path) -> str:
     """The line under a figure: data download (inlined, so it works in the notebook and on
     the website alike), drawing code, sweeps, claims, profile and commit."""
@@ -646,10 +694,9 @@ def provenance_html(provenance: dict, folder: Path) -> str:
         )
     commit = provenance["commit"]
     source = esc(provenance["drawn_by"])
-    base = os.environ.get(SOURCE_URL_ENV)
-    if base and commit not in ("unknown",) and "+" not in commit:
+    if clean_commit(commit) and (base := repository_file_url("")):  # the repository's address
         path = provenance["drawn_by"].split(",")[0]
-        source = f"<a href='{esc(base.rstrip('/'))}/blob/{esc(commit)}/{esc(path)}'>{source}</a>"
+        source = f"<a href='{esc(base)}/blob/{esc(commit)}/{esc(path)}'>{source}</a>"
     sweeps = (
         ", ".join(
             f"<code>{esc(s)}</code> (<code>{esc(fn.split(':')[-1])}</code>)"

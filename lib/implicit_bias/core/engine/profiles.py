@@ -75,6 +75,23 @@ Validator = validators.extend(
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
 )
 
+
+def _is_finite_number(checker, instance) -> bool:
+    """A profile's numbers are finite: a NaN or infinity given by `--set` (`.nan`, `[.inf]`)
+    for a number without bounds (a log10 grid, a list of step sizes) passed the schema, and
+    the run failed late."""
+    return Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and not (
+        isinstance(instance, float) and not math.isfinite(instance)
+    )
+
+
+# Profiles (the files and a run's custom profile): every number finite, wherever it sits. The
+# claims and seed-plan schemas keep JSON Schema's numbers (a seed plan records NaN as "none").
+ProfileValidator = validators.extend(
+    Validator, type_checker=Validator.TYPE_CHECKER.redefine("number", _is_finite_number)
+)
+PROFILE_SCHEMAS = ("profiles.yaml",)
+
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -119,7 +136,8 @@ def _validator(path: str, mtime_ns: int, variant: str = "") -> Any:
                 f"the reserved keys {clash} (data/schemas/profiles.yaml does)"
             )
         schema = {**schema, "properties": {**props, **dict.fromkeys(RESERVED_PROFILE_KEYS, True)}}
-    return Validator(_inline_refs(schema, schema))
+    strict = variant in ("profile", "parameters") or Path(path).name in PROFILE_SCHEMAS
+    return (ProfileValidator if strict else Validator)(_inline_refs(schema, schema))
 
 
 def _validator_for(path: Path, variant: str = "") -> Any:

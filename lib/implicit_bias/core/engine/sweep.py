@@ -15,7 +15,12 @@ current code's; anything else is recomputed (and overwritten). So:
   the caller to report, and is computed again on the next run. A solver's outcome
   (infeasible, iteration limit) is a result, and is cached;
 - a per-task file lock stops two processes from computing the same task: the second waits
-  and reads the first one's result.
+  and reads the first one's result;
+- under the runner, an entry already in place (a `refresh`, a stale or damaged entry) is never
+  rewritten during the run: its replacement goes to the run's staging folder
+  (`paths.output_path`), is read from there for the rest of the run, and is swapped into place
+  with the run's other outputs only once the run is complete and valid. New entries are written
+  in place at once (nothing is replaced, and an interrupted run keeps them).
 
 Backends: "serial", "joblib" (local processes) or "dask" (a `dask.distributed` cluster whose
 address comes from the `scheduler` argument or `$IMPLICIT_BIAS_DASK_SCHEDULER`; "local" starts a
@@ -38,7 +43,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .fingerprint import fingerprint
-from .paths import results_root, shown_path, write_atomic
+from .paths import output_path, results_root, shown_path, write_atomic
 
 BACKENDS = ("serial", "joblib", "dask")
 DASK_ENV = "IMPLICIT_BIAS_DASK_SCHEDULER"
@@ -272,16 +277,36 @@ def entry_problem(entry, task: dict | None = None) -> str | None:
     return None
 
 
-class ResultCache:
-    """A folder of `<hash>.json` entries, one per task, valid for one code fingerprint."""
+def staged_folder(folder: Path | str) -> Path | None:
+    """Where the runner's current run stages replacements of the entries of the cache folder
+    `folder` (`paths.output_path`); None outside a run."""
+    staged = output_path(folder)
+    return None if staged == Path(folder) else staged
 
-    def __init__(self, folder: Path, fn_fingerprint: str | None = None):
+
+class ResultCache:
+    """A folder of `<hash>.json` entries, one per task, valid for one code fingerprint. With
+    `stage` (a run's staging folder for this cache folder), an entry that would replace one in
+    place is written there instead, and read from there first."""
+
+    def __init__(
+        self, folder: Path, fn_fingerprint: str | None = None, stage: Path | str | None = None
+    ):
         self.folder = Path(folder)
         self.fingerprint = fn_fingerprint
+        self.stage = Path(stage) if stage is not None else None
         self.last_fn: str | None = None
 
     def path(self, task: dict) -> Path:
         return self.folder / f"{task_hash(task)}.json"
+
+    def staged_path(self, task: dict) -> Path | None:
+        return self.stage / f"{task_hash(task)}.json" if self.stage is not None else None
+
+    def _readable_path(self, task: dict) -> Path:
+        """The entry this run sees: its own staged replacement, else the one in place."""
+        staged = self.staged_path(task)
+        return staged if staged is not None and staged.is_file() else self.path(task)
 
     def lock(self, task: dict):
         from filelock import FileLock
@@ -292,7 +317,7 @@ class ResultCache:
 
     def read(self, task: dict) -> tuple[dict | None, str]:
         """(result, "hit") or (None, why not)."""
-        path = self.path(task)
+        path = self._readable_path(task)
         if not path.exists():
             return None, "missing"
         if not path.is_file():  # recomputing cannot replace it: say so, rather than fail later
@@ -343,7 +368,11 @@ class ResultCache:
             KERNELS_KEY: current_kernels(),
         }
         entry["checksum"] = _checksum(entry)
-        return write_atomic(self.path(task), json.dumps(entry))
+        target = self.path(task)
+        staged = self.staged_path(task)
+        if staged is not None and (target.exists() or target.is_symlink()):
+            target = staged  # replaces an entry in place: only once the run is complete
+        return write_atomic(target, json.dumps(entry))
 
     def _keeps_pinned_entry(self, task: dict) -> bool:
         """Whether the stored entry of `task` is a valid result of this code computed under the
@@ -364,12 +393,18 @@ class ResultCache:
 
 
 def compute_cached(
-    fn: Callable[[dict], dict], task: dict, folder: str, fn_fingerprint: str, refresh: bool = False
+    fn: Callable[[dict], dict],
+    task: dict,
+    folder: str,
+    fn_fingerprint: str,
+    refresh: bool = False,
+    stage: str | None = None,
 ) -> tuple[dict, str]:
     """Compute one task under its lock and store the result; if another process stored it
     meanwhile, read that instead. Returns (result, "computed" | "cached" | "error"). Runs in
-    the worker (process or cluster node), so only finished results ever reach the cache."""
-    cache = ResultCache(Path(folder), fn_fingerprint)
+    the worker (process or cluster node), so only finished results ever reach the cache.
+    `stage`: the run's staging folder of this cache folder (see `ResultCache`)."""
+    cache = ResultCache(Path(folder), fn_fingerprint, stage)
     with cache.lock(task):
         if not refresh:
             result = cache.get(task, fn)
@@ -424,14 +459,14 @@ def route_warnings(path: Path) -> None:
     warnings.showwarning = show
 
 
-def _compute_in_worker(fn, task, folder, code, refresh, warnings_log):
+def _compute_in_worker(fn, task, folder, code, refresh, warnings_log, stage=None):
     """`compute_cached` in a sweep worker process, whose warnings go to the chapter's warnings
     log (`warnings_log`, the parent's `WARNINGS_ENV`; passed along because workers outlive the
     environment they started with) like the chapter's own: a worker's stderr reaches the
     executing page (a cvxpy "may be inaccurate" printed a machine path into a paper page)."""
     if warnings_log:
         route_warnings(Path(warnings_log))
-    return compute_cached(fn, task, folder, code, refresh)
+    return compute_cached(fn, task, folder, code, refresh, stage)
 
 
 def sweep(
@@ -471,7 +506,8 @@ def sweep(
     outcome = outcome if outcome is not None else SweepOutcome(desc)
     code = fingerprint(fn)
     outcome.fn, outcome.fingerprint = function_name(fn), code
-    cache = ResultCache(Path(cache_dir), code)
+    cache = ResultCache(Path(cache_dir), code, staged_folder(cache_dir))
+    stage = str(cache.stage) if cache.stage is not None else None
     results: list[dict | None] = [None if refresh else cache.get(t, fn) for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None]
     if todo and os.environ.get(CACHED_ONLY_ENV) == "1":
@@ -493,7 +529,7 @@ def sweep(
     if on_progress is not None:
         on_progress(outcome)
     for i, (result, how) in _execute(
-        fn, tasks, todo, backend, n_jobs, scheduler, str(cache.folder), code, refresh
+        fn, tasks, todo, backend, n_jobs, scheduler, str(cache.folder), code, refresh, stage
     ):
         results[i] = result
         if how == "error":
@@ -523,13 +559,13 @@ def sweep(
     return results  # type: ignore[return-value]
 
 
-def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh):
+def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh, stage=None):
     """Yield (index, (result, how)) pairs as tasks finish."""
     if not todo:
         return
     if backend == "serial" or (backend == "joblib" and n_jobs == 1):
         for i in todo:
-            yield i, compute_cached(fn, tasks[i], folder, code, refresh)
+            yield i, compute_cached(fn, tasks[i], folder, code, refresh, stage)
     elif backend == "joblib":
         import warnings
 
@@ -546,14 +582,15 @@ def _execute(fn, tasks, todo, backend, n_jobs, scheduler, folder, code, refresh)
         yield from zip(
             todo,
             parallel(
-                delayed(_compute_in_worker)(fn, tasks[i], folder, code, refresh, log) for i in todo
+                delayed(_compute_in_worker)(fn, tasks[i], folder, code, refresh, log, stage)
+                for i in todo
             ),
         )
     else:
-        yield from _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh)
+        yield from _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh, stage)
 
 
-def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh):
+def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh, stage=None):
     from dask.distributed import Client, LocalCluster, as_completed
 
     address = scheduler or os.environ.get(DASK_ENV)
@@ -571,7 +608,7 @@ def _execute_dask(fn, tasks, todo, scheduler, folder, code, refresh):
     client = Client(address)
     try:
         futures = {
-            client.submit(compute_cached, fn, tasks[i], folder, code, refresh, pure=False): i
+            client.submit(compute_cached, fn, tasks[i], folder, code, refresh, stage, pure=False): i
             for i in todo
         }
         for future in as_completed(futures):

@@ -3,7 +3,8 @@
 Colab opens only `.ipynb` files of a GitHub repository. A chapter's source is MyST markdown
 (jupytext) and its executed notebook is built, not committed; so each chapter has a committed,
 unexecuted copy of its source as a notebook, whose first cell, on Colab only, clones the
-repository (`repository: url` of `_config.yml`), installs the package and fetches the data.
+repository (its address: `repository: url` of `_config.yml`, core.site.repository), installs
+the package and fetches the data.
 `python -m implicit_bias colab` writes them; `--check` lists those that no longer match their
 source (tests/core/test_colab.py runs it), so a chapter edited without them fails the tests.
 """
@@ -14,6 +15,7 @@ import json
 from pathlib import Path
 
 from ..engine.paths import project_root
+from .repository import repository_url
 
 FOLDER = "colab"
 CLONE = "/content/implicit-bias-book"
@@ -28,9 +30,11 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    REPOSITORY = {repository}
+    REPOSITORY = {repository}  # `repository: url` of _config.yml (None: not published yet)
     CLONE = {clone}
     if not os.path.isdir(CLONE):
+        if REPOSITORY is None:  # the book names no public repository yet: none to clone
+            raise RuntimeError(f"no repository to clone: upload a copy of the book to {{CLONE}}")
         subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY, CLONE], check=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", CLONE], check=True)
     os.chdir(CLONE)
@@ -38,12 +42,9 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "implicit_bias", "data"], check=True)"""
 
 
-def repository_url(root: Path | None = None) -> str:
-    """The public repository's address, `repository: url` of `_config.yml`."""
-    import yaml
-
-    config = yaml.safe_load(((root or project_root()) / "_config.yml").read_text())
-    return str(config["repository"]["url"]).rstrip("/")
+def python_literal(url: str | None) -> str:
+    """`url` as the setup cell's Python spells it: a string, or None."""
+    return json.dumps(url) if url else "None"
 
 
 def colab_path(chapter: str, root: Path | None = None) -> Path:
@@ -60,7 +61,9 @@ def colab_notebook(chapter: str, root: Path | None = None) -> str:
     notebook = jupytext.read(root / "notebooks" / f"{chapter}.md")
     setup = nbformat.v4.new_code_cell(
         SETUP.format(
-            chapter=chapter, repository=json.dumps(repository_url(root)), clone=json.dumps(CLONE)
+            chapter=chapter,
+            repository=python_literal(repository_url(root)),
+            clone=json.dumps(CLONE),
         ),
         metadata={"tags": [SETUP_TAG]},
     )

@@ -13,23 +13,18 @@ from pathlib import Path
 from ..engine.paths import claims_results, known_chapters, project_root
 from ..engine.profiles import PROFILES
 from ..verdicts import claims as claims_module
+from ..verdicts import tally
 from .verdict import ORDER  # one order of the states for the whole site
 
 INTRO = (
-    "Each row is one quantitative claim of a paper, written down in the chapter's claims "
-    "file ({repo}`data/claims/`), and checked automatically when the chapter executes. "
-    "*paper* is the papers' full protocol, whose results are committed "
-    "({repo}`results/paper/`) and shown in the chapters; *smoke* is the small profile that CI "
-    "runs on every change. A *known deviation* is a claim that did not reproduce: the row gives "
-    "the first sentence of the evidence, the chapter the rest, and CI fails if it ever starts "
-    "passing unnoticed. A claim that rests on several seeds is decided on its 95% interval: "
-    "*inconclusive* means these seeds cannot decide it, and *no practical effect* that a claimed "
-    "difference lies within the negligible size of its unit (see "
-    "[How claims are decided](decision-rule.md)). Each claim links to its row in the chapter. "
-    "Under each chapter's counts: the commit that registered its claims' current wording and "
-    "expectation, and whether that commit came before the first one that stored its paper "
-    "result (a claim registered otherwise says so in its row) "
-    "(`python -m implicit_bias claims registered` lists them)."
+    "Every quantitative claim of the papers, as each chapter's claims file "
+    "({repo}`data/claims/`) states it and the chapter decides it. *paper* is the papers' full "
+    "protocol, whose results are committed and shown in the chapters; *smoke* the small "
+    "profile that CI runs on every change. The counts keep the paper's claims, the book's own "
+    "checks and the audits apart; a known deviation is counted by its cause, and only *does "
+    "not reproduce* and *erratum* are findings against a paper "
+    "([How claims are decided](decision-rule.md) says what each state means). Each chapter's "
+    "table is folded under its line; each claim links to its row in the chapter."
 )
 
 
@@ -73,17 +68,9 @@ def first_sentence(text: str | None, limit: int = 160) -> str:
 
 
 def counts_text(rows: list[dict]) -> str:
-    """Claims by status; audits of a claim (`audit_of`) are counted apart, not as claims."""
-    counts: dict[str, int] = {}
-    audits = 0
-    for r in rows:
-        if r.get("audit_of"):
-            audits += 1
-            continue
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    ordered = sorted(counts, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
-    text = ", ".join(f"{counts[s]} {s}" for s in ordered)
-    return text + (f" (and {audits} audit{'s' * (audits != 1)} of them)" if audits else "")
+    """The book's one count (`verdicts.tally`): the paper's claims by state, the book's own
+    checks and the audits apart."""
+    return tally.tally_text(rows)
 
 
 def _cell(value) -> str:
@@ -139,7 +126,7 @@ def claim_row(row: dict, registered: str) -> str:
     ours = _cell(row["value"]) + (f"<br><small>{_cell(seeds)}</small>" if seeds else "")
     if row.get("audit_of"):
         claim += f"<br><small>audit of {html.escape(row['audit_of'])}</small>"
-    status = status_badge(row["status"]) + (" (stale)" if row["stale"] else "")
+    status = status_badge(tally.state(row)) + (" (stale)" if row["stale"] else "")
     if row["status"] == "known deviation" and row.get("evidence"):  # in the widest column
         claim += f"<br><small><em>Why:</em> {_html(first_sentence(row['evidence']))}</small>"
     return (
@@ -150,29 +137,33 @@ def claim_row(row: dict, registered: str) -> str:
 
 # State names for the overview's narrow columns: each word fits, a long one breaks at its
 # soft hyphen, never elsewhere.
-SHORT_STATE = {"known deviation": "known devi&shy;ation", "inconclusive": "incon&shy;clusive"}
+SHORT_STATE = {
+    "known deviation": "known devi&shy;ation",
+    "inconclusive": "incon&shy;clusive",
+    "does not reproduce": "does not repro&shy;duce",
+    "transcription error": "trans&shy;cription error",
+}
 
 
 def overview(rows: list[dict]) -> list[str]:
     """The compact table first: per profile, one row per chapter, one column per state."""
-    states = [s for s in ORDER if any(r["status"] == s for r in rows)]
-    states += sorted({r["status"] for r in rows} - set(states))
+    shown = {tally.state(r) for r in rows if tally.kind(r) == "paper"}
+    states = [s for s in ORDER if s in shown] + sorted(shown - set(ORDER))
     lines = []
     for profile in sorted(PROFILES, key=lambda p: p != "paper"):
         mine = [r for r in rows if r["profile"] == profile]
         if not mine:
             continue
         lines += [
-            f"*{profile} profile:*",
+            f"*{profile} profile, the paper's claims by state:*",
             "",
             ":::{div} status-overview",
             "| chapter | " + " | ".join(SHORT_STATE.get(s, s) for s in states) + " |",
             "|---|" + "---|" * len(states),
         ]
         for chapter in dict.fromkeys(r["chapter"] for r in mine):
-            counts = [
-                sum(r["status"] == s for r in mine if r["chapter"] == chapter) for s in states
-            ]
+            counted = tally.tally(r for r in mine if r["chapter"] == chapter)["paper"]
+            counts = [counted.get(s, 0) for s in states]
             cells = " | ".join(str(n) if n else "–" for n in counts)
             lines.append(f"| [{chapter_title(chapter)}](#{profile}-{chapter}) | {cells} |")
         lines += [":::", ""]
@@ -189,6 +180,8 @@ def status_markdown(rows: list[dict]) -> str:
             continue
         out += [f"## Profile `{profile}`", ""]
         out += [f"All chapters: {counts_text(prof_rows)}.", ""]
+        if profile == "paper":
+            out += [tally.multiplicity_text(prof_rows), ""]
         stale = sorted({r["chapter"] for r in prof_rows if r["stale"]})
         if stale:
             out += [
@@ -215,21 +208,56 @@ def status_markdown(rows: list[dict]) -> str:
             )
             # one narrow table per chapter (a phone shows it without scrolling sideways); the
             # wrapper's class lets book/_css/book.css wrap long claim ids
+            # the chapter's line open, its table folded: a maintainer reads the page in two
+            # screens and opens the chapter they came for
             out += [
                 f"({profile}-{chapter})=",
                 f"### {chapter_title(chapter)}",
                 "",
                 f"{counts_text(ch_rows)} · [read the chapter](chapters/{chapter}.ipynb)",
                 "",
+                f"::::{{dropdown}} Every claim, one row each ({len(ch_rows)} rows)",
                 *shared,
                 ":::{div} status-table",
                 "| claim | where | ours | expected (paper) | status |",
                 "|---|---|---|---|---|",
                 *(claim_row(r, "" if s == common else s) for r, s in zip(ch_rows, said)),
                 ":::",
+                "::::",
                 "",
             ]
     return "\n".join(out)
+
+
+README_COUNTS = re.compile(r"(<!-- counts:[^\n]*-->\n)(.*?)(<!-- /counts -->)", re.S)
+
+
+def readme_counts(rows: list[dict]) -> str:
+    """The README's lines of counts from the committed paper reports' rows: the whole book,
+    then one line per chapter, each the book's one count (`verdicts.tally`)."""
+    mine = [r for r in rows if r["profile"] == "paper"]
+    lines = [f"- **All chapters** (paper profile): {counts_text(mine)}."]
+    for chapter in dict.fromkeys(r["chapter"] for r in mine):
+        ch_rows = [r for r in mine if r["chapter"] == chapter]
+        lines.append(f"- `{chapter}`: {counts_text(ch_rows)}.")
+    return "\n".join(lines) + "\n"
+
+
+def write_readme_counts(rows: list[dict], readme: Path | None = None) -> bool:
+    """Write `readme_counts` between the README's count markers (atomically); True where the
+    README changed. A README without the markers is left as it is."""
+    from ..engine.paths import write_atomic
+
+    readme = readme or project_root() / "README.md"
+    try:
+        text = readme.read_text()
+    except OSError:
+        return False
+    new = README_COUNTS.sub(lambda m: m.group(1) + readme_counts(rows) + m.group(3), text)
+    if new == text:
+        return False
+    write_atomic(readme, new)
+    return True
 
 
 def write_status_page(path: Path | None = None) -> Path:

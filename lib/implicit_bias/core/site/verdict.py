@@ -12,36 +12,25 @@ from __future__ import annotations
 import html
 import re
 
-# States in the order a reader meets them: what held, what did not, what is undecided.
-ORDER = (
-    "pass",
-    "known deviation",
-    "no practical effect",
-    "inconclusive",
-    "fail",
-    "unexpected pass",
-    "missing metric",
-    "missing tasks",
-)
-PROBLEMS = ("fail", "unexpected pass", "missing metric", "missing tasks")
-MAX_FINDINGS, QUOTE_WORDS = 5, 16
+from ..verdicts import tally
+
+# States in the order a reader meets them: what held, what did not (a known deviation by its
+# cause), what is undecided; one order and one count for the whole site (`verdicts.tally`).
+ORDER = tally.STATES
+PROBLEMS = tally.PROBLEMS
+MAX_FINDINGS, QUOTE_WORDS = 5, 40
 
 
 def counts(rows: list[dict]) -> dict[str, int]:
-    """Claims per state, in ORDER (unknown states last)."""
-    found: dict[str, int] = {}
-    for row in rows:
-        found[row["status"]] = found.get(row["status"], 0) + 1
-    return dict(sorted(found.items(), key=lambda kv: (_rank(kv[0]), kv[0])))
-
-
-def _rank(state: str) -> int:
-    return ORDER.index(state) if state in ORDER else len(ORDER)
+    """The paper's claims per state, in ORDER (the book's checks and audits are counted apart:
+    `counts_text`)."""
+    return tally.tally(rows)["paper"]
 
 
 def counts_text(rows: list[dict]) -> str:
-    """ "41 pass, 8 known deviation, 21 inconclusive" (the states a chapter has)."""
-    return ", ".join(f"{n} {state}" for state, n in counts(rows).items())
+    """The book's one count, each kind apart: "54 claims of the paper: 32 pass, 3 does not
+    reproduce, ...; 7 checks of the book's own: ...; 16 audits: ..." (`verdicts.tally`)."""
+    return tally.tally_text(rows)
 
 
 def _number(value) -> str:
@@ -54,10 +43,38 @@ def _number(value) -> str:
     return str(value)
 
 
+# abbreviations whose full stop ends no sentence ("Eq. (14)", "Fig. 2a", "a.e. time")
+ABBREVIATIONS = re.compile(
+    r"(?:\b(?:Eqs?|Figs?|Sec|Secs|Thm|Lem|Def|Prop|Cor|App|cf|vs|resp|approx|al|i\.e|e\.g|a\.e)"
+    r"|\.\.)\.$",
+    re.I,
+)
+
+
+def first_sentence(words: str) -> str:
+    """The first sentence of `words`: up to a full stop, ! or ? before a capital, a bracket
+    or the end, never at an abbreviation's full stop or inside an ellipsis."""
+    for found in re.finditer(r"[.!?](?=\s+[A-Z(\[\"']|$)", words):
+        head = words[: found.end()]
+        if not ABBREVIATIONS.search(head):
+            return head
+    return words
+
+
 def _quote(text: str) -> str:
-    words = " ".join(str(text).split()).split(" ")
-    short = " ".join(words[:QUOTE_WORDS])
-    return short.rstrip(".,;:") + ("…" if len(words) > QUOTE_WORDS else "")
+    """The paper's words as a reader can quote them: whole sentences, never cut inside one (the
+    first sentence, and "[…]" where more follows); a sentence past `QUOTE_WORDS` words is cut
+    at a word, marked "…" (never inside `$...$` maths)."""
+    words = " ".join(str(text).split())
+    sentence = first_sentence(words)
+    rest = words[len(sentence) :].strip()
+    parts = sentence.split(" ")
+    if len(parts) > QUOTE_WORDS:
+        cut = " ".join(parts[:QUOTE_WORDS])
+        if cut.count("$") % 2:  # a formula cut open: cut before it
+            cut = cut[: cut.rindex("$")].rstrip()
+        return cut.rstrip(".,;:") + "…"
+    return sentence + (" […]" if rest else "")
 
 
 def _interval(row: dict) -> tuple[float, float] | None:
@@ -69,8 +86,8 @@ def _interval(row: dict) -> tuple[float, float] | None:
 def seeds_needed(row: dict) -> str | None:
     """The new seeds a decision of an inconclusive claim would need, as the decision rule's
     power analysis put it in its row (`needs_seeds`: a number, or None for more than
-    `decision.SEARCH_SEEDS`); None where the row has no such figure."""
-    from ..verdicts.decision import SEARCH_SEEDS
+    `planning.SEARCH_SEEDS`); None where the row has no such figure."""
+    from ..verdicts.planning import SEARCH_SEEDS
 
     if "needs_seeds" not in row:
         return None
@@ -116,89 +133,179 @@ def why_inconclusive(row: dict) -> str:
     needed = seeds_needed(row)
     if needed is not None:
         text += f" A decision would need {needed} new seeds."
+    from ..verdicts.claims import undecidable_text
+
+    undecidable = undecidable_text(row)  # a plan that cannot decide: registered or refused
+    if undecidable:
+        text += f" {undecidable[0].upper()}{undecidable[1:]}."
     return text
 
 
+MATH = re.compile(r"\$([^$]+)\$")
+MATH_SPAN = '<span class="math notranslate nohighlight">'
+
+
+def has_maths(row: dict) -> bool:
+    """Whether a claim's sentence carries `$...$` maths: from its `display`, or its `where`."""
+    return bool(row.get("display")) or "$" in str(row.get("where") or "")
+
+
+def math_html(text: str) -> str:
+    """Plain text with `$...$` maths (a claim's `display`) as HTML: the words escaped, the maths
+    in the spans MathJax typesets on the page (the class Sphinx's MathJax processes)."""
+    parts = MATH.split(text)
+    return "".join(
+        html.escape(part, quote=False)
+        if i % 2 == 0
+        else f"{MATH_SPAN}\\({html.escape(part, quote=False)}\\)</span>"
+        for i, part in enumerate(parts)
+    )
+
+
+def _maths_words(region: str) -> str:
+    """A region as a reader writes it: '≤ 0.001', not '<= 0.001'."""
+    return region.replace("<=", "≤").replace(">=", "≥").replace("-", "−")
+
+
+def measured(row: dict) -> str:
+    """This run's value as a reader can quote it: the estimate, with its 95% interval and the
+    seeds it rests on where it rests on seeds ("−0.177 (95% interval −0.2 to −0.154, 3
+    seeds)")."""
+    ours = _number(row.get("value"))
+    seeds = row.get("seeds") or {}
+    if seeds.get("scope") == "every_run":  # a statement about each run: its worst run
+        runs, outside = seeds.get("runs"), seeds.get("outside")
+        return f"{_number(seeds.get('worst'))} at the worst of {runs} runs ({outside} outside)"
+    interval = _interval(row)
+    if interval:
+        low, high = (_number(x) for x in interval)
+        return f"{ours} (95% interval {low} to {high}, {seeds.get('n')} seeds)"
+    if seeds.get("n"):
+        return f"{ours} ({seeds['n']} seed{'s' if seeds['n'] != 1 else ''}, no interval)"
+    return ours
+
+
 def finding(row: dict) -> str:
-    """One sentence for a claim: what the paper said (where, its words, shortened) and what
-    this run found (its value against the expectation), by its state."""
-    where, quote = row.get("where") or "", _quote(row.get("quote") or "")
-    ours, expect = _number(row.get("value")), str(row.get("expect") or "")
+    """One sentence for a claim, led by its badge's own word: where the paper says it and its
+    words (whole sentences), this run's value with its interval, what the claim needs, the
+    paper's own value where it gives one, and for a known deviation what its cause means."""
+    name = tally.state(row)
+    where, quote = row.get("where") or "", _quote(row.get("display") or row.get("quote") or "")
+    target = _maths_words(row.get("region") or str(row.get("expect") or ""))
+    if target == "similar":  # a single value against the margin of its unit's "similar"
+        target = "a value within the margin its unit gives “similar”"
     paper = row.get("paper_value")
-    said = f"{where}: “{quote}”"
-    state = row["status"]
-    if state == "pass":
-        versus = f" (paper {_number(paper)})" if paper is not None else f" (expected {expect})"
-        return f"Reproduced. {said}: ours {ours}{versus}."
-    if state == "known deviation":  # why: in its row's fold
-        return f"Not reproduced. {said}: ours {ours}, expected {expect}."
-    if state == "no practical effect":
-        return f"No effect of practical size. {said}: ours {ours}, within its negligible size."
-    if state == "inconclusive":
-        interval = _interval(row)
-        span = (
-            f", 95% interval [{_number(interval[0])}, {_number(interval[1])}]" if interval else ""
-        )
-        region = row.get("region") or expect
-        return f"Undecided. {said}: ours {ours}{span}, against the region {region}."
-    return f"{state.capitalize()}. {said}: ours {ours}, expected {expect}."
+    value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
+    text = f"{name[:1].upper()}{name[1:]}. {where}: “{quote}” This run: {value}"
+    text += f"; the claim needs {target}" if target else ""
+    text += f"; the paper reports {_number(paper)}" if paper is not None else ""
+    if row.get("origin") == "book" and not row.get("audit_of"):
+        text += " (a check of the book's own, not a claim of the paper)"
+    cause = row.get("cause") if row["status"] == tally.KNOWN else None
+    if cause in tally.CAUSE_MEANINGS:
+        text += f". {tally.CAUSE_STATES[cause].capitalize()}: {tally.CAUSE_MEANINGS[cause]}"
+    return text + "."
 
 
 def _weight(row: dict) -> tuple:
-    """The findings that matter first: problems, then deviations, then the paper's headline
-    results (figures and theorems, with a number of the paper's), then the undecided."""
+    """The findings that matter first: a deviation against the paper before one that is not;
+    the paper's empirical findings (comparisons) before its fixed-problem bounds (residuals of
+    an identity say little to a reader); figures, theorems and tables, and a number of the
+    paper's, before the rest."""
     where = str(row.get("where") or "")
     headline = bool(re.search(r"\b(Fig|Figure|Theorem|Table)\b", where))
-    return (-headline, row.get("paper_value") is None, row.get("origin") == "book")
+    kind_rank = {"comparison": 0, "single_run": 1}.get(str(row.get("kind")), 2)
+    not_against = row["status"] == tally.KNOWN and row.get("cause") not in tally.AGAINST_PAPER
+    return (not_against, kind_rank, -headline, row.get("paper_value") is None)
 
 
 def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
-    """Up to `limit` claims a reader should hear of first: every problem, then up to two known
-    deviations, one inconclusive claim and the rest reproduced results, each group ordered by
-    `_weight` (one claim per quote); problems first, then by state, in table order."""
+    """Up to `limit` claims of the paper a reader should hear of first: every problem (of any
+    kind), then up to two known deviations, one inconclusive claim and the rest reproduced
+    results, each group ordered by `_weight` (one claim per quote); problems first, then by
+    state, in table order. The book's own checks and the audits are not the paper's claims and
+    stay out of the box unless they are a problem."""
     seen: set[str | None] = set()
     unique = []  # one finding per quote: variants of a claim say the same words
     for row in rows:
+        if row["status"] not in PROBLEMS and tally.kind(row) != "paper":
+            continue
         if row.get("quote") not in seen:
             seen.add(row.get("quote"))
             unique.append(row)
-    by_state = {s: sorted((r for r in unique if r["status"] == s), key=_weight) for s in ORDER}
+    statuses = tally.PROBLEMS + ("pass", tally.KNOWN, "inconclusive", "no practical effect")
+    by_state = {s: sorted((r for r in unique if r["status"] == s), key=_weight) for s in statuses}
     chosen = [r for s in PROBLEMS for r in by_state[s]][:limit]
-    quota = {"known deviation": 2, "inconclusive": 1}
-    for state, n in quota.items():
-        chosen += by_state[state][: max(0, min(n, limit - len(chosen)))]
+    quota = {tally.KNOWN: 2, "inconclusive": 1}
+    for name, n in quota.items():
+        chosen += by_state[name][: max(0, min(n, limit - len(chosen)))]
     chosen += by_state["pass"][: max(0, limit - len(chosen))]
-    for state in quota:  # room left: more of the others
-        chosen += [r for r in by_state[state] if r not in chosen][: max(0, limit - len(chosen))]
+    for name in quota:  # room left: more of the others
+        chosen += [r for r in by_state[name] if r not in chosen][: max(0, limit - len(chosen))]
     first = ("fail", "unexpected pass", "missing metric", "missing tasks", "pass")
-    rank = {s: i for i, s in enumerate(first + ("known deviation", "inconclusive"))}
+    rank = {s: i for i, s in enumerate(first + (tally.KNOWN, "inconclusive"))}
     order = {id(r): i for i, r in enumerate(rows)}
     return sorted(chosen, key=lambda r: (rank.get(r["status"], len(rank)), order[id(r)]))
 
 
+# What each state a reader meets means, in a sentence: the gloss under the verdict box
+GLOSS = {
+    "pass": "the claim holds: its value, or the 95% interval over seeds, lies in the region "
+    "the claim's words set",
+    "inconclusive": "these seeds cannot decide: the 95% interval straddles the region's edge",
+    "no practical effect": "a claimed difference whose interval lies within the negligible "
+    "size of its unit",
+    **{name: tally.CAUSE_MEANINGS[cause] for cause, name in tally.CAUSE_STATES.items()},
+    tally.KNOWN: "a claim that did not reproduce here (the row gives the evidence)",
+}
+
+
 def badge(state: str) -> str:
     css = "status-" + state.replace(" ", "-")
-    return f"<span class='claim-status {css}'>{html.escape(state)}</span>"
+    gloss = GLOSS.get(state)
+    title = f" title='{html.escape(gloss, quote=True)}'" if gloss else ""
+    return f"<span class='claim-status {css}'{title}>{html.escape(state)}</span>"
+
+
+DECISION_PAGE = "../decision-rule.html"  # from a chapter page (book/chapters/<id>.html)
 
 
 def verdict_html(report: dict) -> str:
-    """The verdict box of a chapter from its claims report (`ClaimsReport.to_json()`)."""
+    """The verdict box of a chapter from its claims report (`ClaimsReport.to_json()`): the
+    paper's claims by state, the book's own checks and the audits counted apart (one count:
+    `verdicts.tally`), the findings that matter, and what each state present means."""
     rows = report.get("claims") or []
     if not rows:
         return ""
-    total = len(rows)
-    tally = " ".join(f"{badge(s)} {n}" for s, n in counts(rows).items())
+    counted = tally.tally(rows)
+    paper = sum(counted["paper"].values())
+    states = " ".join(f"{badge(s)} {n}" for s, n in counted["paper"].items())
+    apart = "; ".join(t for t in (tally.kind_text(k, counted[k]) for k in ("book", "audit")) if t)
     items = "".join(
-        f"<li>{html.escape(finding(r))} <a href='#claim-{html.escape(r['id'])}'>(claim)</a></li>"
+        f"<li>{math_html(finding(r)) if has_maths(r) else html.escape(finding(r), False)} "
+        f"<a href='#claim-{html.escape(r['id'])}'>(claim)</a></li>"
         for r in findings(rows)
     )
+    present = [s for s in dict.fromkeys(tally.state(r) for r in rows) if s in GLOSS]
+    glosses = "; ".join(
+        f"<em>{html.escape(s)}</em>: {html.escape(GLOSS[s])}"
+        for s in sorted(present, key=tally.rank)
+    )
     profile = html.escape(str(report.get("profile", "")))
+    also = (
+        f"<p class='verdict-apart'>Counted apart, not as the paper's claims: "
+        f"{html.escape(apart, quote=False)}.</p>"
+        if apart
+        else ""
+    )
     return (
         "<aside class='verdict-box' id='verdict' aria-label='What this chapter found'>"
-        f"<p class='verdict-title'><strong>What this run found</strong> "
-        f"({total} claims checked, {profile} profile): {tally}</p>"
-        f"<ul class='verdict-findings'>{items}</ul>"
-        "<p class='verdict-more'><a href='#claims'>Every claim, with its evidence</a></p>"
+        f"<p class='verdict-title'><strong>What this run found</strong> ({profile} profile): "
+        f"{paper} claim{'s' if paper != 1 else ''} of the paper: {states}</p>"
+        f"{also}<ul class='verdict-findings'>{items}</ul>"
+        f"<p class='verdict-gloss'>{glosses}. "
+        f"<a href='{DECISION_PAGE}'>How claims are decided</a> · "
+        "<a href='#claims'>Every claim, with its evidence</a></p>"
         "</aside>"
     )
 
@@ -224,7 +331,9 @@ def figure_run(rows: list[dict]) -> str:
             paper = rows[0].get("paper_value")
             versus = f" (paper {_number(paper)})" if paper is not None else ""
             return f"the claim it checks reproduces: ours {_number(rows[0].get('value'))}{versus}."
-        return f"all {n} claims it checks reproduce."
+        return (
+            "both claims it checks reproduce." if n == 2 else f"all {n} claims it checks reproduce."
+        )
     other = next(r for r in rows if r["status"] != "pass")
     head = f"{len(held)} of the {n} claims it checks reproduce; " if n > 1 else ""
     ours = _number(other.get("value"))
@@ -235,8 +344,8 @@ def figure_run(rows: list[dict]) -> str:
             if interval
             else ours
         )
-        said = f"undecided: {_short_quote(other)} (ours {span}, against {other.get('region')})"
+        said = f"inconclusive: {_short_quote(other)} (ours {span}, against {other.get('region')})"
     else:
-        word = "not reproduced" if other["status"] == "known deviation" else other["status"]
+        word = tally.state(other)  # the badge's own word
         said = f"{word}: {_short_quote(other)} (ours {ours}, expected {other.get('expect')})"
     return head + said + "."

@@ -327,28 +327,76 @@ def fit_tables(text: str) -> tuple[str, int]:
 LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
 
 
+SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+$")  # `dist_l1`, `median_init`
+
+
+def readable_label(label):
+    """A column or row label as a reader reads it: a snake_case name in words (`median init`),
+    a float as `readable_value` writes it; any other label (an integer, a phrase, a tuple's
+    parts) as it is."""
+    if isinstance(label, tuple):
+        return tuple(readable_label(part) for part in label)
+    if isinstance(label, str) and SNAKE.match(label):
+        return label.replace("_", " ")
+    return readable_value(label)
+
+
+def readable_value(value):
+    """A float to four significant digits (`3.777e-16`, `0.9821`, `1.235e+06`), so that no
+    cell shows pandas' six-decimal `3.777265e-16`; anything else as it is."""
+    import numpy as np
+
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        return f"{float(value):.4g}"
+    return value
+
+
+def readable_frame(frame):
+    """`frame` as a chapter page shows it: labels in words, floats to four significant digits
+    (the CSV download of a long table keeps every digit and the names a program reads)."""
+    import pandas as pd
+
+    shown = frame.map(readable_value) if len(frame.columns) else frame.copy()
+    shown = shown.rename(columns=readable_label, index=readable_label)
+    for axis in (shown.index, shown.columns):
+        names = [readable_label(n) for n in axis.names]
+        if isinstance(axis, pd.MultiIndex):
+            axis.names = names
+        else:
+            axis.name = names[0]
+    return shown
+
+
+def readable_html(frame) -> str:
+    """pandas' HTML table of `readable_frame(frame)`."""
+    return readable_frame(frame).to_html(notebook=True)
+
+
 def long_table_html(frame) -> str:
-    """How a DataFrame displays in a chapter: pandas' own HTML up to LONG_TABLE_ROWS rows;
-    longer, its size, a CSV download of every row and a preview of the first rows."""
-    if len(frame) <= LONG_TABLE_ROWS:
-        return frame._repr_html_()
+    """How a DataFrame displays in a chapter: a readable table (`readable_frame`) up to
+    LONG_TABLE_ROWS rows; longer, or whatever its length where the notebook says what it holds
+    (`frame.attrs["about"]`: a per-seed table, say), that sentence (else its size and columns),
+    a CSV download of every row and a folded preview of the first rows."""
+    if len(frame) <= LONG_TABLE_ROWS and not frame.attrs.get("about"):
+        return readable_html(frame)
     import base64
     import hashlib
 
     csv = frame.to_csv(float_format="%.10g").encode()
     name = f"table-{hashlib.sha1(csv).hexdigest()[:10]}.csv"
-    columns = ", ".join(str(c) for c in list(frame.columns)[:6])
-    more = ", …" if frame.shape[1] > 6 else ""
+    shown = readable_frame(frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS])
+    columns = ", ".join(str(c) for c in readable_frame(frame.iloc[:0]).columns[:PREVIEW_COLUMNS])
+    more = ", …" if frame.shape[1] > PREVIEW_COLUMNS else ""
+    about = frame.attrs.get("about") or f"Its {len(frame):,} rows ({columns}{more})"
+    rows = f"all {len(frame):,} rows" if len(frame) > 1 else "it"
     link = (
         f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
-        "download it as CSV</a>"
+        f"download {rows} as CSV</a>"
     )
-    # the first rows and columns: a glimpse (the CSV has the rest), as pandas displays a frame
-    head = frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS].to_html()
+    # the first rows and columns: a glimpse (the CSV has the rest)
     return (
-        f"<p class='long-table'>A table of {len(frame):,} rows and {frame.shape[1]} columns "
-        f"({html.escape(columns)}{more}): {link}.</p>"
-        f"<details class='table-fold'><summary>Its first rows</summary>{head}"
+        f"<p class='long-table'>{html.escape(about)}: {link}.</p>"
+        f"<details class='table-fold'><summary>Its first rows</summary>{shown.to_html()}"
         "</details>"
     )
 

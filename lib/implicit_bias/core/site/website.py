@@ -10,7 +10,9 @@ and its legibility measurements (`plotting.legibility`, from the PNG) as `data-l
 
 Data tables too wide for the text column are laid out again to fit it (`web_tables`).
 
-It also gives the pages the role `{repo}`path``: a file of the repository, linked to it.
+It also gives the pages the role `{repo}`path``: a file of the repository, linked to it where the
+repository's address is set (`repository`), and the theme its source buttons as the address
+allows.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import json
 import re
 from pathlib import Path
 
-from . import record_page, verdict
+from ..verdicts import tally
+from . import findings_page, record_page, repository, verdict
 from .figure_panels import crop, panel_boxes
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
@@ -225,7 +228,7 @@ def add_verdict(text: str, report: dict | None) -> str:
         for m in CLAIM_ROW.finditer(text)
         if (badge := re.search(r">([^<]*)</span>$", m.group(2)))
     }
-    stored = {row["id"]: row["status"] for row in report["claims"]}
+    stored = {row["id"]: tally.state(row) for row in report["claims"]}
     if shown != stored:
         differ = sorted(k for k in set(shown) | set(stored) if shown.get(k) != stored.get(k))
         raise VerdictMismatch(
@@ -346,9 +349,10 @@ FIGURE_WITH_PROVENANCE = re.compile(
 
 
 def report_findings(text: str, report: dict | None) -> str:
-    """After each figure's takeaway, what this run found of the claims the figure checks
-    (`verdict.figure_run`, from the report the page shows), so a takeaway written from the
-    paper never stands alone where the run disagrees."""
+    """Each figure's takeaway is what this run found of the claims it checks
+    (`verdict.figure_run`, from the report the page shows), generated so it cannot contradict
+    them; the caption's written takeaway, which states the paper's expectation, follows as
+    "The paper:"."""
     if not report or "class='figure-run'" in text:
         return text
     rows = {row["id"]: row for row in report["claims"]}
@@ -358,8 +362,20 @@ def report_findings(text: str, report: dict | None) -> str:
         found = verdict.figure_run([rows[i] for i in dict.fromkeys(ids) if i in rows])
         if not found:
             return match.group(0)
-        note = f"<span class='figure-run'><br><em>This run:</em> {html.escape(found)}</span>"
-        return match.group(1) + note + match.group(2) + match.group(3)
+        gloss = (  # where a reader meets "inconclusive", what it means is one click away
+            f" <a href='{verdict.DECISION_PAGE}'>(what inconclusive means)</a>"
+            if found.startswith("inconclusive") or "; inconclusive" in found
+            else ""
+        )
+        note = f"<span class='figure-run'><br><em>This run:</em> {html.escape(found)}{gloss}</span>"
+        # the takeaway is what this run found, first; the caption's own takeaway, written
+        # from the paper, follows as the paper's (it may say what the run did not find)
+        head = match.group(1)
+        written = "<span class='figure-takeaway'><br><em>Takeaway:</em>"
+        if written in head:
+            paper = "<span class='figure-takeaway'><br><em>The paper:</em>"
+            return head.replace(written, note + paper, 1) + match.group(2) + match.group(3)
+        return head + note + match.group(2) + match.group(3)
 
     return FIGURE_WITH_PROVENANCE.sub(add, text)
 
@@ -441,35 +457,6 @@ def site_size(outdir: Path) -> dict:
     }
 
 
-def _repository(config) -> str:
-    return str((config.html_theme_options or {}).get("repository_url", "")).rstrip("/")
-
-
-def repository_link(config, path: str) -> str:
-    """The address of `path` of the repository (`repository: url, branch` of `_config.yml`,
-    which Jupyter Book hands the theme as `repository_url` and `repository_branch`)."""
-    options = config.html_theme_options or {}
-    url, branch = _repository(config), options.get("repository_branch") or "main"
-    kind = "tree" if path.endswith("/") else "blob"
-    return f"{url}/{kind}/{branch}/{path}"
-
-
-def _repo_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """`{repo}`data/claims/x.yaml``: the path in code type, linked to it in the repository;
-    `{repo}`the repository </>``: a title linked to the repository itself."""
-    from docutils import nodes
-
-    config = inliner.document.settings.env.config
-    titled = re.fullmatch(r"(.+?)\s*<([^<>]*)>", text)
-    if titled:
-        title, path = titled.groups()
-        uri = repository_link(config, path) if path.strip("/") else _repository(config)
-        return [nodes.reference(rawtext, title, refuri=uri)], []
-    link = nodes.reference(rawtext, "", refuri=repository_link(config, text))
-    link += nodes.literal(text, text)
-    return [link], []
-
-
 # Tags that already say how a cell's input shows; every other code cell of a chapter gets
 # `hide-input`: its code folds under a "Show code" toggle, its output stays (myst-nb).
 SHOWN_BY_TAG = {"hide-input", "hide-cell", "remove-input", "remove-cell", "full-width"}
@@ -532,17 +519,28 @@ def toc_chapters() -> list[str]:
 
 
 def chapter_counts() -> dict[str, str]:
-    """`counts_<chapter>`: the states of each chapter's claims in the run its page shows
-    ("41 pass, 8 known deviation, 21 inconclusive (paper profile)"), as MyST substitutions
-    for the introduction's chapter table."""
+    """`counts_<chapter>`: the book's one count (`verdicts.tally`) of each chapter's claims in
+    the run its page shows, and `counts_book` of every chapter's together, as MyST
+    substitutions for the introduction and the decision page."""
     out = {}
     for chapter in toc_chapters():
         report = chapter_report(chapter)
         out[f"counts_{chapter}"] = (
-            f"{verdict.counts_text(report['claims'])} ({report['profile']})"
+            f"{verdict.counts_text(report['claims'])} ({report['profile']} profile)"
             if report and report.get("claims")
             else "not executed yet"
         )
+    reports = [r for r in map(chapter_report, toc_chapters()) if r and r.get("claims")]
+    profiles = sorted({str(r["profile"]) for r in reports})
+    out["counts_book"] = (
+        f"{verdict.counts_text([row for r in reports for row in r['claims']])} "
+        f"({' and '.join(profiles)} profile{'s' if len(profiles) > 1 else ''})"
+        if reports
+        else "no chapter executed yet"
+    )
+    confirmed = [row for r in reports for row in r["claims"] if row.get("stage") == "confirmatory"]
+    out["counts_confirmatory"] = verdict.counts_text(confirmed) if confirmed else "none yet"
+    out["false_passes"] = tally.multiplicity_text(confirmed)
     return out
 
 
@@ -551,14 +549,22 @@ def _config_inited(app, config) -> None:
 
     # before sphinx-external-toc reads `_toc.yml` (priority 900), which lists the record pages
     record_page.write_record_pages(project_root(), toc_chapters())
+    findings_page.write_findings_pages(project_root(), toc_chapters(), chapter_report)
     config.myst_substitutions = {**chapter_counts(), **(config.myst_substitutions or {})}
+    # the source's address, one value (core.site.repository): the theme's source buttons and
+    # the `{repo}` role link it where it is set; the pages' `{only} repository` blocks show then
+    url = repository.repository_url(project_root())
+    config.html_theme_options = repository.source_buttons(config.html_theme_options, url)
+    config.myst_substitutions[repository.SUBSTITUTION] = repository.address_html(url)
+    if url:
+        app.tags.add(repository.TAG)
     # the theme's light/dark switch starts from "auto" on a first visit (its template leaves
     # the mode empty, which its script logs as an error: "Got invalid theme mode")
     config.html_context = {"default_mode": "auto", **(config.html_context or {})}
 
 
 def setup(app):
-    app.add_role("repo", _repo_role)
+    app.add_role("repo", repository.repo_role)
     app.connect("config-inited", _config_inited)
     app.connect("source-read", _source_read)
     app.connect("build-finished", _build_finished)

@@ -4,11 +4,17 @@
   exclusive lock on `.run/<run id>.lock` for as long as the run lives; the next run of the
   chapter removes the folders (and the kernels' socket files) of runs whose lock is free: runs
   that died (SIGKILL, a power cut) without cleaning up.
-- What a run produces (figures, their data, the claims report, the run record) is written to
-  its staging folder (`<run folder>/stage/`, the same paths as under the results root; see
-  `engine.paths.output_path`) and swapped into place file by file, by atomic rename, only once the
-  run is complete and valid (`promote`). Committed results are never moved, deleted or opened
-  for writing during a run: a run that ends any other way leaves them as they were.
+- What a run produces (figures, their data, the claims report, the run record, the cache
+  entries that replace entries in place) is written to its staging folder (`<run folder>/stage/`,
+  the same paths as under the results root; see `engine.paths.output_path`) and swapped into
+  place, with the executed notebook, only once the run is complete and valid (`promote`).
+  Committed results are never moved, deleted or opened for writing during a run: a run that
+  ends any other way leaves them as they were.
+- The swap is all or nothing (`swap_in`): each file it replaces is first linked into the run
+  folder, a journal of the moves is written, then the files are renamed into place one by one,
+  and the journal is removed once the last is in place. An error half-way puts the old files
+  back at once; a run killed half-way leaves its journal, and the next run of the chapter puts
+  them back before it starts (`clean_dead_runs`).
 - SIGTERM is taken like Ctrl-C (`take_sigterm_as_interrupt`), and both wait while the files
   are swapped into place (`signals_held`).
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -28,7 +35,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from ..engine.paths import disk_full, figures_dir, project_root, results_root, shown_path
+from ..engine.kernels import PINNED_STATE, child_kernels_state, pinnable
+from ..engine.paths import (
+    RESULTS_ENV,
+    disk_full,
+    figures_dir,
+    project_root,
+    results_root,
+    shown_path,
+)
 
 RUN_ID = re.compile(r"[0-9a-f]{12}")
 KERNEL_IPC_PREFIX = "ib-kernel-"  # /tmp/ib-kernel-<run id>-<kernel>-ipc-<port>: kernel sockets
@@ -118,11 +133,18 @@ class RunFolder:
         return self
 
     def __exit__(self, *exc) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        # a swap that could not be put back (its roll-back failed too) keeps its journal and
+        # backups for the next run of the chapter, which tries again (`clean_dead_runs`)
+        if not (self.path / JOURNAL).exists():
+            shutil.rmtree(self.path, ignore_errors=True)
         remove_kernel_sockets(self.run_id)
         self.lock_path.unlink(missing_ok=True)
         if self.handle is not None:
             self.handle.close()
+
+
+class SwapError(RuntimeError):
+    """The files of a swap stopped half-way cannot be put back."""
 
 
 def clean_dead_runs(chapter_run: Path) -> list[str]:
@@ -139,6 +161,16 @@ def clean_dead_runs(chapter_run: Path) -> list[str]:
         try:
             with open(lock, "a") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                journal = chapter_run / run_id / JOURNAL
+                if journal.exists():  # killed while swapping its files in: put the old back
+                    try:
+                        roll_back(journal)
+                    except OSError as err:  # no run may start on a half-swapped tree
+                        raise SwapError(
+                            f"a run of this chapter was stopped while it swapped its files "
+                            f"into place, and they cannot be put back ({err}); its journal "
+                            f"is {shown_path(journal)}"
+                        ) from err
                 shutil.rmtree(chapter_run / run_id, ignore_errors=True)
                 remove_kernel_sockets(run_id)
                 lock.unlink(missing_ok=True)
@@ -155,27 +187,158 @@ def staged_files(stage: Path) -> list[Path]:
     return sorted(p for p in stage.rglob("*") if p.is_file()) if stage.is_dir() else []
 
 
-def promote(stage: Path, root: Path) -> list[Path]:
-    """Swap every file of `stage` into place under `root` (same relative path) by atomic
-    rename, skipping files identical to the one in place (its bytes, and so `git status`,
-    stay as they were); returns the paths that changed."""
-    changed, folders = [], set()
-    for source in staged_files(stage):
-        target = root / source.relative_to(stage)
-        if target.is_file() and filecmp.cmp(source, target, shallow=False):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
-        changed.append(target)
-        folders.add(target.parent)
-    for folder in folders:  # the renames themselves reach the disk
-        with contextlib.suppress(OSError):
-            fd = os.open(folder, os.O_RDONLY)
+def promote(
+    stage: Path, root: Path, extra: list[tuple[Path, Path]] | None = None, run: Path | None = None
+) -> list[Path]:
+    """Swap every file of `stage` into place under `root` (same relative path), and each
+    `(source, target)` of `extra` (the executed notebook), all or nothing (`swap_in`, with its
+    journal in the run folder `run`, default `stage`'s parent), skipping files identical to the
+    one in place (its bytes, and so `git status`, stay as they were); returns the paths that
+    changed."""
+    moves = [(source, root / source.relative_to(stage)) for source in staged_files(stage)]
+    moves += list(extra or [])
+    moves = [
+        (source, target)
+        for source, target in moves
+        if not (target.is_file() and filecmp.cmp(source, target, shallow=False))
+    ]
+    swap_in(moves, run if run is not None else stage.parent)
+    return [target for _, target in moves]
+
+
+JOURNAL = "swap.json"  # in a run folder: the moves of a swap under way
+BACKUP = "swap-backup"  # in a run folder: the files a swap replaces, linked before it starts
+FAULT_ENV = "IMPLICIT_BIAS_FAULT_SWAP"  # tests only: "<step>" kills, "<step>:error" raises
+
+
+def _fault(step: int) -> None:
+    """The fault a test injects at `step` of a swap (`FAULT_ENV`): step k is just before the
+    k-th rename (k = the number of moves: after the last, before the journal is removed)."""
+    wanted = os.environ.get(FAULT_ENV, "")
+    at, _, kind = wanted.partition(":")
+    if not at or at != str(step):
+        return
+    if kind == "error":
+        raise OSError(5, f"fault injected at step {step} of the swap")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _sync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def swap_in(moves: list[tuple[Path, Path]], run: Path) -> None:
+    """Rename each `source` onto its `target`, all or nothing. The files replaced are linked
+    into `run/swap-backup/` first, then the journal `run/swap.json` records every move; the
+    renames follow, and removing the journal completes the swap. An error half-way puts the
+    old files back (`roll_back`) and is raised; a process killed half-way leaves the journal,
+    which the next run of the chapter rolls back (`clean_dead_runs`)."""
+    if not moves:
+        return
+    from ..engine.paths import write_atomic
+
+    backups = run / BACKUP
+    backups.mkdir(parents=True, exist_ok=True)
+    moves = [(_same_disk(source, target), target) for source, target in moves]
+    records = []
+    for i, (source, target) in enumerate(moves):
+        backup = None
+        if target.exists() or target.is_symlink():
+            backup = backups / str(i)
+            backup.unlink(missing_ok=True)
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    return changed
+                os.link(target, backup, follow_symlinks=False)
+            except OSError:  # another disk, or links not allowed: a copy does the same
+                shutil.copy2(target, backup, follow_symlinks=False)
+        records.append({"source": str(source), "target": str(target), "backup": str(backup or "")})
+    _sync_folder(backups)
+    journal = run / JOURNAL
+    write_atomic(journal, json.dumps({"moves": records}, indent=1))
+    _sync_folder(run)
+    folders = set()
+    try:
+        for step, (source, target) in enumerate(moves):
+            _fault(step)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            folders.add(target.parent)
+        _fault(len(moves))
+        for folder in folders:  # the renames themselves reach the disk
+            _sync_folder(folder)
+    except BaseException:
+        roll_back(journal)
+        raise
+    journal.unlink()  # the swap is complete
+    _sync_folder(run)
+    shutil.rmtree(backups, ignore_errors=True)
+
+
+def _same_disk(source: Path, target: Path) -> Path:
+    """`source`, or a copy of it beside `target` where the two are on different disks (a
+    rename cannot cross them)."""
+    folder = next((f for f in target.parents if f.exists()), target.parent)
+    if os.stat(source).st_dev == os.stat(folder).st_dev:
+        return source
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    shutil.copy2(source, tmp)
+    source.unlink()
+    return Path(tmp)
+
+
+def roll_back(journal: Path) -> list[Path]:
+    """Undo the swap that `journal` records, as far as it went: every target gets its old file
+    back (or is removed, where there was none), and each new file goes back to its staged path;
+    returns the targets restored. Safe to repeat (a roll-back that was itself stopped)."""
+    try:
+        moves = json.loads(journal.read_text())["moves"]
+    except (OSError, ValueError, KeyError, TypeError):
+        moves = []  # cut short while written: no rename had started
+    restored = []
+    for move in reversed(moves):
+        source, target = Path(move["source"]), Path(move["target"])
+        backup = Path(move["backup"]) if move["backup"] else None
+        if backup is not None:
+            if backup.exists() or backup.is_symlink():  # not restored yet
+                if not source.exists() and target.exists():
+                    with contextlib.suppress(OSError):
+                        os.link(target, source)  # the new file, staged again
+                os.replace(backup, target)
+                restored.append(target)
+        elif not source.exists() and target.exists():  # moved in where nothing was
+            os.replace(target, source)
+            restored.append(target)
+        if not source.is_relative_to(journal.parent):  # a copy made beside its target
+            source.unlink(missing_ok=True)
+        _sync_folder(target.parent)
+    journal.unlink(missing_ok=True)
+    _sync_folder(journal.parent)
+    return restored
+
+
+def prune_unused(folder: Path, log: dict) -> int:
+    """Remove the cache entries of `folder` that the logged run did not use (results of tasks
+    the chapter no longer asks for, or of code that has changed). Returns how many."""
+    used = {(s["name"], entry) for s in log.get("sweeps", []) for entry in s["entries"]}
+    removed = 0
+    for path in folder.glob("*/*.json"):
+        if len(path.stem) == 64 and (path.parent.name, path.name) not in used and path.is_file():
+            path.unlink()
+            removed += 1
+    return removed
+
+
+def staged_entries(staged_cache: Path) -> int:
+    """Cache entries a run computed again in place of others (`--refresh`, stale or damaged
+    ones), staged under `staged_cache` (the chapter's cache folder in the run's stage): they
+    replace the entries in place with the rest of its outputs."""
+    return sum(1 for p in staged_cache.glob("*/*.json") if len(p.stem) == 64 and p.is_file())
 
 
 def size_of(paths) -> int:
@@ -202,6 +365,43 @@ def free_bytes(folder: Path) -> int | None:
 
 def megabytes(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
+
+
+# ---- runs under other kernels than the pin --------------------------------------------------
+
+
+NATIVE_RESULTS = "native"  # results/native/: runs whose kernels are not the book's pin
+
+
+def native_results_root() -> Path | None:
+    """Where a run that would compute with other kernels than the pin writes everything
+    (`results/native/`, the same layout, its own cache and book folder), where this CPU could
+    run the pin but the run will not (`IMPLICIT_BIAS_NATIVE_KERNELS=1`, a kernel variable
+    inherited with another value): its results must not pass for the pinned ones. None when
+    the run computes under the pin, when the CPU has no pin to offer, or when the results go
+    to another folder than the book's own already (`$IMPLICIT_BIAS_RESULTS`)."""
+    if results_root().resolve() != (project_root() / "results").resolve():
+        return None
+    if not pinnable() or child_kernels_state() == PINNED_STATE:
+        return None
+    return project_root() / "results" / NATIVE_RESULTS
+
+
+@contextlib.contextmanager
+def results_into(root: Path | None):
+    """`$IMPLICIT_BIAS_RESULTS` set to `root` (if any) while the block runs."""
+    if root is None:
+        yield
+        return
+    saved = os.environ.get(RESULTS_ENV)
+    os.environ[RESULTS_ENV] = str(root)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(RESULTS_ENV, None)
+        else:
+            os.environ[RESULTS_ENV] = saved
 
 
 # ---- a full disk ---------------------------------------------------------------------------

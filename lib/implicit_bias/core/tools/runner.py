@@ -24,7 +24,7 @@ from ..chapter import (
     device_name,
     load_profile,
 )
-from ..engine.kernels import kernels_state
+from ..engine.kernels import kernel_variables, kernels_state
 from ..engine.overrides import CustomProfile
 from ..engine.paths import (
     RUN_ID_ENV,
@@ -44,6 +44,7 @@ from ..engine.paths import (
 )
 from ..site.status_page import dashboard_rows
 from ..verdicts import claims as claims_module
+from ..verdicts import tally
 from .run_safety import (
     _RUNNING,
     _STOPPED,
@@ -55,8 +56,12 @@ from .run_safety import (
     disk_full_in,
     disk_full_message,
     kernel_ipc_prefix,
+    native_results_root,
     promote,
+    prune_unused,
+    results_into,
     signals_held,
+    staged_entries,
     stop_signal,
     take_sigterm_as_interrupt,
 )
@@ -272,6 +277,13 @@ def run_chapter(
 
 
 def _run_chapter(chapter, profile, device, refresh, log_output, custom) -> dict:
+    native = native_results_root() if custom is None else None
+    if native is not None:  # not the pin: never into the book's results
+        with results_into(native):
+            out = _execute(
+                chapter, profile, device, refresh, log_output, executed_notebook(chapter)
+            )
+        return {**out, "native_results": shown_path(native)}
     if custom is not None:
         with custom.active():
             return _execute(
@@ -509,6 +521,7 @@ def _finish(chapter, profile, device, out, record, lock, start, executed, error,
         "profile": profile,
         "device": device_name(device),
         "kernels": kernels_state(),
+        "kernel_variables": kernel_variables(),
         "seconds": round(seconds, 1),
         "ok": error is None,
         "error": error,
@@ -545,6 +558,7 @@ def _finish(chapter, profile, device, out, record, lock, start, executed, error,
     # A rerun that reuses the cache is quick; the cached tasks' own times say what the
     # results cost to compute.
     summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
+    summary["replaced_entries"] = staged_entries(stage / folder.relative_to(results_root()))
     summary["promoted"] = True
     # Every complete run's record is `.run/last-run.json`; `run.json`, committed with the paper
     # results, is the record of the run that produced them: a run that rendered them again from
@@ -552,9 +566,9 @@ def _finish(chapter, profile, device, out, record, lock, start, executed, error,
     if not _same_results_as_recorded(folder / "run.json", summary):
         staged_record = stage / folder.relative_to(results_root()) / "run.json"
         claims_module.write_json_atomic(staged_record, summary)
-    # everything is written: now swap it into place (each file by an atomic rename)
-    write_atomic(out, nbformat.writes(executed))
-    promote(stage, results_root())
+    # everything is written: now swap it into place, all or nothing (`run_safety.swap_in`)
+    staged_notebook = write_atomic(run_dir / "publish" / out.name, nbformat.writes(executed))
+    promote(stage, results_root(), extra=[(staged_notebook, out)], run=run_dir)
     failed_copy.unlink(missing_ok=True)
     claims_module.write_json_atomic(chapter_run / LAST_RUN, summary)
     return summary
@@ -614,9 +628,10 @@ def run_record_markdown(
     """The short record that ends every executed chapter: how this page was computed."""
     from ..chapter import source_commit
 
-    lines = [
+    lines = [  # the table folded: a reader opens it to see how the page was computed
         "## Run record",
         "",
+        ":::{dropdown} How this page was computed",
         "| | |",
         "|---|---|",
         f"| profile | `{profile}`"
@@ -639,6 +654,7 @@ def run_record_markdown(
         )
         + " |",
         f"| date | {finished.strftime('%Y-%m-%d %H:%M')} UTC |",
+        ":::",
     ]
     return "\n".join(lines)
 
@@ -663,18 +679,6 @@ def _task_summary(log: dict | None) -> dict:
         "errors": [{"sweep": s["name"], **e} for s in sweeps for e in s["errors"]][:20],
         "code": {s["fn"]: s["fingerprint"] for s in sweeps if s.get("fn")},
     }
-
-
-def prune_unused(folder: Path, log: dict) -> int:
-    """Remove the cache entries of `folder` that the logged run did not use (results of tasks
-    the chapter no longer asks for, or of code that has changed). Returns how many."""
-    used = {(s["name"], entry) for s in log.get("sweeps", []) for entry in s["entries"]}
-    removed = 0
-    for path in folder.glob("*/*.json"):
-        if len(path.stem) == 64 and (path.parent.name, path.name) not in used and path.is_file():
-            path.unlink()
-            removed += 1
-    return removed
 
 
 def cached_task_seconds(folder: Path) -> float:
@@ -708,14 +712,12 @@ def format_status(profiles=PROFILES) -> str:
             for r in ch_rows:
                 value = r["value"]
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-                status = f"{r['status']} (stale)" if r["stale"] else r["status"]
+                state = tally.state(r)  # a known deviation by its cause
+                status = f"{state} (stale)" if r["stale"] else state
                 lines.append(
-                    f"    {status:<16} {r['id']:<44} ours={shown:<12} expect {r['expect']}"
+                    f"    {status:<19} {r['id']:<44} ours={shown:<12} expect {r['expect']}"
                 )
-        counts: dict[str, int] = {}
-        for r in prof_rows:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
-        lines.append("  total: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        lines.append(f"  total: {tally.tally_text(prof_rows)}")  # the book's one count
     return "\n".join(lines)
 
 

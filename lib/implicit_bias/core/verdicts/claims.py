@@ -11,6 +11,7 @@ counts as a failure (strict), so a fix never goes unnoticed.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.paths import atomic_path, claims_results, output_path, project_root, write_atomic
 from ..engine.profiles import PROFILES
-from . import decision
+from . import decision, planning, tally
 from .decision import Evidence
 from .evidence import Value
+from .planning import undecidable_text
+from .protocol import void_changed
 from .schema import (
     _COMPARISON,
     _INTERVAL,
@@ -88,10 +91,9 @@ def claims_file(chapter: str) -> Path:
 
 def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
     """Read and validate a chapter's claims file (against `data/schemas/claims.yaml`, then ids
-    unique, intervals with a <= b, a known deviation's profiles among the claim's); a
-    `ClaimsError` lists every problem of the file. A known deviation given as a string becomes
-    `{"profiles": <the claim's profiles>, "evidence": <the string>}`; one without `profiles`
-    gets the claim's."""
+    unique, intervals with a <= b, a known deviation's profiles among the claim's and its
+    cause one of `tally.CAUSES`); a `ClaimsError` lists every problem of the file. A known
+    deviation without `profiles` gets the claim's."""
     path = path or claims_file(chapter)
     if not path.exists():
         raise ClaimsError(
@@ -103,9 +105,7 @@ def load_claims(chapter: str, path: Path | None = None) -> list[dict]:
         if claim["id"] in plans:
             claim["seed_plan"] = plans[claim["id"]]
         deviation = claim.get("known_deviation")
-        if isinstance(deviation, str):
-            claim["known_deviation"] = {"profiles": list(claim["profiles"]), "evidence": deviation}
-        elif deviation is not None:
+        if deviation is not None:
             deviation.setdefault("profiles", list(claim["profiles"]))
     return claims
 
@@ -124,9 +124,14 @@ def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
         return {}
     data = load_seed_plan_file(path)
     paper = {c["id"] for c in claims if "paper" in c["profiles"]}
-    unknown = sorted(set(data["claims"]) - paper)
+    # the plan of a withdrawn claim stays on record (`withdrawn`: why), deciding nothing
+    withdrawn = {cid for cid, plan in data["claims"].items() if plan.get("withdrawn")}
+    unknown = sorted(set(data["claims"]) - paper - withdrawn)
     if unknown:
         raise ClaimsError(f"{path.name}: plans for claims that are not paper claims: {unknown}")
+    kept = sorted(withdrawn & {c["id"] for c in claims})
+    if kept:
+        raise ClaimsError(f"{path.name}: withdrawn plans for claims still in the file: {kept}")
     for cid, plan in data["claims"].items():
         if set(plan["seeds"]) & set(plan["exploratory_seeds"]):
             raise ClaimsError(f"{path.name}: {cid}: the new seeds repeat exploratory seeds")
@@ -142,7 +147,9 @@ def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
                 raise ClaimsError(
                     f"{path.name}: {cid}: the replacement's new seeds repeat seeds already seen"
                 )
-    return data["claims"]
+    plans = {cid: plan for cid, plan in data["claims"].items() if cid not in withdrawn}
+    void_changed(chapter, plans)
+    return plans
 
 
 def plan_seeds(chapter: str, report: dict | None = None) -> dict:
@@ -150,10 +157,24 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
     on per-seed evidence in its committed paper report (audits of a claim need no seeds of their
     own): written to
     `data/seed_plans/<chapter>.yaml` by `python -m implicit_bias claims plan`, and committed
-    before the run that adds the seeds."""
+    before the run that adds the seeds. Sized by `planning.plan` (an upper limit of the
+    spread, the yield of seeds; none below the power floor: its row reads "undecidable"); each
+    plan records the protocol and code fingerprints it was sized under (`protocol`), and a
+    report computed under others than the current ones is refused."""
+    from . import protocol
+
     report = report or load_report(chapter, "paper")
     if report is None:
         raise ClaimsError(f"{chapter}: no paper claims report to plan from")
+    now = protocol.current(chapter)
+    sized_under = report.get("protocol") or now
+    changed = protocol.changed_since_registration(sized_under, now, chapter)
+    if changed:
+        raise ClaimsError(
+            f"{chapter}: the paper report was computed under another experiment than the "
+            f"current one ({changed}); render it again before planning"
+        )
+    fingerprints = {k: v for k, v in now.items() if v is not None}
     claims = {c["id"]: c for c in load_claims(chapter) if "paper" in c["profiles"]}
     # new seeds start after every seed the report's evidence holds, not after the claim's own:
     # a seed a claim dropped (an infeasible or unconverged run) was still run and seen
@@ -172,25 +193,31 @@ def plan_seeds(chapter: str, report: dict | None = None) -> dict:
             claim is None
             or claim.get("kind") != "comparison"  # a declared comparison, not an audit
             or claim.get("audit_of")
+            or claim.get("scope") == "every_run"  # decided on every run: no interval to plan
             or not seeds
             or seeds["test"] == "Welch t"
         ):
             continue
         evidence = Evidence.from_json(seeds)
-        got = decision.plan(evidence, claim_region(claim), claim_negligible(claim))
+        got = planning.plan(evidence, claim_region(claim), claim_negligible(claim))
         if got.needed is None and got.power < 1e-3:
             # no number of seeds decides it: a grid metric whose resolution is as wide as its
             # region (a finer grid would, which its inconclusive row says), so no plan
+            continue
+        if got.undecidable:
+            # even the cap decides with probability below one half: no plan is run; the
+            # claim's row reads "undecidable at this margin within N seeds" (`evaluate`)
             continue
         plans[row["id"]] = {
             "exploratory_seeds": [int(s) for s in evidence.seeds],
             "seeds": list(range(first_new, first_new + got.new_seeds)),
             **{k: v for k, v in got.to_json().items() if k != "target"},
+            **fingerprints,
         }
     return {
         "chapter": chapter,
-        "power": decision.CONFIRM_POWER,
-        "cap": decision.MAX_NEW_SEEDS,
+        "power": planning.CONFIRM_POWER,
+        "cap": planning.MAX_NEW_SEEDS,
         "claims": plans,
     }
 
@@ -200,7 +227,11 @@ def write_seed_plans(chapter: str) -> Path | None:
     A plan already registered is kept as it is, whatever the exploratory values say now: only
     claims without one get a plan (a plan is never rewritten, so that no plan can follow the
     data it is meant to be independent of), and a void plan without a replacement gets one,
-    once: on seeds after every seed the report holds, so none of them has been seen."""
+    once: on seeds after every seed the report holds, so none of them has been seen. A plan
+    void because its protocol or code changed since registration (`protocol`) gets its reason
+    written as its `void` (a void only takes a verdict away) with its replacement, sized on the
+    report's exploratory values, which `plan_seeds` checks were computed under the current
+    protocol and code."""
     import yaml
 
     from .schema import load_seed_plan_file
@@ -209,7 +240,12 @@ def write_seed_plans(chapter: str) -> Path | None:
     path = seed_plan_file(chapter)
     if path.exists():
         registered = load_seed_plan_file(path)["claims"] or {}
+        changed = copy.deepcopy(registered)
+        void_changed(chapter, changed)
         for cid, plan in registered.items():
+            reason = changed[cid].get("void")
+            if reason and not plan.get("void") and cid in data["claims"]:
+                plan["void"] = reason  # void since its protocol or code changed
             # a void plan without a replacement gets one: new seeds after every seed seen
             if plan.get("void") and "replacement" not in plan and cid in data["claims"]:
                 plan["replacement"] = data["claims"][cid]
@@ -223,7 +259,7 @@ def write_seed_plans(chapter: str) -> Path | None:
     header = (
         f"# The confirmatory seed plan of {chapter}: for each paper claim decided over seeds,\n"
         "# the new seeds its verdict is decided on alone, from a power analysis of its\n"
-        "# exploratory seeds (core.verdicts.decision.plan). Written by\n"
+        "# exploratory seeds (core.verdicts.planning.plan). Written by\n"
         "# `python -m implicit_bias claims plan`; committed before the run that adds the\n"
         "# seeds, never rewritten after it (a plan found unsound later is marked `void`,\n"
         "# with why: it then never decides its claim).\n"
@@ -254,7 +290,21 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     expected_to_fail = profile in deviation.get("profiles", [])
     registered = claim.get("seed_plan") if profile == "paper" else None
     plan = active_plan(registered)  # a void plan without a replacement is never confirmed
-    stage = needs = None
+    stage = needs = undecidable = None
+    registered_power = plan.get("power") if plan else None
+    if (
+        plan
+        and not plan.get("void")
+        and registered_power is not None
+        and (registered_power < planning.POWER_FLOOR)
+    ):
+        # a plan registered before the power floor, that could not decide: said in its row,
+        # its verdict unchanged
+        undecidable = {
+            "registered": True,
+            "power": plan["power"],
+            "seeds": plan.get("new_seeds") or len(plan["seeds"]),
+        }
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
         # confirmatory: decided on the registered new seeds alone, once they have all run;
         # until then on the exploratory seeds (never on both together); a void plan never,
@@ -266,13 +316,29 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         confirmed = not plan.get("void") and set(plan["seeds"]) <= ran
         stage = "confirmatory" if confirmed else "exploratory"
         value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
-    if isinstance(value, Evidence):
+    if isinstance(value, Evidence) and claim.get("scope") == "every_run":
+        # a statement about every run: decided on every run (of the plan's seeds, under a
+        # plan), no interval; the row shows the worst run and how many lie outside
+        where = claim_region(claim)
+        dropped = value.dropped
+        runs = decision.every_run(value, where) if value.values else None
+        seeds = {**value.to_json(), "interval": [None, None], "detectable": None}
+        if runs is not None:
+            seeds |= runs.to_json()
+        outcome = runs.outcome if runs else None
+        value = runs.worst if runs else None
+    elif isinstance(value, Evidence):
+        value = value.with_range(claim.get("range", "unbounded"))
         seeds = value.to_json()
         dropped = value.dropped
         where, negligible = claim_region(claim), claim_negligible(claim)
         outcome = value.decide(where, negligible) if value.values else None
         if outcome == decision.INCONCLUSIVE:  # the seeds a decision would need, as planned
-            needs = decision.plan(value, where, negligible).needed
+            planned = planning.plan(value, where, negligible)
+            needs = planned.needed
+            unplanned = not (plan and not plan.get("void"))
+            if planned.undecidable and unplanned and profile == "paper":
+                undecidable = planning.undecidable(planned)
         value = seeds["estimate"]
     else:
         value = _as_value(value)
@@ -294,10 +360,14 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "id": claim["id"],
         "where": claim["where"],
         "quote": claim["quote"],
+        "display": claim.get("display"),
+        "measure": claim.get("measure"),
         "metric": claim["metric"],
         "expect": str(claim["expect"]),
         "effect": claim.get("effect"),
         "unit": claim.get("unit"),
+        "range": claim.get("range"),
+        "scope": claim.get("scope"),
         "region": claim_region(claim).text if seeds else None,
         "origin": claim.get("origin", "paper"),
         "kind": claim.get("kind"),
@@ -309,9 +379,14 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "stage": stage,
         "seed_plan": registered,  # with a void plan's replacement inside it
         "needs_seeds": needs if status == INCONCLUSIVE else None,
+        # a plan that cannot decide: registered with power below one half, or refused (the
+        # power at the cap of a plan sized now is below one half); None otherwise
+        "undecidable": undecidable,
         "dropped_runs": dropped,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
+        # what the known deviation is (`tally.CAUSES`), which `tally.state` shows
+        "cause": deviation.get("cause") if status == KNOWN else None,
         "note": _profile_note(claim, profile),
     }
 
@@ -332,25 +407,24 @@ class ClaimsReport:
     # (gln_norm: the verdict on the authors' own data); each row holds its text in
     # row["columns"][name] ("–" where a claim has none)
     columns: list[str] = field(default_factory=list)
+    # the fingerprints of the protocol and the metric code the paper report was computed under
+    # (`protocol.current`): a seed plan sized from this report records them
+    protocol: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return all(row["status"] in OK_STATUSES for row in self.rows)
 
     def counts(self) -> dict[str, int]:
-        """Claims by status; audits of a claim (`audit_of`) are not claims and not counted."""
-        counts: dict[str, int] = {}
-        for row in self.rows:
-            if not row.get("audit_of"):
-                counts[row["status"]] = counts.get(row["status"], 0) + 1
-        return counts
+        """The paper's claims by state (`tally`: a known deviation by its cause); the book's
+        own checks and the audits are counted apart (`book_counts`, `audit_counts`)."""
+        return tally.tally(self.rows)["paper"]
+
+    def book_counts(self) -> dict[str, int]:
+        return tally.tally(self.rows)["book"]
 
     def audit_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for row in self.rows:
-            if row.get("audit_of"):
-                counts[row["status"]] = counts.get(row["status"], 0) + 1
-        return counts
+        return tally.tally(self.rows)["audit"]
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -379,11 +453,12 @@ class ClaimsReport:
             "profile": self.profile,
             "ok": self.ok,
             "counts": self.counts(),
+            "book_counts": self.book_counts(),
             "audit_counts": self.audit_counts(),
             "claims": self.rows,
             "code": self.code,
             "columns": self.columns,
-        }
+        } | ({"protocol": self.protocol} if self.protocol else {})
 
     def _repr_html_(self) -> str:
         extra = "".join(f"<th>{_escape(name)}</th>" for name in self.columns)
@@ -393,9 +468,9 @@ class ClaimsReport:
             f"<th>expected</th><th>status</th>{extra}</tr></thead><tbody>"
         ]
         for row in self.rows:
-            status = row["status"]
+            status = tally.state(row)  # a known deviation by its cause
             css = "status-" + status.replace(" ", "-")
-            origin = " <small>(the book's own claim)</small>" if row.get("origin") == "book" else ""
+            origin = " <small>(the book's own check)</small>" if row.get("origin") == "book" else ""
             if row.get("audit_of"):
                 origin += f" <small>(an audit of {_escape(row['audit_of'])})</small>"
             # the explanation folds into a row of its own under the claim, the table's width
@@ -409,7 +484,8 @@ class ClaimsReport:
             )
             lines.append(
                 f"<tr id='claim-{_escape(row['id'])}'><td><b>{_escape(row['id'])}</b>{origin}"
-                f"<br><small>{_escape(row['where'])}: “{_escape(row['quote'])}”</small><br>"
+                f"<br><small>{_maths(row['where'])}: "
+                f"“{_maths(row.get('display') or row['quote'])}”</small><br>"
                 f"<small>metric: <code>{_escape(row['metric'])}</code></small></td>"
                 f"<td>{_fmt(row['value'])}{_seeds_html(row.get('seeds'))}"
                 f"{_small(plan_summary(row))}"
@@ -419,8 +495,8 @@ class ClaimsReport:
                 f"<td><span class='claim-status {css}'>{_escape(status)}</span></td>"
                 f"{_columns_html(row, self.columns)}</tr>{note}"
             )
-        summary = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        lines.append(f"</tbody></table><p>{self.chapter} ({self.profile} profile): {summary}</p>")
+        summary = _escape(tally.tally_text(self.rows))
+        lines.append(f"</tbody></table><p>{self.profile.capitalize()} profile: {summary}.</p>")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -453,7 +529,13 @@ def plan_summary(row: dict) -> str:
     parts = []
     if row.get("stage"):
         plan = row.get("seed_plan") or {}
-        if plan.get("void") and plan.get("replacement"):
+        replacement = plan.get("replacement") or {}
+        if plan.get("void") and replacement.get("void"):
+            parts.append(
+                f"{row['stage']} verdict; replacement plan void: {replacement['void']}; the "
+                f"first plan was void: {plan['void']}"
+            )
+        elif plan.get("void") and plan.get("replacement"):
             parts.append(
                 f"{row['stage']} verdict; replacement plan: "
                 f"{plan['replacement']['new_seeds']} new seeds; the first plan was void: "
@@ -463,6 +545,8 @@ def plan_summary(row: dict) -> str:
             parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
         else:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
+    if undecidable_text(row) and not resolution_bound(row.get("seeds")):
+        parts.append(undecidable_text(row))
     if row.get("status") == INCONCLUSIVE and row.get("seeds"):
         needs = row.get("needs_seeds")
         if resolution_bound(row["seeds"]):
@@ -472,19 +556,31 @@ def plan_summary(row: dict) -> str:
         elif row["seeds"].get("n") == 1:  # no spread to plan from
             parts.append("one usable seed: the seeds a decision needs are unknown until a second")
         else:
-            parts.append(f"a decision needs more than {decision.SEARCH_SEEDS} new seeds")
+            parts.append(f"a decision needs more than {planning.SEARCH_SEEDS} new seeds")
     return "; ".join(parts)
 
 
 def seeds_summary(seeds: dict | None) -> str:
-    """One line for per-seed evidence: interval, test, degrees of freedom, detectable effect."""
+    """One line for per-seed evidence: interval, test, degrees of freedom, detectable effect
+    (for a statement about every run: how many runs lie outside its region, and the worst)."""
     if not seeds:
         return ""
+    if seeds.get("scope") == "every_run":
+        return (
+            f"every run decides: {seeds['outside']} of {seeds['runs']} runs outside the "
+            f"region; worst run {seeds['worst']:.3g}"
+        )
     low, high = seeds["interval"]
     interval = "–" if low is None else f"[{low:.3g}, {high:.3g}]"
     df = "–" if seeds["df"] is None else f"{seeds['df']:.3g}"
     detect = "–" if seeds["detectable"] is None else f"{seeds['detectable']:.2g}"
-    return f"95% CI {interval}; {seeds['test']}, n = {seeds['n']}, df = {df}; detectable {detect}"
+    method = f" ({seeds['method']})" if seeds.get("method") else ""
+    if seeds.get("method", "").startswith("t on the"):
+        detect += " on that scale"
+    return (
+        f"95% CI {interval}{method}; {seeds['test']}, n = {seeds['n']}, df = {df}; "
+        f"detectable {detect}"
+    )
 
 
 def _columns_html(row: dict, columns: list[str]) -> str:
@@ -517,6 +613,20 @@ def _small(text: str) -> str:
 
 def _seeds_html(seeds: dict | None) -> str:
     return f"<br><small>{_escape(seeds_summary(seeds))}</small>" if seeds else ""
+
+
+def _maths(text) -> str:
+    """Text whose `$...$` is maths (a claim's `display`, its `where`): the words escaped, the
+    maths in the spans MathJax typesets on the page; text without a `$` as `_escape`."""
+    import re
+
+    parts = re.split(r"\$([^$]+)\$", str(text))
+    return "".join(
+        _escape(p)
+        if i % 2 == 0
+        else f'<span class="math notranslate nohighlight">\\({_escape(p)}\\)</span>'
+        for i, p in enumerate(parts)
+    )
 
 
 def _escape(text) -> str:
@@ -578,7 +688,14 @@ def check(
         row["columns"] = {
             name: values[row["id"]] for name, values in columns.items() if row["id"] in values
         }
-    report = ClaimsReport(chapter, profile, rows, dict(code or {}), list(columns))
+    fingerprints = {}
+    if profile == "paper":  # the experiment a plan sized from this report is sized for
+        from . import protocol
+
+        fingerprints = {k: v for k, v in protocol.current(chapter).items() if v is not None}
+    report = ClaimsReport(
+        chapter, profile, rows, dict(code or {}), list(columns), protocol=fingerprints
+    )
     if write:
         # under the runner, staged: the runner swaps it into place once the run is complete
         path = output_path(claims_results(profile) / f"{chapter}.json")
@@ -624,6 +741,15 @@ def stale_code(report: dict) -> list[str]:
     return stale
 
 
+def _every_run_note(seeds: dict | None) -> str:
+    """For a claim decided on every run: how many runs lie outside, and the worst."""
+    if not seeds or seeds.get("scope") != "every_run":
+        return ""
+    return f"; decided on every run: {seeds['outside']} of {seeds['runs']} outside, worst " + (
+        f"{seeds['worst']:.3g}"
+    )
+
+
 def reevaluate(report: dict, claims: list[dict]) -> list[str]:
     """Problems of a stored claims report under the current claims file: each claim is
     decided again from the stored metric value (so an edited expectation or a withdrawn known
@@ -648,6 +774,14 @@ def reevaluate(report: dict, claims: list[dict]) -> list[str]:
             )
             continue
         stored_value = row.get("seeds") or row["value"]
+        plan = active_plan(claim.get("seed_plan"))
+        if row.get("stage") == "confirmatory" and isinstance(plan, dict) and plan.get("void"):
+            # a plan void since (its protocol or code changed): its verdict is no longer one
+            problems.append(
+                f"{cid}: stored a confirmatory verdict, but its plan is now void: "
+                f"{plan['void']} (rerun)"
+            )
+            continue
         if row.get("stage"):
             # the stored evidence is already the seeds its stage decides on: restricting it
             # again by the plan would lose a plan seed that has no value in the chosen cell
@@ -657,7 +791,7 @@ def reevaluate(report: dict, claims: list[dict]) -> list[str]:
         if decided["status"] not in OK_STATUSES:
             problems.append(
                 f"{cid}: {decided['status']} (stored value {row['value']}, "
-                f"expected {claim['expect']})"
+                f"expected {claim['expect']}{_every_run_note(decided.get('seeds'))})"
             )
         elif decided["status"] != row["status"]:
             problems.append(

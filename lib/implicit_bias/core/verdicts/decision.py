@@ -14,7 +14,39 @@ their mean (Student's t with the seeds' degrees of freedom):
   interval does not pass and lies wholly within +/- the unit's negligible size.
 
 A metric read on a grid carries its resolution: its interval is never narrower than one grid
-step on each side. Seeds are added only by the registered confirmatory plan (`plan`, below).
+step on each side. Seeds are added only by the registered confirmatory plan
+(`core.verdicts.planning`), sized honestly: at the one-sided
+80% upper confidence limit of the exploratory spread, asking for about n / yield seeds where
+only a share of the exploratory seeds yielded a value (`Evidence.ran_seeds`), and refused where
+even the cap decides with probability below one half (the claim is "undecidable at this margin
+within 20 seeds"). A plan also registers the protocol and the metric's code it was sized under
+(`core.verdicts.protocol`): if either changes, the plan is void.
+
+**An interval that fits the quantity** (a claim's `range`, `RANGES`). Student's t assumes the
+per-seed values spread symmetrically without bounds; a share, an R^2 or a correlation near its
+bound, or a residual, gap or ratio that can only be positive and is skewed, does not: the plain
+interval then reaches past 1 or below 0, and a positive quantity whose every seed lies far above
+its bound reads "inconclusive" because its interval reaches below 0. A claim whose metric has a
+range declares it: `unit` ([0, 1]: the t interval on the logit scale), `signed_unit` ([-1, 1]:
+on Fisher's z = artanh), `positive` (> 0: on the log scale); the default `unbounded` is the plain
+t. The interval is computed on the transformed per-seed values and transformed back, so it never
+leaves the range; it is then an interval for the quantity's centre on that scale transformed
+back (the geometric mean of a positive quantity), which is also the estimate the row shows. A
+value exactly at a bound has no transform (log 0): then, said in the row, the interval is the
+plain t interval cut to the range (the true mean lies in the range, so the cut loses no
+coverage; a point when every seed sits at the bound). Only one-sample quantities have a range
+(a difference has none). The seed planner works on the transformed scale too (the region's
+edges transformed the same way; exact as for the plain t, resolution and the negligible band
+not applied there), and on the plain t where a seed sits at a bound (an approximation for
+planning only). tests/core/test_decision_ranges.py simulates each range and shows the plain t
+leaving it.
+
+**A statement about every run** (a claim's `scope: every_run`: "converges", an identity, a
+theorem's bound checked with the book's finite-run tolerance) is not a statement about a mean:
+it is decided on every run (`every_run`): pass when every run's value lies in the region, fail
+otherwise (a known deviation where recorded), with the count of runs outside it; no interval and
+no seed plan. Per-seed values that are already each seed's worst run make the worst over seeds
+the worst run. A claim under a registered plan is decided on every run of its plan's seeds.
 
 So with no true difference a "better" claim passes in at most 2.5% of repetitions, and a claim
 passes only where its seeds carry it. Paired by seed where the two runs share a seed (the
@@ -30,9 +62,11 @@ its own.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -151,6 +185,35 @@ class Region:
         )
         return FAIL if outside_low or outside_high else INCONCLUSIVE
 
+    def violation(self, x: float) -> float:
+        """How far `x` lies beyond the region (negative inside it: minus its distance to the
+        nearer edge); the run with the largest is the worst run of an `every_run` claim."""
+        beyond = [
+            d
+            for d in (
+                None if self.low is None else self.low - x,
+                None if self.high is None else x - self.high,
+            )
+            if d is not None
+        ]
+        return max(beyond) if beyond else -math.inf
+
+    def on_scale(self, scale: Scale) -> Region:
+        """The same region on a range's transformed scale (the transforms are increasing, so
+        `low < x < high` iff `f(low) < f(x) < f(high)`); an edge at or beyond the range's own
+        bound constrains nothing (None) or excludes everything (+-inf)."""
+
+        def edge(x: float | None, is_low: bool) -> float | None:
+            if x is None:
+                return None
+            if x <= scale.lower:
+                return None if is_low else -math.inf
+            if x >= scale.upper:
+                return math.inf if is_low else None
+            return float(scale.forward(np.float64(x)))
+
+        return Region(edge(self.low, True), edge(self.high, False), self.closed, self.text)
+
 
 def region(op: str, bound: float, effect: float = 0.0) -> Region:
     """The region of a comparison `op bound`, moved `effect` further in the claim's direction
@@ -171,6 +234,50 @@ def equivalence_region(margin: float, center: float = 0.0) -> Region:
     )
 
 
+@dataclass(frozen=True)
+class Scale:
+    """A range a metric's values live in, and the increasing transform that maps its open
+    interior onto the whole line (where a t interval fits)."""
+
+    name: str
+    lower: float
+    upper: float
+    forward: Callable[[Any], Any]  # a numpy ufunc-like map, for arrays and scalars
+    inverse: Callable[[Any], Any]
+    centre: str  # what the estimate is: the mean on the transformed scale, transformed back
+
+    def contains(self, values: np.ndarray) -> bool:
+        return bool(np.all((values >= self.lower) & (values <= self.upper)))
+
+    def interior(self, values: np.ndarray) -> bool:
+        return bool(np.all((values > self.lower) & (values < self.upper)))
+
+
+def _identity(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def _logit(x: np.ndarray) -> np.ndarray:
+    return np.log(x) - np.log1p(-x)
+
+
+def _expit(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# A claim's `range` (data/schemas/claims.yaml); `unbounded` is the plain t of the rule above.
+RANGES: dict[str, Scale] = {
+    "unbounded": Scale("unbounded", -math.inf, math.inf, _identity, _identity, "mean"),
+    "unit": Scale("unit", 0.0, 1.0, _logit, _expit, "mean on the logit scale, transformed back"),
+    "signed_unit": Scale(
+        "signed_unit", -1.0, 1.0, np.arctanh, np.tanh, "mean Fisher z, transformed back"
+    ),
+    "positive": Scale("positive", 0.0, math.inf, np.log, np.exp, "geometric mean"),
+}
+RANGE_SCALE_NAMES = {"unit": "logit", "signed_unit": "Fisher z", "positive": "log"}
+
+
+@functools.lru_cache(maxsize=1024)
 def _t_quantile(df: float) -> float:
     from scipy import stats
 
@@ -212,6 +319,14 @@ class Evidence:
     # alone (the cell least favourable on seeds 0-9 need not be on seeds 3-9)
     cells: tuple = field(default=(), compare=False, repr=False)
     side: str = field(default="", compare=False, repr=False)
+    # the range of the quantity (`RANGES`; a claim's `range`): the interval is computed on its
+    # transformed scale and transformed back, so it never leaves the range
+    value_range: str = "unbounded"
+    # seeds that ran but yielded no value for this quantity (an infeasible program, a NaN),
+    # where the chapter handed them over: with `seeds`, `dropped_seeds` and the seeds of the
+    # cells of a least-favourable choice they are the seeds that ran (`ran_seeds`), and the
+    # share of them with a value is the yield a seed plan accounts for
+    unyielded: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         if self.test not in ("paired t", "one-sample t", "Welch t"):
@@ -222,20 +337,88 @@ class Evidence:
             raise DecisionError(f"non-finite per-seed value in {self.values + self.values_b}")
         if not (math.isfinite(self.resolution) and self.resolution >= 0):
             raise DecisionError(f"a resolution must be finite and >= 0, got {self.resolution}")
+        if self.value_range not in RANGES:
+            raise DecisionError(
+                f"unknown range {self.value_range!r}; known: {', '.join(sorted(RANGES))}"
+            )
+        if self.value_range != "unbounded":
+            if self.test != "one-sample t":
+                raise DecisionError(
+                    f"a range belongs to a quantity measured once per seed, not to a "
+                    f"difference ({self.test}): declare it on a one-sample metric"
+                )
+            if not self.scale.contains(np.asarray(self.values, dtype=float)):
+                raise DecisionError(
+                    f"a per-seed value lies outside the declared range {self.value_range!r} "
+                    f"([{self.scale.lower:g}, {self.scale.upper:g}]): {self.values}"
+                )
+
+    @property
+    def scale(self) -> Scale:
+        return RANGES[self.value_range]
+
+    @property
+    def transformed(self) -> bool:
+        """Whether the interval is computed on the range's transformed scale: a declared
+        range with no seed at its bound (where the transform is infinite)."""
+        return self.value_range != "unbounded" and self.scale.interior(
+            np.asarray(self.values, dtype=float)
+        )
+
+    @property
+    def method(self) -> str:
+        """How the interval is computed, in words."""
+        if self.value_range == "unbounded":
+            return "t"
+        if self.transformed:
+            return f"t on the {RANGE_SCALE_NAMES[self.value_range]} scale"
+        return f"t cut to [{self.scale.lower:g}, {self.scale.upper:g}]: a seed at the range's bound"
+
+    def on_scale(self) -> Evidence:
+        """The per-seed values on the transformed scale the interval is computed on (this
+        evidence itself where there is none)."""
+        if not self.transformed:
+            return self
+        values = self.scale.forward(np.asarray(self.values, dtype=float))
+        return Evidence(tuple(float(v) for v in values), self.test, seeds=self.seeds)
+
+    def with_range(self, name: str) -> Evidence:
+        """This evidence as a quantity with range `name`; a least-favourable choice is made
+        again with the intervals of that range."""
+        if self.cells:
+            ranged = {k: e.with_range(name) for k, e in self.cells}
+            return least_favourable(ranged, self.side)[1]
+        return dataclasses.replace(self, value_range=name)
 
     @property
     def n(self) -> int:
         return len(self.values) + len(self.values_b)
 
     @property
+    def ran_seeds(self) -> tuple:
+        """The seeds that ran for this quantity, whether or not they yielded a value: its own
+        seeds, the seeds of its runs left out, those that yielded none (`unyielded`), and, for
+        a least-favourable choice, those of every cell it chose from."""
+        seen = set(self.seeds) | set(self.dropped_seeds) | set(self.unyielded)
+        for _, cell in self.cells:
+            seen |= set(cell.ran_seeds)
+        return tuple(sorted(seen, key=str))
+
+    @property
     def estimate(self) -> float:
+        """The mean (on a range's transformed scale, transformed back: `Scale.centre`)."""
         if not self.values:
             return float("nan")
+        if self.transformed:
+            return float(self.scale.inverse(np.float64(self.on_scale().estimate)))
         a = float(np.mean(self.values))
         return a - float(np.mean(self.values_b)) if self.test == "Welch t" else a
 
     @property
     def se(self) -> float:
+        """The standard error (on the transformed scale where the interval is computed on it)."""
+        if self.transformed:
+            return self.on_scale().se
         a = np.asarray(self.values, dtype=float)
         if self.test != "Welch t":
             return float(a.std(ddof=1) / math.sqrt(len(a))) if len(a) >= 2 else float("nan")
@@ -258,17 +441,28 @@ class Evidence:
 
     def interval(self) -> tuple[float, float]:
         """The `LEVEL` confidence interval of the quantity (a point when every seed agrees; NaN
-        when fewer than two seeds)."""
-        se, df, m = self.se, self.df, self.estimate
-        if not math.isfinite(se) or not df >= 1:
-            return (float("nan"), float("nan"))
-        half = max(_t_quantile(df) * se, self.resolution)
-        return (m - half, m + half)
+        when fewer than two seeds). With a range: computed on its transformed scale and
+        transformed back, or, with a seed at the bound, the plain interval cut to the range."""
+        if self.transformed:
+            low, high = self.on_scale().interval()
+            if math.isnan(low):
+                return (low, high)
+            low, high = (float(self.scale.inverse(np.float64(x))) for x in (low, high))
+            m = self.estimate
+            low, high = min(low, m - self.resolution), max(high, m + self.resolution)
+        else:
+            se, df, m = self.se, self.df, self.estimate
+            if not math.isfinite(se) or not df >= 1:
+                return (float("nan"), float("nan"))
+            half = max(_t_quantile(df) * se, self.resolution)
+            low, high = m - half, m + half
+        return (max(low, self.scale.lower), min(high, self.scale.upper))
 
     @property
     def detectable(self) -> float:
         """The smallest distance from a region's edge that these seeds detect with probability
-        `POWER` (NaN when the spread cannot be estimated)."""
+        `POWER` (NaN when the spread cannot be estimated); with a range, on its transformed
+        scale (a distance in log units for a positive quantity)."""
         se, df = self.se, self.df
         if not math.isfinite(se) or not df >= 1:
             return float("nan")
@@ -302,6 +496,8 @@ class Evidence:
             dropped=len(dropped_seeds) if self.dropped_seeds else self.dropped,
             dropped_seeds=dropped_seeds,
             resolution=self.resolution,
+            value_range=self.value_range,
+            unyielded=tuple(s for s in self.unyielded if s in set(seeds)),
         )
 
     def with_dropped_runs(self, seeds: Iterable) -> Evidence:
@@ -313,20 +509,28 @@ class Evidence:
     def to_json(self) -> dict:
         low, high = self.interval()
         listed = {"dropped_seeds": [_plain(s) for s in self.dropped_seeds]}
-        return {
-            "test": self.test,
-            "n": self.n,
-            "df": _finite_or_none(self.df),
-            "estimate": _finite_or_none(self.estimate),
-            "se": _finite_or_none(self.se),
-            "interval": [_finite_or_none(low), _finite_or_none(high)],
-            "detectable": _finite_or_none(self.detectable),
-            "values": list(self.values),
-            "values_b": list(self.values_b),
-            "seeds": [_plain(s) for s in self.seeds],
-            "dropped": self.dropped,
-            "resolution": self.resolution,
-        } | (listed if self.dropped_seeds else {})
+        ranged = {"range": self.value_range, "method": self.method}
+        ran = self.ran_seeds if self.test != "Welch t" else ()
+        ran_listed = {"ran_seeds": [_plain(s) for s in ran]}
+        return (
+            {
+                "test": self.test,
+                "n": self.n,
+                "df": _finite_or_none(self.df),
+                "estimate": _finite_or_none(self.estimate),
+                "se": _finite_or_none(self.se),
+                "interval": [_finite_or_none(low), _finite_or_none(high)],
+                "detectable": _finite_or_none(self.detectable),
+                "values": list(self.values),
+                "values_b": list(self.values_b),
+                "seeds": [_plain(s) for s in self.seeds],
+                "dropped": self.dropped,
+                "resolution": self.resolution,
+            }
+            | (listed if self.dropped_seeds else {})
+            | (ranged if self.value_range != "unbounded" else {})
+            | (ran_listed if set(ran) - set(self.seeds) - set(self.dropped_seeds) else {})
+        )
 
     @classmethod
     def from_json(cls, data: Mapping) -> Evidence:
@@ -338,6 +542,12 @@ class Evidence:
             int(data.get("dropped") or 0),
             tuple(data.get("dropped_seeds") or ()),
             float(data.get("resolution") or 0.0),
+            value_range=data.get("range") or "unbounded",
+            unyielded=tuple(
+                s
+                for s in data.get("ran_seeds") or ()
+                if s not in set(data.get("seeds") or ()) | set(data.get("dropped_seeds") or ())
+            ),
         )
 
 
@@ -361,13 +571,29 @@ def _by_seed(values) -> dict:
     }
 
 
+def _all_seeds(values) -> set:
+    """Every seed handed over, with a value or without one (None or NaN: it ran and yielded
+    nothing)."""
+    if hasattr(values, "to_dict"):
+        values = values.to_dict()
+    if not isinstance(values, Mapping):
+        values = dict(enumerate(values))
+    return {_plain(k) for k in values}
+
+
 def per_seed(values, resolution: float = 0.0) -> Evidence:
     """One quantity measured once per seed (a Series indexed by seed, a dict or a list);
-    `resolution`: the step of the grid it is read on (see `Evidence.resolution`)."""
+    `resolution`: the step of the grid it is read on (see `Evidence.resolution`). A seed handed
+    over without a value (None, NaN) is left out of the values and kept in `unyielded`."""
     data = _by_seed(values)
     seeds = tuple(sorted(data, key=str))
+    missing = tuple(sorted(_all_seeds(values) - set(data), key=str))
     return Evidence(
-        tuple(data[s] for s in seeds), "one-sample t", seeds=seeds, resolution=resolution
+        tuple(data[s] for s in seeds),
+        "one-sample t",
+        seeds=seeds,
+        resolution=resolution,
+        unyielded=missing,
     )
 
 
@@ -376,15 +602,22 @@ def paired(a, b, resolution: float = 0.0) -> Evidence:
     per-seed difference removes what they share. Seeds missing from either side are dropped."""
     da, db = _by_seed(a), _by_seed(b)
     seeds = tuple(sorted(set(da) & set(db), key=str))
+    missing = tuple(sorted((_all_seeds(a) | _all_seeds(b)) - set(seeds), key=str))
     return Evidence(
-        tuple(da[s] - db[s] for s in seeds), "paired t", seeds=seeds, resolution=resolution
+        tuple(da[s] - db[s] for s in seeds),
+        "paired t",
+        seeds=seeds,
+        resolution=resolution,
+        unyielded=missing,
     )
 
 
 def paired_differences(differences, resolution: float = 0.0) -> Evidence:
     """Per-seed differences a - b already computed by the chapter (a Series indexed by seed)."""
     e = per_seed(differences)
-    return Evidence(e.values, "paired t", seeds=e.seeds, resolution=resolution)
+    return Evidence(
+        e.values, "paired t", seeds=e.seeds, resolution=resolution, unyielded=e.unyielded
+    )
 
 
 def welch(a: Iterable[float], b: Iterable[float]) -> Evidence:
@@ -426,143 +659,35 @@ def least_favourable(cells: Mapping, side: str) -> tuple[object, Evidence]:
     return key, dataclasses.replace(chosen, cells=tuple(cells.items()), side=side)
 
 
-# ---- the seed plan: a confirmatory replication, registered before it runs --------------------
-# Seeds 0-2 of the paper profile are the exploratory stage: they have been seen (and many claims
-# were written after them). Each comparison gets a fixed number of NEW seeds from a power
-# analysis on the exploratory estimate and spread, committed before the run that adds them; the
-# confirmatory verdict is the fixed-n rule above on the new seeds alone. Because the new seeds
-# are independent of the exploratory ones that chose their number, the rule's 2.5% error for a
-# false pass (and for a false fail) holds for the whole procedure (tests/core/test_seed_plan.py).
-CONFIRM_POWER = 0.90  # the probability of a decision a plan aims for at the exploratory effect
-MIN_NEW_SEEDS = 3  # never fewer: three seeds' spread is itself barely an estimate
-MAX_NEW_SEEDS = 20  # the cap: a claim needing more stays inconclusive and says how many
-SEARCH_SEEDS = 1000  # "seeds needed" is reported up to this; beyond it, "more than 1000"
-_NODES = 48  # quadrature nodes over the sample standard deviation (chi distribution)
-
-
-def decided_probability(
-    effect,
-    sd,
-    n,
-    where: Region,
-    negligible: float | None = None,
-    resolution: float = 0.0,
-) -> dict[str, np.ndarray]:
-    """The probabilities that the fixed-n rule on `n` new seeds of a one-sample (or paired)
-    quantity with true mean `effect` and per-seed standard deviation `sd` passes, fails, says
-    "no practical effect" (with `negligible`), and decides at all. Broadcasts over arrays of
-    `effect`, `sd` and `n` (exact in the mean, quadrature over the sample's spread)."""
-    from scipy import stats
-
-    effect, sd, n = np.broadcast_arrays(
-        np.asarray(effect, float), np.asarray(sd, float), np.asarray(n, float)
-    )
-    e, sd, n = effect[..., None], sd[..., None], n[..., None]
-    df = n - 1
-    q = (np.arange(_NODES) + 0.5) / _NODES
-    s = sd * np.sqrt(stats.chi2.ppf(q, df) / df)  # the sample sd at equally likely quantiles
-    half = np.maximum(stats.t.ppf(1 - (1 - LEVEL) / 2, df) * s / np.sqrt(n), resolution)
-    scale = np.maximum(sd / np.sqrt(n), 1e-300)  # sd 0: the mean is the effect itself
-
-    def prob(a, b):  # P(a <= mean <= b), 0 for an empty range
-        lo = np.minimum(a, b)
-        return np.clip(stats.norm.cdf((b - e) / scale) - stats.norm.cdf((lo - e) / scale), 0, 1)
-
-    inf = np.inf
-    low = -inf if where.low is None else where.low
-    high = inf if where.high is None else where.high
-    p_pass = prob(low + half, high - half)
-    p_fail = prob(-inf, low - half) + prob(high + half, inf)
-    p_neg = np.zeros_like(p_pass)
-    if negligible:
-        a, b = -negligible + half, negligible - half
-        p_neg = (
-            prob(a, b)
-            - prob(np.maximum(a, low + half), np.minimum(b, high - half))
-            - prob(a, np.minimum(b, low - half))
-            - prob(np.maximum(a, high + half), b)
-        )
-    out = {"pass": p_pass, "fail": p_fail, "negligible": np.clip(p_neg, 0, 1)}
-    out = {k: v.mean(axis=-1) for k, v in out.items()}
-    out["decided"] = np.clip(out["pass"] + out["fail"] + out["negligible"], 0, 1)
-    return out
-
-
-def seeds_needed(
-    effect,
-    sd,
-    where: Region,
-    negligible: float | None = None,
-    resolution: float = 0.0,
-    power: float = CONFIRM_POWER,
-    n_max: int = SEARCH_SEEDS,
-) -> np.ndarray:
-    """The fewest new seeds (at least `MIN_NEW_SEEDS`) that decide with probability `power` if
-    the true mean and spread are `effect` and `sd` (arrays broadcast); `n_max + 1` where even
-    `n_max` seeds do not."""
-    effect, sd = np.broadcast_arrays(np.asarray(effect, float), np.asarray(sd, float))
-    ns = np.arange(MIN_NEW_SEEDS, n_max + 1)
-    p = decided_probability(effect[..., None], sd[..., None], ns, where, negligible, resolution)
-    ok = p["decided"] >= power
-    return np.where(ok.any(axis=-1), ns[np.argmax(ok, axis=-1)], n_max + 1)
-
-
 @dataclass(frozen=True)
-class SeedPlan:
-    """A claim's confirmatory stage: `new_seeds` seeds after the exploratory ones, the power
-    that number has at the exploratory estimate, and the seeds a decision needs uncapped."""
+class EveryRun:
+    """The verdict of a statement about every run (`every_run`): how many runs there are, how
+    many lie outside the region, and the worst one (the largest `Region.violation`)."""
 
-    new_seeds: int
-    needed: int | None  # None: more than SEARCH_SEEDS (or no exploratory spread)
-    power: float  # the probability of a decision with `new_seeds`, at the exploratory effect
-    target: float
-    estimate: float
-    sd: float
+    runs: int
+    outside: int
+    worst: float
+    outcome: str
 
     def to_json(self) -> dict:
         return {
-            "new_seeds": self.new_seeds,
-            "needed": self.needed,
-            "power": round(self.power, 3),
-            "target": self.target,
-            "estimate": float(f"{self.estimate:.6g}"),
-            "sd": float(f"{self.sd:.6g}"),
+            "scope": "every_run",
+            "runs": self.runs,
+            "outside": self.outside,
+            "worst": self.worst,
         }
 
 
-def spread(evidence: Evidence) -> float:
-    """The per-seed standard deviation of the quantity (Welch: of a difference of one new seed
-    per side, so that a plan's n seeds per side have the paired formula's power)."""
-    a = np.asarray(evidence.values, dtype=float)
-    if len(a) < 2:
-        return float("nan")
-    if evidence.test != "Welch t":
-        return float(a.std(ddof=1))
-    b = np.asarray(evidence.values_b, dtype=float)
-    return float(math.sqrt(a.var(ddof=1) + b.var(ddof=1))) if len(b) >= 2 else float("nan")
-
-
-def plan(
-    evidence: Evidence,
-    where: Region,
-    negligible: float | None = None,
-    power: float = CONFIRM_POWER,
-    cap: int = MAX_NEW_SEEDS,
-) -> SeedPlan:
-    """The confirmatory plan for a claim from its exploratory `evidence`: the fewest new seeds
-    that decide it (pass, fail or no practical effect) with probability `power` if the
-    exploratory estimate and spread are the truth, capped at `cap`."""
-    sd, estimate = spread(evidence), evidence.estimate
-    if not (math.isfinite(sd) and math.isfinite(estimate)):
-        return SeedPlan(cap, None, float("nan"), power, estimate, sd)
-    needed = int(seeds_needed(estimate, sd, where, negligible, evidence.resolution, power))
-    new = min(needed, cap)
-    got = decided_probability(estimate, sd, new, where, negligible, evidence.resolution)
-    return SeedPlan(
-        new,
-        needed if needed <= SEARCH_SEEDS else None,
-        float(got["decided"]),
-        power,
-        estimate,
-        sd,
-    )
+def every_run(evidence: Evidence, where: Region) -> EveryRun:
+    """Decide a statement about every run on every run: pass iff each run's value lies in
+    `where` (no interval, no seeds to plan). A least-favourable choice counts the runs of
+    every cell, not only the chosen one's. Welch evidence (two groups of runs, a difference of
+    their means) states nothing about each run."""
+    if evidence.test == "Welch t":
+        raise DecisionError("a statement about every run needs one value per run, not Welch's")
+    values = [v for _, cell in evidence.cells for v in cell.values] or list(evidence.values)
+    if not values:
+        raise DecisionError("no runs to decide on")
+    worst = max(values, key=where.violation)
+    outside = sum(not where.contains(v) for v in values)
+    return EveryRun(len(values), outside, float(worst), PASS if outside == 0 else FAIL)

@@ -1,9 +1,16 @@
 """Pre-registration of claims, read from the repository's history.
 
-A claim is *pre-registered* when its definition (metric, expectation, effect word and unit)
-was committed before the first commit that stored a value for that definition in the
-committed paper results (`results/paper/claims/<chapter>.json`). Nothing here is written by
-hand: both dates come from git, so the order cannot be asserted, only shown.
+A claim is *pre-registered* when its definition (metric, expectation, effect word, unit,
+range and scope) was committed before the first commit that stored a value for that
+definition in the committed paper results (`results/paper/claims/<chapter>.json`). Nothing
+here is written by hand: both dates come from git, so the order cannot be asserted, only
+shown.
+
+A seed plan's registration covers more than its claim's definition: the protocol (the paper
+profile) and the metric's code it was sized under (`core.verdicts.protocol`). Plans record
+both fingerprints when written; for plans registered before they did, `registered_protocols`
+reads the profile at the commit that registered each plan, and `record_registered_protocols`
+adds it to the plan file (a record of what was registered, every other line kept).
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ import yaml
 from ..engine.paths import project_root
 from .schema import active_plan
 
-DEFINITION = ("metric", "expect", "effect", "unit")
+# what decides a claim: its metric, the region its words put it in, and how the interval is
+# formed (`range`) and over what (`scope`: the average, or every run)
+DEFINITION = ("metric", "expect", "effect", "unit", "range", "scope")
 
 
 class HistoryError(RuntimeError):
@@ -246,3 +255,130 @@ def plan_registrations(chapter: str, root: Path | None = None) -> dict[str, Plan
             pre = planned is not None and order.get(planned, -1) < order.get(confirmed, -1)
         out[cid] = PlanRegistration(cid, planned, confirmed, pre)
     return out
+
+
+# ---- the protocol a plan was registered under, read from the history -------------------------
+
+
+def _plan_keys_at(text: str) -> dict[str, dict[str, tuple]]:
+    """Per claim of a seed-plan file's version: the seeds of its plan and of its replacement
+    (what identifies each registration)."""
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    except yaml.YAMLError:
+        return {}
+    plans = data.get("claims") if isinstance(data, dict) else None
+    out = {}
+    for cid, plan in (plans or {}).items():
+        if not isinstance(plan, dict):
+            continue
+        keys = {
+            "plan": (tuple(plan.get("exploratory_seeds") or ()), tuple(plan.get("seeds") or ()))
+        }
+        replacement = plan.get("replacement")
+        if isinstance(replacement, dict):
+            keys["replacement"] = (
+                tuple(replacement.get("exploratory_seeds") or ()),
+                tuple(replacement.get("seeds") or ()),
+            )
+        out[cid] = keys
+    return out
+
+
+@dataclass(frozen=True)
+class ProtocolRegistration:
+    claim: str
+    part: str  # "plan", or "replacement" (the plan registered in place of a void one)
+    registered: str  # the first commit since which this plan's seeds are unchanged
+    protocol: str | None  # the fingerprint of the paper profile at that commit
+
+
+def registered_protocols(chapter: str, root: Path | None = None) -> list[ProtocolRegistration]:
+    """For each plan (and replacement) of the committed seed-plan file of `chapter`: the commit
+    that registered it (the first since which its seeds are unchanged) and the fingerprint of
+    the chapter's paper profile at that commit (`protocol.protocol_fingerprint_of`), for the
+    plans registered before plans recorded it. A withdrawn plan decides nothing: left out."""
+    from .protocol import protocol_fingerprint_of
+
+    root = root or project_root()
+    plans = _versions(f"data/seed_plans/{chapter}.yaml", root)
+    if not plans:
+        return []
+    versions = [(c, _plan_keys_at(text)) for c, text in plans]
+    latest = yaml.safe_load(plans[-1][1]) or {}
+    withdrawn = {
+        cid
+        for cid, p in (latest.get("claims") or {}).items()
+        if isinstance(p, dict) and p.get("withdrawn")
+    }
+    profile = f"data/profiles/{chapter}.yaml"
+    out = []
+    for cid, parts in versions[-1][1].items():
+        if cid in withdrawn:
+            continue
+        for part, key in parts.items():
+            registered = None
+            for commit, version in reversed(versions):
+                if version.get(cid, {}).get(part) != key:
+                    break
+                registered = commit
+            assert registered is not None
+            try:
+                text = _git(["show", f"{registered}:{profile}"], root)
+            except HistoryError:
+                text = ""
+            out.append(ProtocolRegistration(cid, part, registered, protocol_fingerprint_of(text)))
+    return out
+
+
+def record_registered_protocols(chapter: str, root: Path | None = None) -> list[str]:
+    """Write into `data/seed_plans/<chapter>.yaml` the `protocol` fingerprint of every plan
+    (and replacement) that records none, derived from git (`registered_protocols`): a line
+    added after the plan's `sd`, every other line kept byte for byte. This is a record of what
+    was registered, not a change of the plan: the plan's seeds and numbers are untouched. The
+    working file must hold the committed plans (their seeds are matched). Returns the lines
+    it added, as "claim (part): fingerprint at commit"."""
+    root = root or project_root()
+    path = root / "data" / "seed_plans" / f"{chapter}.yaml"
+    if not path.exists():
+        return []
+    found = {(r.claim, r.part): r for r in registered_protocols(chapter, root)}
+    lines = path.read_text().splitlines(keepends=True)
+    data = yaml.safe_load("".join(lines)) or {}
+    plans = data.get("claims") or {}
+    out: list[str] = []
+    added: list[str] = []
+    cid: str | None = None
+    part = "plan"
+    for line in lines:
+        out.append(line)
+        stripped = line.rstrip("\n")
+        if stripped.startswith("  ") and not stripped.startswith("   ") and stripped.endswith(":"):
+            cid, part = stripped.strip()[:-1], "plan"
+        elif stripped == "    replacement:":
+            part = "replacement"
+        indent = "    " if part == "plan" else "      "
+        if cid is None or not stripped.startswith(indent + "sd:"):
+            continue
+        if stripped.startswith(indent + " "):
+            continue
+        plan = plans.get(cid) or {}
+        target = plan.get("replacement") if part == "replacement" else plan
+        reg = found.get((cid, part))
+        if not isinstance(target, dict) or "protocol" in target or reg is None or not reg.protocol:
+            continue
+        out.append(f"{indent}protocol: {reg.protocol}\n")
+        added.append(f"{cid} ({part}): {reg.protocol} at {reg.registered[:8]}")
+    if added:
+        text = "".join(out)
+        check = yaml.safe_load(text)
+        for c, p in found:  # nothing but the added field changed
+            before = plans.get(c) if p == "plan" else (plans.get(c) or {}).get("replacement")
+            after = check["claims"].get(c) if p == "plan" else check["claims"][c].get("replacement")
+            kept = ("protocol", "replacement")
+            if not (isinstance(before, dict) and isinstance(after, dict)) or {
+                k: v for k, v in after.items() if k not in kept
+            } != {k: v for k, v in before.items() if k not in kept}:
+                raise HistoryError(f"{path.name}: {c} ({p}) would change: nothing written")
+        path.write_text(text)
+    return added

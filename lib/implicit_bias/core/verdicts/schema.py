@@ -28,6 +28,7 @@ from ..engine.profiles import (
     schemas_dir,
 )
 from . import decision
+from .tally import CAUSE_MEANINGS, CAUSES
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
@@ -173,6 +174,8 @@ def validate_claims(data: Any, path: Path) -> None:
         if "single_run" in claim and claim.get("kind", "single_run") != "single_run":
             problems.append(((i, "single_run"), "a `single_run` reason needs kind 'single_run'"))
         deviation, own = claim.get("known_deviation"), claim.get("profiles")
+        if isinstance(deviation, dict):
+            problems += _cause_problems(i, deviation, problems)
         own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
         if (
             isinstance(deviation, dict)
@@ -203,6 +206,26 @@ def validate_claims(data: Any, path: Path) -> None:
                 )
             )
     _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
+
+
+def _cause_problems(i: int, deviation: dict, problems: list) -> list[tuple[tuple, str]]:
+    """A known deviation's cause must be one of `tally.CAUSES`: one line that names them with
+    their meanings. A missing cause is said here, in place of the schema's line, when it is
+    the only key the deviation misses; a cause of the wrong type is left to the schema."""
+    cause = deviation.get("cause")
+    if cause in CAUSES or not isinstance(cause, (str, type(None))) or cause == "":
+        return []
+    if cause is None:
+        where, only = (i, "known_deviation"), "missing keys ['cause'];"
+        said = [p for p in problems if p[0] == where and p[1].startswith(only)]
+        if not said:  # the schema's line names the other missing keys too
+            return []
+        problems[:] = [p for p in problems if p not in said]
+        head = "a known deviation needs its cause"
+    else:
+        head = f"unknown cause {cause!r}"
+    listed = "; ".join(f"{c}: {CAUSE_MEANINGS[c]}" for c in CAUSES)
+    return [((i, "known_deviation", "cause"), f"{head}; cause must be one of: {listed}")]
 
 
 def _claim_where(where: tuple, data: Any) -> str:

@@ -1,0 +1,159 @@
+"""The book's one count of its claims, and the causes a known deviation can have.
+
+Every page and report that counts claims counts them here (the chapter's verdict box and claims
+footer, the introduction's table, the status page, the decision page, the claims report JSON
+and the README), so the numbers cannot disagree.
+
+**Three kinds**, counted apart and never added together:
+- *the paper's claims*: a statement of the paper (`origin: paper`), each statement once;
+- *the book's own checks*: targets, controls and checks the book adds (`origin: book`);
+- *audits*: the same statement on another program or construction, or a variant of a claim
+  (`audit_of`), shown with the claim they audit and never counted as claims.
+
+**A known deviation names its cause**, one of five (`known_deviation.cause` in the claims file;
+the schema refuses a known deviation without one). Only the first two are findings against the
+paper:
+- `paper_fails`: the paper's claim fails in this reproduction;
+- `erratum`: an error in the paper's algebra, shown numerically;
+- `transcription`: an error of the source text the book had, not shown to be the paper's (the
+  tensor_networks source is a third party's slide deck);
+- `limit_not_reached`: a limit the runs approach but do not reach within the book's finite
+  tolerance;
+- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room).
+
+Each cause is its own state, with its own badge word (`CAUSE_STATES`), in every count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+KNOWN = "known deviation"
+
+# cause -> the state a reader sees (the badge's word and the count's), in the order they are
+# listed; the first two count against the paper
+CAUSE_STATES: dict[str, str] = {
+    "paper_fails": "does not reproduce",
+    "erratum": "erratum",
+    "transcription": "transcription error",
+    "limit_not_reached": "limit not reached",
+    "not_testable": "not testable here",
+}
+CAUSES = tuple(CAUSE_STATES)
+AGAINST_PAPER = ("paper_fails", "erratum")
+CAUSE_MEANINGS: dict[str, str] = {
+    "paper_fails": "the paper's claim fails in this reproduction",
+    "erratum": "an error in the paper's algebra, shown numerically",
+    "transcription": "an error of the source text this book had, not shown to be the paper's",
+    "limit_not_reached": "a limit the runs approach but do not reach within the book's finite "
+    "tolerance",
+    "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room)",
+}
+
+# every state in the order a reader meets them: what held, what did not (against the paper
+# first), what the runs cannot say, and the problems of a run
+STATES = (
+    "pass",
+    *CAUSE_STATES.values(),
+    KNOWN,  # a known deviation of a report written before causes were recorded
+    "no practical effect",
+    "inconclusive",
+    "fail",
+    "unexpected pass",
+    "missing metric",
+    "missing tasks",
+)
+AGAINST_STATES = tuple(CAUSE_STATES[c] for c in AGAINST_PAPER)
+PROBLEMS = ("fail", "unexpected pass", "missing metric", "missing tasks")
+
+KINDS = ("paper", "book", "audit")
+KIND_NAMES = {
+    "paper": ("claim of the paper", "claims of the paper"),
+    "book": ("check of the book's own", "checks of the book's own"),
+    "audit": ("audit", "audits"),
+}
+
+
+def state(row: Mapping) -> str:
+    """The state a reader sees for a decided row: its status, or for a known deviation the
+    state of its cause."""
+    status = str(row["status"])
+    if status == KNOWN and row.get("cause") in CAUSE_STATES:
+        return CAUSE_STATES[row["cause"]]
+    return status
+
+
+def kind(row: Mapping) -> str:
+    """paper, book or audit (an audit of any origin is an audit)."""
+    if row.get("audit_of"):
+        return "audit"
+    return "book" if row.get("origin") == "book" else "paper"
+
+
+def rank(name: str) -> int:
+    return STATES.index(name) if name in STATES else len(STATES)
+
+
+def ordered(counts: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (rank(kv[0]), kv[0])))
+
+
+def tally(rows: Iterable[Mapping]) -> dict[str, dict[str, int]]:
+    """{kind: {state: n}} for every kind (empty where a kind has no row), states in `STATES`
+    order."""
+    out: dict[str, dict[str, int]] = {k: {} for k in KINDS}
+    for row in rows:
+        counts = out[kind(row)]
+        name = state(row)
+        counts[name] = counts.get(name, 0) + 1
+    return {k: ordered(v) for k, v in out.items()}
+
+
+def against_paper(counts: Mapping[str, int]) -> int:
+    """How many of these (a kind's counts) are findings against the paper."""
+    return sum(counts.get(s, 0) for s in AGAINST_STATES)
+
+
+def states_text(counts: Mapping[str, int]) -> str:
+    """'32 pass, 3 does not reproduce, 10 inconclusive' (the states present, in order)."""
+    return ", ".join(f"{n} {s}" for s, n in ordered(counts).items())
+
+
+def kind_text(name: str, counts: Mapping[str, int]) -> str:
+    """'54 claims of the paper: 32 pass, ...' ('' where there are none)."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    one, many = KIND_NAMES[name]
+    return f"{total} {one if total == 1 else many}: {states_text(counts)}"
+
+
+def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
+    """The count of `rows` in one sentence, each kind apart: '54 claims of the paper: 32 pass,
+    ...; 7 checks of the book's own: 7 pass; 16 audits: 12 pass, ...'."""
+    counted = tally(rows)
+    return "; ".join(t for t in (kind_text(k, counted[k]) for k in kinds) if t)
+
+
+def paper_total(rows: Iterable[Mapping]) -> int:
+    return sum(tally(rows)["paper"].values())
+
+
+FALSE_PASS = 0.025  # the rule's false-pass rate of one confirmatory decision (decision.LEVEL)
+
+
+def multiplicity_text(rows: Iterable[Mapping]) -> str:
+    """How many false passes the book's confirmatory decisions would give if no effect of any
+    claim were real: each is a one-sided test at 2.5%, so the expected number is 2.5% of them
+    (the paper's claims only; each stands for itself, and the count is of the book as a
+    whole)."""
+    decided = [r for r in rows if kind(r) == "paper" and r.get("stage") == "confirmatory"]
+    if not decided:
+        return "No claim is decided on confirmatory seeds yet."
+    n = len(decided)
+    passed = sum(r["status"] == "pass" for r in decided)
+    return (
+        f"{n} claims of the paper are decided on confirmatory seeds, each at a 2.5% chance of a "
+        f"false pass: if no effect of any of them were real, about {FALSE_PASS * n:.1f} of "
+        f"them would pass by chance; {passed} pass."
+    )

@@ -1,0 +1,77 @@
+"""Findings pages (core.site.findings_page): a paper's report from its decided claims, each
+known deviation under its cause, the book's own checks apart, and the book's errata page."""
+
+from implicit_bias.core.site import findings_page
+
+
+def row(cid, status, **extra):
+    base = {
+        "id": cid,
+        "where": "Fig. 2a",
+        "quote": f"The words of {cid}. More words.",
+        "value": 0.5,
+        "expect": "> 0",
+        "paper_value": None,
+        "status": status,
+        "origin": "paper",
+        "audit_of": None,
+        "region": None,
+        "seeds": None,
+        "evidence": None,
+    }
+    return {**base, **extra}
+
+
+REPORT = {
+    "profile": "paper",
+    "claims": [
+        row("held", "pass", paper_value=0.4),
+        row("fails", "known deviation", cause="paper_fails", evidence="It fails. By 3 points."),
+        row("floor", "known deviation", cause="not_testable", evidence="A floor. No room."),
+        row("open", "inconclusive", seeds={"n": 3, "interval": [-0.1, 0.2], "test": "paired t"}),
+        row("own", "pass", origin="book"),
+        row("audit", "pass", audit_of="held"),
+    ],
+}
+
+
+def test_a_paper_report_sorts_each_claim_by_what_it_says_of_the_paper():
+    page = findings_page.paper_findings("demo", "Demo paper", REPORT)
+    sections = page.split("\n## ")
+    heads = [s.splitlines()[0] for s in sections[1:]]
+    assert heads == [
+        "What does not reproduce",
+        "Known deviations that are not findings against the paper",
+        "What stays open",
+        "What reproduces",
+        "Counted apart",
+    ]
+    body = dict(zip(heads, sections[1:]))
+    assert "claim-fails'" in body["What does not reproduce"] and "It fails." in page
+    assert "claim-floor'" in body["Known deviations that are not findings against the paper"]
+    assert "claim-floor'" not in body["What does not reproduce"]
+    assert "claim-open'" in body["What stays open"] and "claim-held'" in body["What reproduces"]
+    # the book's own check and the audit are counted apart, never listed as the paper's
+    assert "claim-own'" not in page and "claim-audit'" not in page
+    assert "1 check of the book's own: 1 pass; 1 audit: 1 pass" in body["Counted apart"]
+    assert "Of 4 claims of the paper, 1 reproduce, 1 do not" in page
+    # a quote's characters are text, not markup
+    odd = {"profile": "paper", "claims": [row("x", "pass", quote="||beta||_1 * 2 $")]}
+    assert "\\_1 \\* 2 \\$" in findings_page.paper_findings("demo", "Demo", odd)
+
+
+def test_the_errata_page_gathers_failures_and_keeps_other_causes_apart():
+    page = findings_page.errata_page({"demo": REPORT}, {"demo": "Demo paper"})
+    failures, other = page.split("## Known deviations that are not findings against a paper")
+    assert "claim-fails'" in failures and "claim-floor'" not in failures
+    assert "claim-floor'" in other and "claim-held'" not in page
+
+
+def test_pages_are_written_for_every_chapter_and_left_alone_when_unchanged(tmp_path):
+    written = findings_page.write_findings_pages(tmp_path, ["demo", "later"], {"demo": REPORT}.get)
+    assert sorted(p.name for p in written) == ["demo.md", "index.md", "later.md"]
+    later = tmp_path / "book" / "findings" / "later.md"
+    assert "Not executed yet." in later.read_text()
+    before = later.stat().st_mtime_ns
+    findings_page.write_findings_pages(tmp_path, ["demo", "later"], {"demo": REPORT}.get)
+    assert later.stat().st_mtime_ns == before

@@ -1,0 +1,109 @@
+"""The book's one count (core.verdicts.tally): three kinds apart, a known deviation by its
+cause, and the same numbers in the committed reports and the README."""
+
+import json
+
+import pytest
+
+from implicit_bias.core.verdicts import tally
+
+
+def row(status, **extra):
+    return {"id": "c", "status": status, "origin": "paper", "audit_of": None, **extra}
+
+
+def test_three_kinds_are_counted_apart_and_a_deviation_by_its_cause():
+    rows = [
+        row("pass"),
+        row("known deviation", cause="paper_fails"),
+        row("known deviation", cause="erratum"),
+        row("known deviation", cause="not_testable"),
+        row("pass", origin="book"),
+        row("known deviation", origin="book", cause="limit_not_reached"),
+        row("inconclusive", audit_of="c"),
+        row("pass", origin="book", audit_of="c"),  # an audit, whatever its origin
+    ]
+    counted = tally.tally(rows)
+    assert counted["paper"] == {
+        "pass": 1,
+        "does not reproduce": 1,
+        "erratum": 1,
+        "not testable here": 1,
+    }
+    assert counted["book"] == {"pass": 1, "limit not reached": 1}
+    assert counted["audit"] == {"pass": 1, "inconclusive": 1}
+    # only the paper's failures and its algebra count against it
+    assert tally.against_paper(counted["paper"]) == 2
+    assert tally.against_paper(counted["book"]) == 0
+    assert tally.tally_text(rows) == (
+        "4 claims of the paper: 1 pass, 1 does not reproduce, 1 erratum, 1 not testable here; "
+        "2 checks of the book's own: 1 pass, 1 limit not reached; "
+        "2 audits: 1 pass, 1 inconclusive"
+    )
+    # a report written before causes were recorded still counts, as a plain known deviation
+    assert tally.tally([row("known deviation")])["paper"] == {"known deviation": 1}
+
+
+def test_every_cause_has_a_state_a_meaning_and_a_badge_colour():
+    from implicit_bias.core.engine.paths import project_root
+
+    css = (project_root() / "book" / "_css" / "book.css").read_text()
+    assert set(tally.CAUSES) == set(tally.CAUSE_MEANINGS) == set(tally.CAUSE_STATES)
+    for name in tally.CAUSE_STATES.values():
+        assert f".status-{name.replace(' ', '-')}" in css, name
+    assert len(set(tally.CAUSE_STATES.values())) == len(tally.CAUSES)
+
+
+def committed_paper_reports():
+    from implicit_bias.core.engine.paths import claims_results
+
+    return sorted(claims_results("paper").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", committed_paper_reports(), ids=lambda p: p.stem)
+def test_a_committed_report_stores_the_one_count(path):
+    report = json.loads(path.read_text())
+    counted = tally.tally(report["claims"])
+    stored = {
+        "paper": report["counts"],
+        "book": report.get("book_counts"),
+        "audit": report["audit_counts"],
+    }
+    assert stored == counted, (
+        f"{path.name}: its counts are not the book's one count of its rows; render it again"
+    )
+
+
+def test_the_readme_counts_are_the_committed_reports():
+    from implicit_bias.core.engine.paths import project_root
+    from implicit_bias.core.site.status_page import README_COUNTS, dashboard_rows, readme_counts
+
+    text = (project_root() / "README.md").read_text()
+    found = README_COUNTS.search(text)
+    assert found, "README.md has no count markers"
+    want = readme_counts(dashboard_rows(("paper",)))
+    assert found.group(2) == want, (
+        "README.md's counts are not the committed paper reports': "
+        "run `python -m implicit_bias status-page`"
+    )
+
+
+def test_the_readme_check_can_fail(tmp_path):
+    from implicit_bias.core.site.status_page import write_readme_counts
+
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- counts: here -->\n- old\n<!-- /counts -->\ny\n")
+    rows = [{"profile": "paper", "chapter": "a", **row("pass")}]
+    assert write_readme_counts(rows, readme)
+    assert "1 claim of the paper: 1 pass" in readme.read_text() and "old" not in readme.read_text()
+    assert not write_readme_counts(rows, readme)  # written once, nothing to change
+
+
+def test_the_book_says_how_many_false_passes_chance_would_give():
+    rows = [row("pass", stage="confirmatory") for _ in range(30)]
+    rows += [row("inconclusive", stage="confirmatory"), row("pass", stage="exploratory")]
+    rows += [row("pass", stage="confirmatory", origin="book")]  # not the paper's
+    text = tally.multiplicity_text(rows)
+    assert text.startswith("31 claims of the paper are decided on confirmatory seeds")
+    assert "about 0.8 of them would pass by chance; 30 pass." in text
+    assert tally.multiplicity_text([row("pass")]).startswith("No claim")
