@@ -1639,14 +1639,15 @@ def page_count_problems(chapter: str, intro: str, page: str, status: str) -> lis
     row = re.search(
         rf"<tr[^>]*>(?:(?!</tr>).)*chapters/{chapter}\.html(?:(?!</tr>).)*</tr>", intro, re.S
     )
-    footer = re.findall(r"</table>\s*<p>(?:Paper|Smoke) profile: (.*?)</p>", page, re.S)
-    section = re.search(rf'id="(?:paper|smoke)-{chapter}".*?<p>(.*?)·', status, re.S)
+    footer = re.findall(r"</table>\s*<p>(Paper|Smoke) profile: (.*?)</p>", page, re.S)
+    profile = footer[-1][0].lower() if footer else "paper"  # the run the page shows
+    section = re.search(rf'id="{profile}-{chapter}"(.*?)·', status, re.S)
     shown = {
         "intro": parse_counts(re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)[-1])
         if row
         else {},
         "verdict box": box_counts(page),
-        "claims footer": parse_counts(footer[-1]) if footer else {},
+        "claims footer": parse_counts(footer[-1][1]) if footer else {},
         "status page": parse_counts(section.group(1)) if section else {},
     }
     first = shown["claims footer"]

@@ -54,7 +54,7 @@ def test_the_page_has_titles_counts_and_no_emoji(monkeypatch):
     rows = [row(), row("known deviation", evidence="Too small."), row(profile="smoke")]
     page = status_page.status_markdown(rows)
     assert page.index("## Profile `paper`") < page.index("## Profile `smoke`")
-    assert "### Gated linear networks" in page and "### gln_norm" not in page
+    assert "**Gated linear networks" in page and "**gln_norm" not in page
     assert "1 pass, 1 known deviation · [read the chapter](chapters/gln_norm.ipynb)" in page
     assert not EMOJI.search(page)
     assert EMOJI.search("status \u2705")  # the scan sees an emoji badge
@@ -74,7 +74,10 @@ def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
     page = status_page.status_markdown(rows)
     overview = page.index("## Every chapter at a glance")
     assert overview < page.index("## Profile `paper`") and "## Profile `smoke`" not in page
-    assert "| [Gated linear networks" in page[overview:] and "| 2 | 1 |" in page
+    assert (
+        "| <a href='#paper-gln_norm'>Gated linear networks" in page[overview:]
+        and "| 2 | 1 |" in page
+    )
     assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
     assert "Every claim below was registered 1111111, before its result" in page
     assert "(the commit of its wording and expectation; each figure names" in page

@@ -187,8 +187,8 @@ def measured(row: dict) -> str:
 
 def finding(row: dict) -> str:
     """One sentence for a claim, led by its badge's own word: where the paper says it and its
-    words (whole sentences), this run's value with its interval, what the claim needs, the
-    paper's own value where it gives one, and for a known deviation what its cause means."""
+    words (whole sentences), this run's value with its interval, what the claim needs and the
+    paper's own value where it gives one."""
     name = tally.state(row)
     where, quote = row.get("where") or "", _quote(row.get("display") or row.get("quote") or "")
     target = _maths_words(row.get("region") or str(row.get("expect") or ""))
@@ -196,15 +196,13 @@ def finding(row: dict) -> str:
         target = "a value within the margin its unit gives “similar”"
     paper = row.get("paper_value")
     value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
-    text = f"{name[:1].upper()}{name[1:]}. {where}: “{quote}” This run: {value}"
+    end = "" if re.search(r"[.!?…\]]$", quote) else "."  # the quote closes a sentence
+    text = f"{name[:1].upper()}{name[1:]}. {where}: “{quote}”{end} This run: {value}"
     text += f"; the claim needs {target}" if target else ""
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
     if row.get("origin") == "book" and not row.get("audit_of"):
         text += " (a check of the book's own, not a claim of the paper)"
-    cause = row.get("cause") if row["status"] == tally.KNOWN else None
-    if cause in tally.CAUSE_MEANINGS:
-        text += f". {tally.CAUSE_STATES[cause].capitalize()}: {tally.CAUSE_MEANINGS[cause]}"
-    return text + "."
+    return text + "."  # the state's meaning: the gloss under the box, the findings' sections
 
 
 def _weight(row: dict) -> tuple:
