@@ -54,7 +54,7 @@ def test_a_paper_report_sorts_each_claim_by_what_it_says_of_the_paper():
     # the book's own check and the audit are counted apart, never listed as the paper's
     assert "claim-own'" not in page and "claim-audit'" not in page
     assert "1 check of the book's own: 1 pass; 1 audit: 1 pass" in body["Counted apart"]
-    assert "Of 4 claims of the paper, 1 reproduce, 1 do not" in page
+    assert "Of 4 claims of the paper, 1 reproduces, 1 does not" in page and "1 stays open" in page
     # a quote's characters are text, not markup
     odd = {"profile": "paper", "claims": [row("x", "pass", quote="||beta||_1 * 2 $")]}
     assert "\\_1 \\* 2 \\$" in findings_page.paper_findings("demo", "Demo", odd)
@@ -75,3 +75,16 @@ def test_pages_are_written_for_every_chapter_and_left_alone_when_unchanged(tmp_p
     before = later.stat().st_mtime_ns
     findings_page.write_findings_pages(tmp_path, ["demo", "later"], {"demo": REPORT}.get)
     assert later.stat().st_mtime_ns == before
+
+
+def test_no_practical_effect_is_explained_as_such_not_as_undecided():
+    nil = row(
+        "nil",
+        "no practical effect",
+        unit="error_rate",
+        seeds={"n": 5, "interval": [0.0002, 0.0008], "test": "paired t"},
+    )
+    page = findings_page.paper_findings("demo", "Demo", {"profile": "paper", "claims": [nil]})
+    assert "## No effect of practical size" in page and "## What stays open" not in page
+    assert "within the negligible size of its unit (±0.001)" in page
+    assert "partly inside and partly outside" not in page

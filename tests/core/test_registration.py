@@ -59,9 +59,12 @@ def test_registration_follows_the_order_of_commits(tmp_path):
     _commit_after(tmp_path, claims=[{**a, "expect": "< -1"}, b])
     regs = registrations("demo", tmp_path)
     assert regs["a"].pre_registered is None and regs["a"].stored is None
-    # ... until a run stores it: then it was registered first
+    # ... until a run stores it: then it was registered before that value, but after its data
+    # were first seen (the first stored value of a), which the registration says
     _commit_after(tmp_path, rows=[{**a, "expect": "< -1"}, b])
-    assert registrations("demo", tmp_path)["a"].pre_registered is True
+    again = registrations("demo", tmp_path)["a"]
+    assert again.pre_registered is True and again.after_data and again.data_seen == stored
+    assert not registrations("demo", tmp_path)["b"].after_data
     # changed back to the first definition, registered, then run: pre-registered, and the
     # value stored under that definition long before is reported
     _commit_after(tmp_path, claims=[a, b])

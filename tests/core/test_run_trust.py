@@ -1,4 +1,4 @@
-"""What a reader can trust after any run (issue 59): the kernels a run is labelled with are the
+"""What a reader can trust after any run: the kernels a run is labelled with are the
 ones it ran with, a native-kernel run never publishes over the pinned results, a refresh
 replaces committed cache entries only once the whole run is complete, the swap of a run's
 outputs is all or nothing, and every number of a profile is checked before any work."""

@@ -264,6 +264,14 @@ def test_a_plan_below_the_power_floor_is_refused(monkeypatch):
         {**claim, "seed_plan": plan}, {"m": decision.per_seed(values)}, "paper"
     )
     assert registered["stage"] == "confirmatory" and registered["status"] == "pass"
-    assert "its registered plan had power 0.05: undecidable at this margin within 20 seeds" in (
-        claims_module.plan_summary(registered)
+    # a pass and "undecidable" in one row would contradict: the row says what the plan was
+    said = claims_module.plan_summary(registered)
+    assert "its registered plan of 20 seeds had power 0.05, below one half" in said
+    assert "undecidable" not in said
+    # a plan registered with no power estimate (NaN) is shown too, not passed by the floor
+    blind = claims_module.evaluate(
+        {**claim, "seed_plan": {**plan, "power": float("nan")}},
+        {"m": decision.per_seed(values)},
+        "paper",
     )
+    assert "had no power estimate" in claims_module.plan_summary(blind)

@@ -40,6 +40,7 @@ def test_three_kinds_are_counted_apart_and_a_deviation_by_its_cause():
         "2 checks of the book's own: 1 pass, 1 limit not reached; "
         "2 audits: 1 pass, 1 inconclusive"
     )
+    assert tally.states_text({"does not reproduce": 2}) == "2 do not reproduce"
     # a report written before causes were recorded still counts, as a plain known deviation
     assert tally.tally([row("known deviation")])["paper"] == {"known deviation": 1}
 

@@ -68,7 +68,7 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
     # a plan that cannot decide says so: registered with power below one half, or refused
     weak = {"registered": True, "power": 0.05, "seeds": 20}
     assert (
-        "Its registered plan had power 0.05: undecidable at this margin within 20 seeds."
+        "Its registered plan of 20 seeds had power 0.05, below one half: the book would not run"
         in verdict.why_inconclusive({**r, "undecidable": weak})
     )
     # an interval as wide as its grid's resolution: seeds cannot narrow it, and it says so
@@ -96,20 +96,26 @@ def test_why_inconclusive_sets_the_interval_against_the_region_and_shows_seeds_n
 def test_what_a_figure_found_says_where_the_run_disagrees():
     assert verdict.figure_run([]) == ""
     assert verdict.figure_run([row("a", "pass"), row("b", "pass")]) == (
-        "both claims it checks reproduce."
+        "both claims of the paper it checks reproduce."
     )
     one = verdict.figure_run([row("a", "pass", paper_value=0.4)])
-    assert one == "the claim it checks reproduces: ours 0.5 (paper 0.4)."
+    assert one == "the claim it checks reproduces: ours 0.5 (the paper 0.4)."
+    failing = row("b", "known deviation", quote="SVM_L2 performs much worse", cause="paper_fails")
     mixed = verdict.figure_run(
-        [
-            row("a", "pass"),
-            row("b", "known deviation", quote="SVM_L2 performs much worse", cause="paper_fails"),
-        ]
+        [row("a", "pass"), failing, row("c", "inconclusive"), row("d", "pass", origin="book")]
     )
-    assert mixed.startswith("1 of the 2 claims it checks reproduce; does not reproduce: ")
-    assert "“SVM L2 performs much worse” (ours 0.5, expected > 0)" in mixed
+    # the paper's claims only, every other state counted, the first named against its region
+    assert mixed.startswith(
+        "1 of the 3 claims of the paper it checks reproduce (1 does not reproduce, "
+        "1 inconclusive); first does not reproduce: "
+    )
+    strict = verdict.figure_run([row("a", "pass"), {**failing, "region": "> 0.02"}])
+    assert "“SVM L2 performs much worse” (ours 0.5, needs > 0.02)" in strict
     undecided = verdict.figure_run([row("i", "inconclusive", seeds=SEEDS, region="in [0, 1]")])
-    assert undecided.startswith("inconclusive: ") and "against in [0, 1]" in undecided
+    assert undecided.startswith("inconclusive: ") and "needs in [0, 1]" in undecided
+    # a figure that checks only the book's own checks says so
+    own = verdict.figure_run([row("a", "pass", origin="book"), row("b", "pass", origin="book")])
+    assert own == "both checks of the book's it checks reproduce."
 
 
 def paper_rows_with_current_claims():
@@ -176,3 +182,12 @@ def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
     every = {"scope": "every_run", "runs": 20, "outside": 7, "worst": 0.00112}
     said = verdict.finding(row("a", "known deviation", seeds=every, expect="<= 1e-3"))
     assert "This run: 0.00112 at the worst of 20 runs (7 outside); the claim needs ≤ 1e−3" in said
+
+
+def test_an_exploratory_verdict_of_a_planned_claim_says_so():
+    seeds = {"n": 3, "interval": [0.1, 0.3], "test": "paired t"}
+    plan = {"seeds": [3, 4, 5], "void": "its protocol changed"}
+    said = verdict.finding(row("a", "pass", seeds=seeds, stage="exploratory", seed_plan=plan))
+    assert "3 seeds; exploratory seeds, no confirmatory verdict)" in said
+    confirmed = verdict.finding(row("a", "pass", seeds=seeds, stage="confirmatory", seed_plan=plan))
+    assert "exploratory" not in confirmed

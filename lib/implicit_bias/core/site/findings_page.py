@@ -39,16 +39,33 @@ def _item(row: dict, chapter: str, extra: str = "") -> str:
 
 
 def _evidence(row: dict, sentences: int = 2) -> str:
-    from .status_page import first_sentence
-
     text, said = " ".join(str(row.get("evidence") or "").split()), []
     for _ in range(sentences):
         if not text:
             break
-        first = first_sentence(text, limit=400)
+        first = verdict.first_sentence(text)  # never at "e.g." or "Eq."
         said.append(first)
         text = text[len(first) :].strip()
     return (" Evidence: " + " ".join(said)) if said else ""
+
+
+def _n(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _negligible(row: dict) -> str:
+    low_high = (row.get("seeds") or {}).get("interval") or [None, None]
+    if None in low_high:
+        return ""
+    from ..verdicts.decision import EFFECT_SIZES
+
+    low, high = (verdict._number(x) for x in low_high)
+    size = EFFECT_SIZES.get(str(row.get("unit")), {}).get("negligible")
+    band = f" (±{verdict._number(size)})" if size is not None else ""
+    return (
+        f"Its 95% interval [{low}, {high}] lies within the negligible size of its unit{band} "
+        "on both sides of zero: whatever difference there is, it is too small to matter."
+    )
 
 
 def paper_findings(chapter: str, title: str, report: dict) -> str:
@@ -64,7 +81,8 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
         for r in paper
         if r["status"] == tally.KNOWN and tally.state(r) not in tally.AGAINST_STATES
     ]
-    open_ = [r for r in paper if r["status"] in ("inconclusive", "no practical effect")]
+    open_ = [r for r in paper if r["status"] == "inconclusive"]
+    nil = [r for r in paper if r["status"] == "no practical effect"]
     problems = [r for r in rows if r["status"] in tally.PROBLEMS]
     profile = report.get("profile", "")
     lines = [
@@ -72,10 +90,12 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
         "",
         "What this book found of the paper's claims, as its "
         f"[chapter](../chapters/{chapter}.ipynb) decides them ({profile} profile). "
-        f"Of {sum(mine.values())} claims of the paper, "
-        f"{len(held)} reproduce, {tally.against_paper(mine)} do not (as failures here or errata "
-        f"in the paper's algebra), {len(other)} are known deviations that are not findings "
-        f"against the paper, and {len(open_)} stay open. In full: {tally.tally_text(rows)}. "
+        f"Of {sum(mine.values())} claims of the paper, {_n(len(held), 'reproduces', 'reproduce')}"
+        f", {_n(tally.against_paper(mine), 'does not', 'do not')} (failures here or errata in "
+        f"the paper's algebra), {_n(len(other), 'is a known deviation', 'are known deviations')}"
+        f" that {'is' if len(other) == 1 else 'are'} not a finding against the paper, "
+        f"{_n(len(nil), 'shows', 'show')} no effect of practical size, and "
+        f"{_n(len(open_), 'stays', 'stay')} open. In full: {tally.tally_text(rows)}. "
         "Each sentence below can be quoted as it stands; each links to its claim's row, with "
         "the per-seed evidence ([how claims are decided](../decision-rule.md)).",
         "",
@@ -98,6 +118,15 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
             "",
         ]
         lines += [_item(r, chapter, _evidence(r, 1)) for r in other] + [""]
+    if nil:
+        lines += [
+            "## No effect of practical size",
+            "",
+            "The paper claims a difference; these seeds find one within the negligible size of "
+            "its unit, in either direction.",
+            "",
+        ]
+        lines += [_item(r, chapter, " " + _negligible(r)) for r in nil] + [""]
     if open_:
         lines += ["## What stays open", ""]
         lines += [_item(r, chapter, " " + verdict.why_inconclusive(r)) for r in open_] + [""]
@@ -151,7 +180,7 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
         mine = [r for c, r in other if c == chapter]
         if mine:
             lines += [f"**{titles[chapter]}**", ""]
-            lines += [_item(r, chapter) for r in mine] + [""]
+            lines += [_item(r, chapter, _evidence(r, 1)) for r in mine] + [""]
     if not other:
         lines += ["None.", ""]
     return "\n".join(lines)

@@ -104,9 +104,18 @@ def _registrations(chapter: str) -> dict[str, str]:
     except HistoryError:
         return {}
     words = {True: "before its result", False: "with or after its result", None: "no result yet"}
+
+    def said(r) -> str:
+        if r.after_data:  # registered before this render, but its data were seen before
+            return (
+                f"after its data were first stored (at commit {(r.data_seen or '')[:12]}): "
+                "decided again on data seen before"
+            )
+        return words[r.pre_registered]
+
     # the hash as long as the figures' provenance and the run record give theirs (12)
     return {
-        cid: f"registered at commit {(r.defined or 'uncommitted')[:12]}, {words[r.pre_registered]}"
+        cid: f"registered at commit {(r.defined or 'uncommitted')[:12]}, {said(r)}"
         for cid, r in regs.items()
     }
 
@@ -148,6 +157,10 @@ SHORT_STATE = {
     "inconclusive": "incon&shy;clusive",
     "does not reproduce": "does not repro&shy;duce",
     "transcription error": "trans&shy;cription error",
+    "erratum": "err&shy;atum",
+    "no practical effect": "no prac&shy;tical effect",
+    "limit not reached": "limit not reach&shy;ed",
+    "not testable here": "not test&shy;able here",
 }
 
 

@@ -164,7 +164,12 @@ def math_html(text: str) -> str:
 
 def _maths_words(region: str) -> str:
     """A region as a reader writes it: '≤ 0.001', not '<= 0.001'."""
-    return region.replace("<=", "≤").replace(">=", "≥").replace("-", "−")
+    region = region.replace("<=", "≤").replace(">=", "≥").replace("==", "=")
+    return region.replace("-", "−")
+
+
+def _exploratory(row: dict) -> bool:
+    return row.get("stage") == "exploratory" and bool(row.get("seed_plan"))
 
 
 def measured(row: dict) -> str:
@@ -177,9 +182,12 @@ def measured(row: dict) -> str:
         runs, outside = seeds.get("runs"), seeds.get("outside")
         return f"{_number(seeds.get('worst'))} at the worst of {runs} runs ({outside} outside)"
     interval = _interval(row)
+    # a claim with a registered plan decided on its exploratory seeds says so: the verdict is
+    # not the confirmatory one (its plan void, or its seeds not all run)
+    stage = "; exploratory seeds, no confirmatory verdict" if _exploratory(row) else ""
     if interval:
         low, high = (_number(x) for x in interval)
-        return f"{ours} (95% interval {low} to {high}, {seeds.get('n')} seeds)"
+        return f"{ours} (95% interval {low} to {high}, {seeds.get('n')} seeds{stage})"
     if seeds.get("n"):
         return f"{ours} ({seeds['n']} seed{'s' if seeds['n'] != 1 else ''}, no interval)"
     return ours
@@ -319,31 +327,39 @@ def _short_quote(row: dict) -> str:
 
 def figure_run(rows: list[dict]) -> str:
     """What this run found of the claims a figure checks, in one sentence (plain text): how
-    many reproduce, and the first that does not, with its value against its expectation."""
+    many of the paper's claims reproduce (the book's own checks and audits only where the
+    figure checks no claim of the paper), the others by state, and the first of them with its
+    value against the region it is decided on."""
     if not rows:
         return ""
+    paper = [r for r in rows if tally.kind(r) == "paper"]
+    rows, what = (paper, "claims of the paper") if paper else (rows, "checks of the book's")
     held = [r for r in rows if r["status"] == "pass"]
     n = len(rows)
     if len(held) == n:
         if n == 1:
-            paper = rows[0].get("paper_value")
-            versus = f" (paper {_number(paper)})" if paper is not None else ""
+            value = rows[0].get("paper_value")
+            versus = f" (the paper {_number(value)})" if value is not None else ""
             return f"the claim it checks reproduces: ours {_number(rows[0].get('value'))}{versus}."
         return (
-            "both claims it checks reproduce." if n == 2 else f"all {n} claims it checks reproduce."
+            f"both {what} it checks reproduce."
+            if n == 2
+            else f"all {n} {what} it checks reproduce."
         )
-    other = next(r for r in rows if r["status"] != "pass")
-    head = f"{len(held)} of the {n} claims it checks reproduce; " if n > 1 else ""
+    others = [r for r in rows if r["status"] != "pass"]
+    other = others[0]
     ours = _number(other.get("value"))
-    if other["status"] == "inconclusive":
-        interval = _interval(other)
-        span = (
-            f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
-            if interval
-            else ours
-        )
-        said = f"inconclusive: {_short_quote(other)} (ours {span}, against {other.get('region')})"
-    else:
-        word = tally.state(other)  # the badge's own word
-        said = f"{word}: {_short_quote(other)} (ours {ours}, expected {other.get('expect')})"
-    return head + said + "."
+    target = _maths_words(other.get("region") or str(other.get("expect") or ""))
+    interval = _interval(other)
+    if (other.get("seeds") or {}).get("scope") == "every_run":
+        ours = measured(other)
+    elif interval:
+        ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
+    said = f"{tally.state(other)}: {_short_quote(other)} (ours {ours}, needs {target})"
+    if n == 1:
+        return said + "."
+    states: dict[str, int] = {}
+    for r in others:
+        states[tally.state(r)] = states.get(tally.state(r), 0) + 1
+    states_said = tally.states_text(states)
+    return f"{len(held)} of the {n} {what} it checks reproduce ({states_said}); first {said}."

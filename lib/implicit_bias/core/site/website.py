@@ -372,9 +372,10 @@ def report_findings(text: str, report: dict | None) -> str:
         # from the paper, follows as the paper's (it may say what the run did not find)
         head = match.group(1)
         written = "<span class='figure-takeaway'><br><em>Takeaway:</em>"
-        if written in head:
-            paper = "<span class='figure-takeaway'><br><em>The paper:</em>"
-            return head.replace(written, note + paper, 1) + match.group(2) + match.group(3)
+        if written in head:  # inside the takeaway's span: the fold of what a figure shows
+            # (`fold_figure_descriptions`) ends where it starts, so the run's line stays open
+            paper = f"<span class='figure-takeaway'>{note}<br><em>The paper:</em>"
+            return head.replace(written, paper, 1) + match.group(2) + match.group(3)
         return head + note + match.group(2) + match.group(3)
 
     return FIGURE_WITH_PROVENANCE.sub(add, text)

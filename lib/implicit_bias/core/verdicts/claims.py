@@ -296,7 +296,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         plan
         and not plan.get("void")
         and registered_power is not None
-        and (registered_power < planning.POWER_FLOOR)
+        and not (registered_power >= planning.POWER_FLOOR)  # NaN: no power to show either
     ):
         # a plan registered before the power floor, that could not decide: said in its row,
         # its verdict unchanged

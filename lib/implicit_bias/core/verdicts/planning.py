@@ -291,10 +291,16 @@ def undecidable_text(row: dict) -> str:
     u = row.get("undecidable")
     if not u:
         return ""
-    if u.get("registered"):
+    if u.get("registered"):  # said whatever the verdict: a plan the floor would refuse now
+        power = u.get("power")
+        if power is None or not math.isfinite(float(power)):
+            return (
+                f"its registered plan of {u['seeds']} seeds had no power estimate (no spread "
+                "to size it from): the book would not run such a plan now"
+            )
         return (
-            f"its registered plan had power {u['power']:.2g}: undecidable at this margin within "
-            f"{u['seeds']} seeds"
+            f"its registered plan of {u['seeds']} seeds had power {float(power):.2g}, below "
+            "one half: the book would not run such a plan now"
         )
     share = (
         f"; {u['yielded']} of {u['ran']} exploratory seeds yielded a value"

@@ -42,6 +42,10 @@ class Registration:
     pre_registered: bool | None  # None: no stored value yet
     # a value stored under this same definition before it was changed and changed back
     earlier_value: str | None = None
+    # the first commit that stored any value of this claim (under any definition): its data
+    # were seen from then on, so a definition committed later decides on data seen before
+    data_seen: str | None = None
+    after_data: bool = False
 
     @property
     def short(self) -> str:
@@ -160,7 +164,13 @@ def registrations(chapter: str, root: Path | None = None) -> dict[str, Registrat
         pre = None
         if stored is not None:
             pre = defined is not None and order.get(defined, -1) < order.get(stored, -1)
-        out[cid] = Registration(cid, defined, stored, pre, earlier)
+        seen = next((c for c, version in stored_versions if cid in version), None)
+        after = (
+            seen is not None and defined is not None and order.get(seen, -1) < order[defined]
+            if defined in order
+            else False
+        )
+        out[cid] = Registration(cid, defined, stored, pre, earlier, seen, after)
     return out
 
 
@@ -183,9 +193,14 @@ def format_registrations(chapters: list[str], root: Path | None = None) -> str:
             again = (
                 f" (a value of this definition was stored before, at {(r.earlier_value or '')[:7]})"
             )
+            seen = (
+                f" (redefined after its data were first stored, at {(r.data_seen or '')[:7]}:"
+                " decided on seen data)"
+            )
             lines.append(
                 f"  {r.claim:<56} defined {r.short}  stored {(r.stored or '-')[:7]:<7}  {state}"
                 + (again if r.earlier_value else "")
+                + (seen if r.after_data else "")
             )
     return "\n".join(lines)
 

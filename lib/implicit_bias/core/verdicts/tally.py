@@ -114,9 +114,12 @@ def against_paper(counts: Mapping[str, int]) -> int:
     return sum(counts.get(s, 0) for s in AGAINST_STATES)
 
 
+PLURAL = {"does not reproduce": "do not reproduce"}  # a state's words after a number above 1
+
+
 def states_text(counts: Mapping[str, int]) -> str:
-    """'32 pass, 3 does not reproduce, 10 inconclusive' (the states present, in order)."""
-    return ", ".join(f"{n} {s}" for s, n in ordered(counts).items())
+    """'32 pass, 3 do not reproduce, 10 inconclusive' (the states present, in order)."""
+    return ", ".join(f"{n} {PLURAL.get(s, s) if n != 1 else s}" for s, n in ordered(counts).items())
 
 
 def kind_text(name: str, counts: Mapping[str, int]) -> str:
