@@ -191,3 +191,11 @@ def test_an_exploratory_verdict_of_a_planned_claim_says_so():
     assert "3 seeds; exploratory seeds, no confirmatory verdict)" in said
     confirmed = verdict.finding(row("a", "pass", seeds=seeds, stage="confirmatory", seed_plan=plan))
     assert "exploratory" not in confirmed
+
+
+def test_a_figure_whose_paper_claims_all_hold_names_its_other_checks_that_do_not():
+    rows = [row("a", "pass"), row("b", "pass"), row("c", "inconclusive", origin="book")]
+    assert verdict.figure_run(rows) == (
+        "both claims of the paper it checks reproduce; of the book's own checks and audits "
+        "beside them, 1 inconclusive."
+    )

@@ -18,13 +18,10 @@ from .verdict import ORDER  # one order of the states for the whole site
 
 INTRO = (
     "Every quantitative claim of the papers, as each chapter's claims file "
-    "({repo}`data/claims/`) states it and the chapter decides it. *paper* is the papers' full "
-    "protocol, whose results are committed and shown in the chapters; *smoke* the small "
-    "profile that CI runs on every change. The counts keep the paper's claims, the book's own "
-    "checks and the audits apart; a known deviation is counted by its cause, and only *does "
-    "not reproduce* and *erratum* are findings against a paper "
-    "([How claims are decided](decision-rule.md) says what each state means). Each chapter's "
-    "table is folded under its line; each claim links to its row in the chapter."
+    "({repo}`data/claims/`) states it and the chapter decides it: the paper's claims, the "
+    "book's own checks and the audits counted apart, a known deviation by its cause "
+    "([How claims are decided](decision-rule.md)). *paper* is the papers' protocol, shown in "
+    "the chapters; *smoke* the small profile CI runs. Each chapter's table folds under its line."
 )
 
 
@@ -173,9 +170,13 @@ def overview(rows: list[dict]) -> list[str]:
         mine = [r for r in rows if r["profile"] == profile]
         if not mine:
             continue
+        folded = profile != "paper"  # the site shows the paper profile; the rest folds
+        lines += (
+            [f"::::{{dropdown}} The {profile} profile, the paper's claims by state", ""]
+            if folded
+            else [f"*{profile} profile, the paper's claims by state:*", ""]
+        )
         lines += [
-            f"*{profile} profile, the paper's claims by state:*",
-            "",
             ":::{div} status-overview",
             "| chapter | " + " | ".join(SHORT_STATE.get(s, s) for s in states) + " |",
             "|---|" + "---|" * len(states),
@@ -187,7 +188,7 @@ def overview(rows: list[dict]) -> list[str]:
             # raw HTML: the smoke profile's anchors are in a fold, no heading MyST resolves
             title = html.escape(short_title(chapter), quote=False)
             lines.append(f"| <a href='#{profile}-{chapter}'>{title}</a> | {cells} |")
-        lines += [":::", ""]
+        lines += [":::", *(["::::"] if folded else []), ""]
     return lines
 
 

@@ -333,19 +333,25 @@ def figure_run(rows: list[dict]) -> str:
     if not rows:
         return ""
     paper = [r for r in rows if tally.kind(r) == "paper"]
+    apart = [r for r in rows if tally.kind(r) != "paper" and r["status"] != "pass"]
     rows, what = (paper, "claims of the paper") if paper else (rows, "checks of the book's")
     held = [r for r in rows if r["status"] == "pass"]
     n = len(rows)
     if len(held) == n:
+        # the book's own checks and audits that did not pass are said after the paper's claims
+        also = ""
+        if paper and apart:
+            states: dict[str, int] = {}
+            for r in apart:
+                states[tally.state(r)] = states.get(tally.state(r), 0) + 1
+            also = f"; of the book's own checks and audits beside them, {tally.states_text(states)}"
         if n == 1:
             value = rows[0].get("paper_value")
             versus = f" (the paper {_number(value)})" if value is not None else ""
-            return f"the claim it checks reproduces: ours {_number(rows[0].get('value'))}{versus}."
-        return (
-            f"both {what} it checks reproduce."
-            if n == 2
-            else f"all {n} {what} it checks reproduce."
-        )
+            ours = _number(rows[0].get("value"))
+            return f"the claim it checks reproduces: ours {ours}{versus}{also}."
+        every = "both" if n == 2 else f"all {n}"
+        return f"{every} {what} it checks reproduce{also}."
     others = [r for r in rows if r["status"] != "pass"]
     other = others[0]
     ours = _number(other.get("value"))
