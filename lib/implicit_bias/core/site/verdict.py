@@ -341,10 +341,10 @@ def figure_run(rows: list[dict]) -> str:
         # the book's own checks and audits that did not pass are said after the paper's claims
         also = ""
         if paper and apart:
-            states: dict[str, int] = {}
+            beside: dict[str, int] = {}
             for r in apart:
-                states[tally.state(r)] = states.get(tally.state(r), 0) + 1
-            also = f"; of the book's own checks and audits beside them, {tally.states_text(states)}"
+                beside[tally.state(r)] = beside.get(tally.state(r), 0) + 1
+            also = f"; of the book's own checks and audits beside them, {tally.states_text(beside)}"
         if n == 1:
             value = rows[0].get("paper_value")
             versus = f" (the paper {_number(value)})" if value is not None else ""
