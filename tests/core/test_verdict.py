@@ -199,3 +199,24 @@ def test_a_figure_whose_paper_claims_all_hold_names_its_other_checks_that_do_not
         "both claims of the paper it checks reproduce; of the book's own checks and audits "
         "beside them, 1 inconclusive."
     )
+
+
+def test_a_written_takeaway_is_labelled_the_papers_and_this_run_says_what_it_found():
+    from implicit_bias.core.site.website import report_findings
+
+    def figure(claims: str) -> str:
+        return (
+            "<figure class='book-figure'><figcaption><span class='written-caption'>Left: x. "
+            "<span class='figure-takeaway'><br><em>Takeaway:</em> the paper predicts y."
+            "</span></span></figcaption></figure><p class='figure-provenance'>"
+            f"checks: {claims}</p>"
+        )
+
+    report = {"claims": [row("a", "pass")]}
+    checked = report_findings(figure("<a href='#claim-a'>a</a>"), report)
+    assert "<em>This run:</em> the claim it checks reproduces" in checked
+    assert "<em>The paper:</em> the paper predicts y." in checked and "Takeaway:" not in checked
+    # a figure that decides no claim: its written takeaway is still the paper's, said so
+    alone = report_findings(figure("none"), report)
+    assert "<em>This run:</em> no claim is decided on this figure" in alone
+    assert "<em>The paper:</em>" in alone and "Takeaway:" not in alone

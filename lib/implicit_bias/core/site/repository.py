@@ -8,9 +8,10 @@ notebooks (`colab`), CITATION.cff's `repository-code` (`citation_text`) and the 
 introduction (the `repository_address` substitution).
 
 Until the book is published the address is empty, and then nothing links to the source: no
-button, a `{repo}` path in code type, no address in the citation. A placeholder address
-(`REPLACE-WITH-OWNER`, example.com, ...) is an error, never a link (`placeholder_links` finds
-one in any text; tests/test_repository.py runs it over the sources and the built site).
+button, a `{repo}` path in code type, no address in the citation. A placeholder address (a
+template's blank for the owner, example.com, ...) is an error, never a link
+(`placeholder_links` finds one in any text; tests/core/test_repository.py runs it over the
+sources and the built site).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SUBSTITUTION = "repository_address"  # `{{ repository_address }}` of the pages: 
 TAG = "repository"  # a Sphinx tag set when the address is: ```{only} repository``` blocks
 
 # A link to a placeholder: a reserved example host (RFC 2606), a template's blank in its host
-# or path ("REPLACE-WITH-OWNER", "your-org"), or an owner that is a blank's name ("OWNER").
+# or path ("replace-with-...", "your-org"), or an owner that is a blank's name ("OWNER").
 PLACEHOLDER_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|invalid|test)$")
 BLANK = re.compile(r"(?:replace[-_]?(?:with|me)|your[-_]|placeholder)[\w.-]*|x{3,}", re.I)
 BLANK_OWNER = re.compile(r"owner|user(?:name)?|org(?:ani[sz]ation)?", re.I)

@@ -360,8 +360,10 @@ def report_findings(text: str, report: dict | None) -> str:
     def add(match: re.Match) -> str:
         ids = re.findall(r"<a href='#claim-([\w-]+)'>", match.group(3))
         found = verdict.figure_run([rows[i] for i in dict.fromkeys(ids) if i in rows])
-        if not found:
-            return match.group(0)
+        if not found:  # a written takeaway is the paper's; the run decides nothing here
+            if "<em>Takeaway:</em>" not in match.group(1):
+                return match.group(0)
+            found = "no claim is decided on this figure; it shows what the text around it uses."
         gloss = (  # where a reader meets "inconclusive", what it means is one click away
             f" <a href='{verdict.DECISION_PAGE}'>(what inconclusive means)</a>"
             if found.startswith("inconclusive") or "; inconclusive" in found
