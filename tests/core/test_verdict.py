@@ -119,9 +119,9 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
 
 
 def paper_rows_with_current_claims():
-    """Every claim of every committed paper report, with its current `display`, `measure` and
-    `where` (the report keeps what its run had; the sentence reads them from the claims
-    file)."""
+    """Every claim of every committed paper report, with its current `quote`, `display`,
+    `measure` and `where` (the report keeps what its run had; the sentence reads them from the
+    claims file)."""
     import json
 
     from implicit_bias.core.engine.paths import claims_results
@@ -133,6 +133,7 @@ def paper_rows_with_current_claims():
         for r in json.loads(path.read_text())["claims"]:
             claim = claims.get(r["id"], {})
             current = {k: claim.get(k) for k in ("display", "measure")}
+            current["quote"] = claim.get("quote", r["quote"])
             rows.append({**r, **current, "where": claim.get("where", r["where"])})
     return rows
 
