@@ -62,7 +62,9 @@ run: setup data ## execute chapters: CHAPTERS="a b" PROFILE=smoke|paper DEVICE=a
 
 html: setup mathjax ## build the website from the executed chapters into _build/html
 	$(PY) -m implicit_bias status-page >/dev/null
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
+	@# a build that did not finish (killed, failed) leaves a mark: the next starts from scratch
+	$(PY) -m implicit_bias.core.tools.site_build -- \
+	  $(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 book: run html ## run, then html: execute every chapter and build the website

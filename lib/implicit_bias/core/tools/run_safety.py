@@ -442,13 +442,13 @@ class DiskSpaceError(OSError):
 
 
 def disk_full_message(err: BaseException, needed: int) -> str:
-    root = results_root()
-    free = free_bytes(root)
+    """The full disk named by the folder whose write failed (the executed notebook goes to
+    book/chapters, perhaps another disk than the results'), bytes or inodes."""
+    from .failures import disk_full_line
+
     return (
-        f"the disk of {shown_path(root)} is full (no space left on device"
-        + (f"; {megabytes(free)} free" if free is not None else "")
-        + f"): a run of this chapter writes about {megabytes(needed)}; nothing was changed, "
-        "free some space and run again"
+        f"{disk_full_line(err, results_root())}: a run of this chapter writes about "
+        f"{megabytes(needed)}; nothing was changed, free some space and run again"
     )
 
 

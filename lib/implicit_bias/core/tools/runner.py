@@ -45,6 +45,7 @@ from ..engine.paths import (
 from ..site.status_page import dashboard_rows
 from ..verdicts import claims as claims_module
 from ..verdicts import tally
+from .failures import error_line
 from .run_safety import (
     _RUNNING,
     _STOPPED,
@@ -383,7 +384,7 @@ def _execute_locked(
         error = f"interrupted ({STOPS[interrupted][0]})"
         executed = None
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
-        error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
+        error = error_line(err)
         full = disk_full_in(err)
         executed = _read_notebook(partial)
     with signals_held() as came:  # a second Ctrl-C (or SIGTERM) waits for the clean-up
