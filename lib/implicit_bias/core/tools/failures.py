@@ -186,9 +186,9 @@ def os_error_line(err: OSError) -> tuple[str, int]:
 
 
 def stop_line(err: KeyboardInterrupt) -> tuple[str, int]:
-    from .run_safety import stop_signal
-
-    term = stop_signal(err) == signal.SIGTERM
+    # run_safety's `Stopped`, or a chapter's `Interrupted` by SIGTERM (by name: run_safety
+    # imports this module)
+    term = type(err).__name__ == "Stopped" or getattr(err, "signal", None) == signal.SIGTERM
     return (
         f"{'stopped by SIGTERM' if term else 'interrupted (Ctrl-C)'}: nothing was changed",
         TERMINATED if term else INTERRUPTED,

@@ -38,6 +38,7 @@ from typing import TextIO
 from ..engine.kernels import PINNED_STATE, child_kernels_state, pinnable
 from ..engine.paths import (
     RESULTS_ENV,
+    RUN_ID_ENV,
     disk_full,
     figures_dir,
     project_root,
@@ -102,6 +103,52 @@ def signals_held() -> Iterator[list[int]]:
 def kernel_ipc_prefix(run_id: str | None, kernel: str) -> str:
     """Where a kernel of run `run_id` makes its IPC sockets (jupyter_client adds `-<port>`)."""
     return os.path.join(tempfile.gettempdir(), f"{KERNEL_IPC_PREFIX}{run_id or 'x'}-{kernel}-ipc")
+
+
+KERNEL_LOG_ENV = "IMPLICIT_BIAS_KERNEL_LOG"
+
+
+def ipc_kernel_manager():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: the
+    kernel is local anyway, and over TCP without keys it warns at every start."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self):
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self):
+            # jupyter_client's default, "kernel-ipc" in the working directory, numbers its
+            # sockets by the files it finds there: two chapters started together (`--jobs`)
+            # took the same sockets and one kernel never answered. One prefix per kernel.
+            # Named by the run (`core.tools.run_safety`): whoever cleans up after a run that died
+            # finds its sockets.
+            import os
+            import uuid
+
+            return kernel_ipc_prefix(os.environ.get(RUN_ID_ENV), uuid.uuid4().hex[:6])
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            # The kernel process's own log (not the cells' output, which travels over its
+            # sockets) goes to the run folder: on Ctrl-C it prints tracebacks of its shutdown.
+            import os
+
+            log = os.environ.get(KERNEL_LOG_ENV)
+            if log and "stderr" not in kw:
+                kw["stderr"] = open(log, "a")  # noqa: SIM115 - the kernel process owns it
+            # Ctrl-C or SIGTERM while the process starts would leave it running untracked (no
+            # shutdown), to make its sockets after the run removed them: held until it is
+            # tracked, then delivered
+            with signals_held() as came:
+                launched = await super()._async_launch_kernel(kernel_cmd, **kw)
+            if came:
+                os.kill(os.getpid(), came[0])
+            return launched
+
+    return IPCKernelManager
 
 
 def remove_kernel_sockets(run_id: str) -> None:
