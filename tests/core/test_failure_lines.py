@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def one_line(capsys, code: int, args: list[str]) -> str:
     """The command's stderr, checked to be one line (a traceback is not) for exit code `code`."""
-    got = cli.main(args)
+    try:
+        got = cli.main(args)
+    except KeyboardInterrupt as escaped:  # else it would end the whole test session
+        pytest.fail(f"{type(escaped).__name__} escaped the command line")
     err = capsys.readouterr().err.strip()
     assert got == code, err
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
