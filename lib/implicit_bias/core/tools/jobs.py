@@ -59,12 +59,14 @@ def _killed_worker(chapter: str, process, seconds: float) -> dict:
     swap happens whole or not at all)."""
     import signal
 
+    if process is not None:
+        process.join(timeout=10)  # its exit code is known once it is reaped
     code = getattr(process, "exitcode", None)
     if code is not None and code < 0:
         name = signal.Signals(-code).name
         cause = f"killed by {name}" + (" (the out-of-memory killer?)" if name == "SIGKILL" else "")
     else:
-        cause = f"died (exit code {code})"
+        cause = "ended" + (f" with exit code {code}" if code is not None else "")
     return {
         "ok": False,
         "worker_killed": True,
