@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .core.engine.paths import project_root
-from .core.tools.failures import check_claims_reports, exit_code_table, guarded
+from .core.tools.failures import check_claims_reports, exit_code_table, guarded, take_sigterm
 
 # implicit_bias.core.engine.profiles.PROFILES, not imported here (jsonschema, for `--help`)
 PROFILES = ("smoke", "paper")
@@ -274,6 +274,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
+    take_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     from .core.engine.paths import ResultsPathError, export_results_root
@@ -725,4 +726,10 @@ def _other_commands(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # all is done and said: a Ctrl-C now would end the interpreter's exit silently, with 130
+    import signal
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
+    sys.exit(code)

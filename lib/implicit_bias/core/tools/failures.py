@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..engine.paths import InputError
 
-__all__ = ["InputError", "guarded", "exit_code_table", "read_json", "disk_full_line"]
+__all__ = ["InputError", "Stopped", "guarded", "exit_code_table", "read_json", "disk_full_line"]
 
 OK, FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 0, 1, 2, 130, 143
 
@@ -185,10 +185,25 @@ def os_error_line(err: OSError) -> tuple[str, int]:
     return f"{path}: {err.strerror or err}", BAD_INPUT
 
 
+class Stopped(KeyboardInterrupt):
+    """A run (or any command) stopped by SIGTERM, taken like Ctrl-C."""
+
+
+def _raise_stopped(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+def take_sigterm() -> None:
+    """SIGTERM raises `Stopped` in the main thread, from the start of a command: its imports
+    and checks included (a SIGTERM in the first second of `run` was a traceback, exit 1)."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_stopped)
+
+
 def stop_line(err: KeyboardInterrupt) -> tuple[str, int]:
-    # run_safety's `Stopped`, or a chapter's `Interrupted` by SIGTERM (by name: run_safety
-    # imports this module)
-    term = type(err).__name__ == "Stopped" or getattr(err, "signal", None) == signal.SIGTERM
+    term = isinstance(err, Stopped) or getattr(err, "signal", None) == signal.SIGTERM
     return (
         f"{'stopped by SIGTERM' if term else 'interrupted (Ctrl-C)'}: nothing was changed",
         TERMINATED if term else INTERRUPTED,

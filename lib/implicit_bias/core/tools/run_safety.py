@@ -45,14 +45,11 @@ from ..engine.paths import (
     results_root,
     shown_path,
 )
+from .failures import Stopped
 
 RUN_ID = re.compile(r"[0-9a-f]{12}")
 KERNEL_IPC_PREFIX = "ib-kernel-"  # /tmp/ib-kernel-<run id>-<kernel>-ipc-<port>: kernel sockets
 STAGE = "stage"
-
-
-class Stopped(KeyboardInterrupt):
-    """A run stopped by SIGTERM, taken like Ctrl-C."""
 
 
 STOPS: dict[int, tuple[str, int]] = {
