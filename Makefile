@@ -60,9 +60,13 @@ $(MATHJAX_DIR)/tex-chtml.js:
 run: setup data ## execute chapters: CHAPTERS="a b" PROFILE=smoke|paper DEVICE=auto|cpu|cuda
 	$(PY) -m implicit_bias run $(CHAPTERS) --profile $(PROFILE) --device $(DEVICE) --jobs $(JOBS)
 
+# A build that did not finish (killed, failed) leaves a mark in _build/: the next one clears
+# _build/ and starts from scratch (core.tools.site_build; an incremental build after a killed
+# one kept a search index without the pages the killed build had been writing).
 html: setup mathjax ## build the website from the executed chapters into _build/html
 	$(PY) -m implicit_bias status-page >/dev/null
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
+	$(PY) -m implicit_bias.core.tools.site_build -- \
+	  $(VENV)/bin/jupyter-book build . -W -n --keep-going --builder html
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 book: run html ## run, then html: execute every chapter and build the website

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .core.engine.paths import project_root
+from .core.tools.failures import check_claims_reports, exit_code_table, guarded, take_sigterm
 
 # implicit_bias.core.engine.profiles.PROFILES, not imported here (jsonschema, for `--help`)
 PROFILES = ("smoke", "paper")
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         description="The implicit-bias-book runner: execute "
         "chapters, check claims, compare results.",
-        epilog=EXAMPLES,
+        epilog=f"{EXAMPLES}\n{exit_code_table()}",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -234,6 +235,11 @@ def custom_profiles(args) -> tuple[list[str], dict]:
             "a profile file (path/to/file.yaml)"
         )
     selected = validate(args.chapters, PROFILES[0] if from_file else args.profile)
+    if not selected:
+        raise ValueError(
+            f"no chapter to run: {project_root() / '_toc.yml'} lists no book/chapters/<id> "
+            "entry; name the chapters (python -m implicit_bias run CHAPTER)"
+        )
     if from_file and len(selected) != 1:
         raise ValueError(
             "a profile file holds the profile of one chapter: name it "
@@ -262,6 +268,13 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv=None) -> int:
+    """The command line; every failure a user can meet as one line and its exit code
+    (`core.tools.failures`)."""
+    return guarded(_main, argv)
+
+
+def _main(argv=None) -> int:
+    take_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     from .core.engine.paths import ResultsPathError, export_results_root
@@ -282,7 +295,7 @@ def main(argv=None) -> int:
         except ValueError as err:
             print(f"error: {_cut(str(err))}", file=sys.stderr)
             return 2
-        failed, bad_claims = [], []
+        failed, bad_claims, done, bad_input = [], [], [], []
 
         def start(chapter: str) -> tuple:
             custom = customs[chapter]
@@ -299,6 +312,8 @@ def main(argv=None) -> int:
             profile = custom.base if custom else args.profile
             results = f"{shown(custom.root)}/{profile}" if custom else f"results/{profile}"
             claims = summary["claims"] or {}
+            if summary.get("promoted"):
+                done.append(chapter)
             print(
                 f"  {chapter}: {'ok' if summary['ok'] else 'FAILED'} in "
                 f"{summary['seconds']:.0f} s; claims: "
@@ -318,9 +333,12 @@ def main(argv=None) -> int:
                     f"{error['error'].strip().splitlines()[-1]}",
                     file=sys.stderr,
                 )
-            if summary.get("disk_full"):
+            if summary.get("disk_full") or summary.get("worker_killed"):
                 print(f"  error: {summary['error']}", file=sys.stderr)
                 failed.append(chapter)
+            elif "CacheEntryError" in str(summary.get("error")):  # the user's to mend
+                print(f"  error: {_cut(summary['error'])}", file=sys.stderr)
+                bad_input.append(chapter)
             elif not summary["ok"]:
                 kept = summary.get("failed_notebook")
                 print(
@@ -369,16 +387,28 @@ def main(argv=None) -> int:
             logging.getLogger("asyncio").disabled = True
             chapter = getattr(err, "chapter", None)
             term = getattr(err, "signal", None) == signal.SIGTERM or type(err).__name__ == "Stopped"
+            finished = (getattr(err, "summary", None) or {}).get("promoted")
+            if finished and chapter not in done:  # stopped while it swapped in: it completed
+                done.append(chapter)
+                chapter = None
+            kept = (
+                f"{', '.join(done)} completed and its results were kept; "
+                if len(done) == 1
+                else f"{', '.join(done)} completed and their results were kept; "
+                if done
+                else ""
+            )
             print(
                 f"\n{'stopped by SIGTERM' if term else 'interrupted'}"
-                f"{f' in {chapter}' if chapter else ''}: "
+                f"{f' in {chapter}' if chapter else ''}: {kept}"
                 + (
                     "the results it computed again were discarded (a cached result is replaced "
                     "only by a complete run); no result was changed"
                     if args.refresh
                     else "the tasks finished so far are cached and a rerun resumes from them; "
                     "no result was changed"
-                ),
+                )
+                + (" by the run that was stopped" if done else ""),
                 file=sys.stderr,
             )
             return 143 if term else 130
@@ -390,15 +420,20 @@ def main(argv=None) -> int:
             )
             return 2
         except OSError as err:
-            from .core.engine.paths import disk_full
-
-            if not disk_full(err) and type(err).__name__ != "DiskSpaceError":
-                raise
+            if type(err).__name__ != "DiskSpaceError":
+                raise  # one line from `guarded`
             print(f"error: {_cut(str(err))}", file=sys.stderr)
             return 1
-        if failed or bad_claims:
+        if bad_input and not (failed or bad_claims):
             print(
-                f"error: {len(failed)} chapter(s) failed to execute {failed}, "
+                f"error: cache entries of {', '.join(bad_input)} are not this code's (above)",
+                file=sys.stderr,
+            )
+            return 2
+        if failed or bad_claims or bad_input:
+            print(
+                f"error: {len(failed + bad_input)} chapter(s) failed to execute "
+                f"{failed + bad_input}, "
                 f"{len(bad_claims)} with claims not as expected {bad_claims}",
                 file=sys.stderr,
             )
@@ -407,6 +442,7 @@ def main(argv=None) -> int:
     if args.command == "status":
         from .core.tools.runner import format_status
 
+        check_claims_reports((args.profile,) if args.profile else PROFILES)
         print(format_status((args.profile,) if args.profile else PROFILES))
         return 0
     return _other_commands(args)
@@ -416,55 +452,12 @@ def _run_all(args, selected, customs, start, report) -> None:
     from .core.tools.runner import run_chapter
 
     if args.jobs > 1 and len(selected) > 1 and not any(customs.values()):
-        import multiprocessing
-        import os
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from .core.tools.jobs import run_jobs
 
-        from .core.tools.run_safety import job_process_setup
-
-        context = multiprocessing.get_context("spawn")  # each chapter: a fresh interpreter
-        pool = ProcessPoolExecutor(
-            max_workers=args.jobs,
-            mp_context=context,
-            initializer=job_process_setup,
-            initargs=(os.getpid(),),
-        )
-        try:
-            futures = {pool.submit(run_chapter, *start(c)): c for c in selected}
-            for future in as_completed(futures):
-                report(futures[future], future.result())
-        except KeyboardInterrupt:
-            _stop_jobs(pool)
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        run_jobs(args.jobs, selected, start, report)
     else:
         for chapter in selected:
             report(chapter, run_chapter(*start(chapter)))
-
-
-def _stop_jobs(pool) -> None:
-    """Ctrl-C or SIGTERM reached the runner: stop every chapter still executing as it would
-    stop alone (its own clean-up: record, kernel, sockets; a terminal's Ctrl-C reached them
-    already, a SIGTERM to the runner did not) and wait for them, with signals held."""
-    import os
-    import signal
-    import time
-
-    from .core.tools.run_safety import signals_held
-
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)  # no further chapter starts
-    with signals_held():
-        for process in processes:
-            if process.is_alive():
-                try:
-                    os.kill(process.pid, signal.SIGTERM)
-                except OSError:
-                    pass
-        deadline = time.monotonic() + 120
-        for process in processes:
-            process.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _cut(text: str, limit: int = 2000) -> str:
@@ -517,6 +510,7 @@ def _other_commands(args) -> int:
         # the dashboard of another results folder goes beside it, never into the book (nor
         # its counts into the README, which counts the committed paper results)
         elsewhere = os.environ.get(RESULTS_ENV)
+        check_claims_reports(PROFILES)
         print(write_status_page(results_root() / "status.md" if elsewhere else None))
         if not elsewhere and write_readme_counts(dashboard_rows(("paper",))):
             print("README.md: the counts of the committed paper results written again")
@@ -581,6 +575,7 @@ def _other_commands(args) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            check_claims_reports((args.profile,), Path(folder))
         return compare_with_reference(
             args.chapters or chapters(),
             args.reference,
@@ -622,8 +617,18 @@ def _other_commands(args) -> int:
     if args.command == "recompute":
         import json
 
-        from .core.tools.verify import cheapest_entries, claim_in, load_tolerances, recompute
+        from .core.tools.verify import (
+            cheapest_entries,
+            checked_tolerances,
+            claim_in,
+            recompute,
+        )
 
+        # every input before the recompute, which may take hours: the tolerances, --json's folder
+        tolerances = checked_tolerances(Path(args.tolerances) if args.tolerances else None)
+        if args.json and not Path(args.json).resolve().parent.is_dir():
+            print(f"error: --json {args.json}: no folder {Path(args.json).parent}", file=sys.stderr)
+            return 2
         entries = cheapest_entries(args.chapters or None, tuple(args.profile))
         if args.functions:
             wanted = set(args.functions)
@@ -645,7 +650,6 @@ def _other_commands(args) -> int:
                 file=sys.stderr,
             )
             return 2
-        tolerances = load_tolerances(Path(args.tolerances) if args.tolerances else None)
         if args.share:  # the longest first, so that the processes finish together
             entries = entries[::-1]
         claim = claim_in(Path(args.share)) if args.share else None
@@ -666,7 +670,7 @@ def _other_commands(args) -> int:
             written = new_chapter(args.chapter, args.title, args.paper)
         except ScaffoldError as err:
             print(f"error: {err}", file=sys.stderr)
-            return 1
+            return 2
         root = project_root()
         print(f"created chapter {args.chapter}:")
         for path in written:
@@ -703,6 +707,14 @@ def _other_commands(args) -> int:
     if args.command == "data":
         from .core.engine.data import DATASETS, DataError, fetch
 
+        unknown = [n for n in args.datasets or () if n not in DATASETS]
+        if unknown:
+            print(
+                f"error: unknown dataset {', '.join(map(repr, unknown))}; valid: "
+                f"{', '.join(DATASETS)}",
+                file=sys.stderr,
+            )
+            return 2
         try:
             for name in args.datasets or DATASETS:
                 fetch(name)
@@ -714,4 +726,10 @@ def _other_commands(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # all is done and said: a Ctrl-C now would end the interpreter's exit silently, with 130
+    import signal
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
+    sys.exit(code)

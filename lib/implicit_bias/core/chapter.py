@@ -324,10 +324,11 @@ class Chapter:
                 on_progress=_progress_writer(desc or name),
                 cost=cost,
             )
-        except CacheEntryError as err:  # one line, with the command that recomputes
+        except CacheEntryError as err:  # one line, with the command that recomputes them
+            # (only the entries named: a --refresh would compute every committed entry again)
             raise CacheEntryError(
-                f"{err}: python -m implicit_bias run {self.chapter} --profile "
-                f"{self.profile} --refresh"
+                f"{err}; the command: python -m implicit_bias run {self.chapter} --profile "
+                f"{self.profile}"
             ) from None
         self.outcomes.append(outcome)
         self._write_run_log()

@@ -34,7 +34,12 @@ def results_root() -> Path:
     return Path(os.path.abspath(env)) if env else project_root() / "results"
 
 
-class ResultsPathError(ValueError):
+class InputError(ValueError):
+    """Bad input a user can mend (a name, a damaged or missing file): the command line prints
+    it as one line and exits 2 (`core.tools.failures`)."""
+
+
+class ResultsPathError(InputError):
     """`$IMPLICIT_BIAS_RESULTS` names something that is not a folder."""
 
 
@@ -146,7 +151,16 @@ def chapters() -> list[str]:
                 walk(value)
 
     if toc.exists():
-        walk(yaml.safe_load(toc.read_text()))
+        try:
+            walk(yaml.safe_load(toc.read_text(encoding="utf-8")))
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f"{getattr(err, 'problem', None) or err}" + (
+                f" at line {mark.line + 1}" if mark else ""
+            )
+            raise InputError(
+                f"cannot read {toc}: {where} (not the YAML of a table of contents)"
+            ) from None
     return found
 
 

@@ -119,7 +119,8 @@ class TaskResult(dict):
     def __missing__(self, key):
         raise MissingResultKey(
             f"the result in {self.entry} has no {key!r} (it has: {', '.join(sorted(self))}); "
-            f"if the task function returns {key!r} now, delete the entry or rerun with refresh"
+            f"if the task function returns {key!r} now, delete that entry and run again (only it "
+            "is computed again)"
         )
 
     def __reduce__(self):  # pickles (joblib, dask) as the dict plus where it came from
@@ -546,10 +547,13 @@ def sweep(
     odd = [o for o in odd_results(results) if o[0] in cached]
     if odd:
         i, key, kind, common = odd[0]
+        paths = sorted({shown_path(cache.path(tasks[o[0]])) for o in odd})
+        # the entries named, and the narrow mend: a --refresh would compute every entry again
         raise CacheEntryError(
-            f"the cache entry {shown_path(cache.path(tasks[i]))} holds {kind} as {key!r} where the "
-            f"sweep's other results hold {common}: it was not written by this code; "
-            "recompute it (delete it, or run again with refresh)"
+            f"{len(paths)} cache entr{'y' if len(paths) == 1 else 'ies'} not written by this code "
+            f"({paths[0]} holds {kind} as {key!r} where the sweep's other results hold "
+            f"{common}): delete them (rm {' '.join(paths)}) and run the chapter again, which "
+            "computes only those"
         )
     outcome.entries = [
         cache.path(t).name

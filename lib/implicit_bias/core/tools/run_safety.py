@@ -38,20 +38,18 @@ from typing import TextIO
 from ..engine.kernels import PINNED_STATE, child_kernels_state, pinnable
 from ..engine.paths import (
     RESULTS_ENV,
+    RUN_ID_ENV,
     disk_full,
     figures_dir,
     project_root,
     results_root,
     shown_path,
 )
+from .failures import Stopped
 
 RUN_ID = re.compile(r"[0-9a-f]{12}")
 KERNEL_IPC_PREFIX = "ib-kernel-"  # /tmp/ib-kernel-<run id>-<kernel>-ipc-<port>: kernel sockets
 STAGE = "stage"
-
-
-class Stopped(KeyboardInterrupt):
-    """A run stopped by SIGTERM, taken like Ctrl-C."""
 
 
 STOPS: dict[int, tuple[str, int]] = {
@@ -102,6 +100,52 @@ def signals_held() -> Iterator[list[int]]:
 def kernel_ipc_prefix(run_id: str | None, kernel: str) -> str:
     """Where a kernel of run `run_id` makes its IPC sockets (jupyter_client adds `-<port>`)."""
     return os.path.join(tempfile.gettempdir(), f"{KERNEL_IPC_PREFIX}{run_id or 'x'}-{kernel}-ipc")
+
+
+KERNEL_LOG_ENV = "IMPLICIT_BIAS_KERNEL_LOG"
+
+
+def ipc_kernel_manager():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: the
+    kernel is local anyway, and over TCP without keys it warns at every start."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self):
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self):
+            # jupyter_client's default, "kernel-ipc" in the working directory, numbers its
+            # sockets by the files it finds there: two chapters started together (`--jobs`)
+            # took the same sockets and one kernel never answered. One prefix per kernel.
+            # Named by the run (`core.tools.run_safety`): whoever cleans up after a run that died
+            # finds its sockets.
+            import os
+            import uuid
+
+            return kernel_ipc_prefix(os.environ.get(RUN_ID_ENV), uuid.uuid4().hex[:6])
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            # The kernel process's own log (not the cells' output, which travels over its
+            # sockets) goes to the run folder: on Ctrl-C it prints tracebacks of its shutdown.
+            import os
+
+            log = os.environ.get(KERNEL_LOG_ENV)
+            if log and "stderr" not in kw:
+                kw["stderr"] = open(log, "a")  # noqa: SIM115 - the kernel process owns it
+            # Ctrl-C or SIGTERM while the process starts would leave it running untracked (no
+            # shutdown), to make its sockets after the run removed them: held until it is
+            # tracked, then delivered
+            with signals_held() as came:
+                launched = await super()._async_launch_kernel(kernel_cmd, **kw)
+            if came:
+                os.kill(os.getpid(), came[0])
+            return launched
+
+    return IPCKernelManager
 
 
 def remove_kernel_sockets(run_id: str) -> None:
@@ -442,13 +486,13 @@ class DiskSpaceError(OSError):
 
 
 def disk_full_message(err: BaseException, needed: int) -> str:
-    root = results_root()
-    free = free_bytes(root)
+    """The full disk named by the folder whose write failed (the executed notebook goes to
+    book/chapters, perhaps another disk than the results'), bytes or inodes."""
+    from .failures import disk_full_line
+
     return (
-        f"the disk of {shown_path(root)} is full (no space left on device"
-        + (f"; {megabytes(free)} free" if free is not None else "")
-        + f"): a run of this chapter writes about {megabytes(needed)}; nothing was changed, "
-        "free some space and run again"
+        f"{disk_full_line(err, results_root())}: a run of this chapter writes about "
+        f"{megabytes(needed)}; nothing was changed, free some space and run again"
     )
 
 

@@ -45,9 +45,11 @@ from ..engine.paths import (
 from ..site.status_page import dashboard_rows
 from ..verdicts import claims as claims_module
 from ..verdicts import tally
+from .failures import error_line
 from .run_safety import (
     _RUNNING,
     _STOPPED,
+    KERNEL_LOG_ENV,
     STAGE,
     STOPS,
     RunFolder,
@@ -55,7 +57,7 @@ from .run_safety import (
     check_space,
     disk_full_in,
     disk_full_message,
-    kernel_ipc_prefix,
+    ipc_kernel_manager,
     native_results_root,
     promote,
     prune_unused,
@@ -166,44 +168,6 @@ def _tag_injected_cell(nb: nbformat.NotebookNode) -> None:
         if ("injected-parameters" in tags or "parameters" in tags) and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
 
-
-def _ipc_kernel_manager():
-    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: the
-    kernel is local anyway, and over TCP without keys it warns at every start."""
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
-
-    class IPCKernelManager(AsyncKernelManager):
-        @default("transport")
-        def _transport_default(self):
-            return "ipc"
-
-        @default("ip")
-        def _ip_default(self):
-            # jupyter_client's default, "kernel-ipc" in the working directory, numbers its
-            # sockets by the files it finds there: two chapters started together (`--jobs`)
-            # took the same sockets and one kernel never answered. One prefix per kernel.
-            # Named by the run (`core.tools.run_safety`): whoever cleans up after a run that died
-            # finds its sockets.
-            import os
-            import uuid
-
-            return kernel_ipc_prefix(os.environ.get(RUN_ID_ENV), uuid.uuid4().hex[:6])
-
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            # The kernel process's own log (not the cells' output, which travels over its
-            # sockets) goes to the run folder: on Ctrl-C it prints tracebacks of its shutdown.
-            import os
-
-            log = os.environ.get(KERNEL_LOG_ENV)
-            if log and "stderr" not in kw:
-                kw["stderr"] = open(log, "a")  # noqa: SIM115 - the kernel process owns it
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
-
-    return IPCKernelManager
-
-
-KERNEL_LOG_ENV = "IMPLICIT_BIAS_KERNEL_LOG"
 
 # Loggers of the libraries that drive the kernel: with no logging configured, Python prints
 # their warnings to the terminal (on Ctrl-C: "Kernel died while waiting for execute reply.",
@@ -370,7 +334,7 @@ def _execute_locked(
                 progress_bar=False,
                 log_output=log_output,
                 coalesce_streams=True,
-                kernel_manager_class=_ipc_kernel_manager(),
+                kernel_manager_class=ipc_kernel_manager(),
                 # Every cell has finished (or failed) when the kernel is shut down, and each
                 # file a cell writes is in place before the cell ends: a graceful exit only
                 # adds the kernel's own tear-down, about 0.5 s of every run.
@@ -383,7 +347,7 @@ def _execute_locked(
         error = f"interrupted ({STOPS[interrupted][0]})"
         executed = None
     except Exception as err:  # noqa: BLE001 - papermill saved the failing notebook already
-        error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err) else ''}"
+        error = error_line(err)
         full = disk_full_in(err)
         executed = _read_notebook(partial)
     with signals_held() as came:  # a second Ctrl-C (or SIGTERM) waits for the clean-up

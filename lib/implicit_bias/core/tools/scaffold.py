@@ -9,6 +9,7 @@ edited into the paper's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..engine.paths import project_root
@@ -84,22 +85,68 @@ def new_chapter(
     if not entries:
         raise ScaffoldError("_toc.yml lists no chapter (book/chapters/<id>) to add this one after")
     title = title or chapter.replace("_", " ").capitalize()
-    written = []
-    for name, target in files.items():
-        text = (TEMPLATE / name).read_text()
-        text = (
-            text.replace("__chapter__", chapter)
-            .replace("__title__", title)
-            .replace("__paper__", paper)
-        )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        written.append(target)
+    contents = {
+        target: (TEMPLATE / name)
+        .read_text()
+        .replace("__chapter__", chapter)
+        .replace("__title__", title)
+        .replace("__paper__", paper)
+        for name, target in files.items()
+    }
     last = entries[-1]
-    toc.write_text(toc_text[: last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end() :])
-    written.append(toc)
+    contents[toc] = toc_text[: last.end()] + f"\n{last.group(1)}{chapter}" + toc_text[last.end() :]
+    undo = write_all(contents)
+    written = list(contents)
     if (root / "_config.yml").exists():  # the book's project: its Colab copy (core.site.colab)
         from ..site.colab import write
 
-        written += write([chapter], root)
+        try:
+            written += write([chapter], root)
+        except BaseException:
+            undo()
+            toc.write_text(toc_text)
+            raise
     return written
+
+
+def write_all(contents: dict[Path, str]) -> Callable[[], None]:
+    """Write every file or none (a full disk, Ctrl-C): each is written under a temporary name
+    beside its place, a new folder (the chapter's package) whole under a temporary name, and
+    only then renamed in, existing files (the table of contents) last. Returns what removes the
+    new files and folders again."""
+    import os
+    import shutil
+
+    suffix = f".new-{os.getpid()}"
+    new_dirs: dict[Path, Path] = {}  # a folder that does not exist yet -> its temporary name
+    new_files: list[tuple[Path, Path]] = []  # temporary file -> its place, in an existing folder
+    existed = {path for path in contents if path.exists()}
+
+    def undo() -> None:
+        for top, tmp in new_dirs.items():
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(top, ignore_errors=True)
+        for tmp, target in new_files:
+            tmp.unlink(missing_ok=True)
+            if target not in existed:  # an existing file (the table of contents): the caller's
+                target.unlink(missing_ok=True)
+
+    try:
+        for target, text in contents.items():
+            top = next((p for p in reversed(target.parents) if not p.exists()), None)
+            if top is None:
+                tmp = target.with_name(f".{target.name}{suffix}")
+                new_files.append((tmp, target))
+            else:
+                tmp_top = new_dirs.setdefault(top, top.with_name(f".{top.name}{suffix}"))
+                tmp = tmp_top / target.relative_to(top)
+                tmp.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text)
+        for top, tmp_top in new_dirs.items():
+            tmp_top.rename(top)
+        for tmp, target in sorted(new_files, key=lambda move: move[1] in existed):
+            tmp.replace(target)
+    except BaseException:
+        undo()
+        raise
+    return undo

@@ -154,6 +154,60 @@ def load_tolerances(path: Path | None = None) -> dict:
     return yaml.safe_load((path or tolerances_file()).read_text()) or {}
 
 
+def checked_tolerances(path: Path | None = None) -> dict:
+    """The tolerances file read and checked whole (an `InputError` naming the file and the
+    entry), before a recompute that may take hours reaches the entry that is wrong."""
+    from ..engine.paths import InputError, shown_path
+
+    path = path or tolerances_file()
+    where = shown_path(path)
+    if not path.is_file():
+        raise InputError(
+            f"no tolerances file {where}"
+            + (" (the default: restore it, e.g. git checkout)" if path == tolerances_file() else "")
+        )
+    try:
+        tolerances = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as err:
+        raise InputError(f"cannot read {where}: not UTF-8 text ({err.reason})") from None
+    except yaml.YAMLError as err:
+        raise InputError(f"cannot read {where}: {str(err).splitlines()[0]} (not YAML)") from None
+
+    def bad(entry: str, why: str) -> InputError:
+        return InputError(f"{where}: {entry}: {why}")
+
+    def number(value) -> bool:  # YAML reads 1e-10 (no dot) as a string: `tolerance` floats it
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return False
+        try:
+            return math.isfinite(float(value)) and float(value) >= 0
+        except ValueError:
+            return False
+
+    if not isinstance(tolerances, dict):
+        raise bad("the file", "expected a mapping with `default` and `functions`")
+    default = tolerances.get("default", {"rtol": 0.0, "atol": 0.0})
+    if not (isinstance(default, dict) and all(number(default.get(k)) for k in ("rtol", "atol"))):
+        raise bad("default", "expected {rtol: number >= 0, atol: number >= 0}")
+    functions = tolerances.get("functions") or {}
+    if not isinstance(functions, dict):
+        raise bad("functions", "expected a mapping of task function -> output -> tolerances")
+    for fn, section in functions.items():
+        if not isinstance(section, dict):
+            raise bad(str(fn), "expected a mapping of output -> tolerances")
+        for key, tol in section.items():
+            ok = isinstance(tol, dict) and (
+                (set(tol) >= {"rtol", "atol"} and number(tol["rtol"]) and number(tol["atol"]))
+                or (set(tol) == {"signs"} and number(tol["signs"]) and float(tol["signs"]) <= 1)
+            )
+            if not ok:
+                raise bad(
+                    f"{fn}: {key}",
+                    "expected {rtol: number >= 0, atol: number >= 0} or {signs: share 0..1}",
+                )
+    return tolerances
+
+
 def output_key(path: str) -> str:
     """`GD-ReLU.val_error[2]` -> `GD-ReLU.val_error`: tolerances are per output, not per
     element."""
