@@ -57,6 +57,7 @@ STATES = (
     *CAUSE_STATES.values(),
     KNOWN,  # a known deviation of a report written before causes were recorded
     "no practical effect",
+    "below practical size",  # a significant difference too small to be the claimed one
     "inconclusive",
     "fail",
     "unexpected pass",
