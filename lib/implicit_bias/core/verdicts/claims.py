@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.paths import atomic_path, claims_results, output_path, project_root, write_atomic
 from ..engine.profiles import PROFILES
-from . import decision, planning, tally
+from . import decision, planning, stages, tally
 from .decision import Evidence
 from .evidence import Value
 from .planning import undecidable_text as undecidable_text  # the site reads it here
@@ -178,6 +178,8 @@ def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
                 raise ClaimsError(
                     f"{path.name}: {cid}: the replacement's new seeds repeat seeds already seen"
                 )
+    for cid, plan in data["claims"].items():
+        stages.check(cid, plan, path.name)
     plans = {cid: plan for cid, plan in data["claims"].items() if cid not in withdrawn}
     void_changed(chapter, plans)
     return plans
@@ -300,6 +302,85 @@ def write_seed_plans(chapter: str) -> Path | None:
     return path
 
 
+def write_second_stages(
+    chapter: str, costs: dict[str, float], deferred: dict[str, str]
+) -> dict[str, dict]:
+    """Register a second stage for every paper claim of `chapter` whose committed paper report
+    shows it inconclusive at its confirmatory stage and that has none yet, where the planner
+    allows one: `costs` gives each such claim's CPU-seconds a seed (from the run records),
+    `deferred` the claims registered but not to be run, with why. New seeds start after every
+    seed of the chapter's report and of its plan file. Returns the stages written (a stage
+    already registered is never rewritten); those the planner refuses are left out, their rows
+    saying why."""
+    import yaml
+
+    from . import protocol
+    from .schema import load_seed_plan_file
+
+    report = load_report(chapter, "paper")
+    path = seed_plan_file(chapter)
+    if report is None or not path.exists():
+        raise ClaimsError(f"{chapter}: no paper report or seed plan to follow")
+    changed = protocol.changed_since_registration(
+        report.get("protocol") or {}, protocol.current(chapter), chapter
+    )
+    if changed:
+        raise ClaimsError(f"{chapter}: the paper report is stale ({changed}); render it first")
+    data = load_seed_plan_file(path)
+    claims = {c["id"]: c for c in load_claims(chapter)}
+    seen = {
+        int(s)
+        for r in report["claims"]
+        for key in ("seeds", "dropped_seeds", "ran_seeds")
+        for s in ((r.get("seeds") or {}).get(key) or [])
+    }
+    for plan in data["claims"].values():
+        for part in (plan, plan.get("replacement") or {}, plan.get("second_stage") or {}):
+            seen |= set(part.get("seeds") or ()) | set(part.get("exploratory_seeds") or ())
+    first_new = max(seen) + 1
+    fingerprints = {k: v for k, v in protocol.current(chapter).items() if v is not None}
+    written = {}
+    for row in report["claims"]:
+        cid = row["id"]
+        plan = data["claims"].get(cid)
+        claim = claims.get(cid)
+        if (
+            claim is None
+            or plan is None
+            or "second_stage" in plan
+            or claim.get("audit_of")
+            or claim.get("origin", "paper") != "paper"
+            or row.get("stage") != "confirmatory"
+            or row.get("status") != "inconclusive"
+            or cid not in costs
+        ):
+            continue
+        evidence = Evidence.from_json(row["seeds"])
+        first = active_plan(plan)
+        stage = stages.propose(
+            evidence,
+            claim_region(claim),
+            claim_negligible(claim),
+            first["seeds"],
+            first_new,
+            fingerprints,
+            costs[cid],
+        )
+        if stage is None:
+            continue
+        if cid in deferred:
+            stage["deferred"] = deferred[cid]
+        first_new += stage["new_seeds"]
+        plan["second_stage"] = written[cid] = stage
+        stages.check(cid, plan, path.name)
+    if written:
+        text = path.read_text()
+        header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+        body = yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
+        write_atomic(path, header + body)
+    return written
+
+
 def _as_value(value):
     if hasattr(value, "item"):  # numpy / torch scalars
         value = value.item()
@@ -346,7 +427,15 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         ran = set(value.seeds) | set(value.dropped_seeds)
         confirmed = not plan.get("void") and set(plan["seeds"]) <= ran
         stage = "confirmatory" if confirmed else "exploratory"
-        value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
+        full, value = (
+            value,
+            value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"]),
+        )
+        second = stages.runs(registered, ran) if confirmed else None
+        if second and _first_stage_open(claim, value):
+            # the confirmatory stage left it open: the registered second stage decides, on
+            # its own new seeds alone (its procedure had two chances: a 5% false-pass bound)
+            stage, value = stages.STAGE, full.restricted(second["seeds"])
     if isinstance(value, Evidence) and claim.get("scope") == "every_run":
         # a statement about every run: decided on every run (of the plan's seeds, under a
         # plan), no interval; the row shows the worst run and how many lie outside
@@ -368,7 +457,11 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         if outcome == decision.INCONCLUSIVE:  # the seeds a decision would need, as planned
             planned = planning.plan(value, where, negligible)
             needs = planned.needed
-            unplanned = not (plan and not plan.get("void"))
+            # no plan to run: none registered, or a confirmatory stage left open with no
+            # second stage registered (the planner would refuse one below the power floor)
+            unplanned = not (plan and not plan.get("void")) or (
+                stage == "confirmatory" and not (registered or {}).get("second_stage")
+            )
             if planned.undecidable and unplanned and profile == "paper":
                 undecidable = planning.undecidable(planned)
         value = seeds["estimate"]
@@ -423,6 +516,16 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "cause": deviation.get("cause") if status == KNOWN else None,
         "note": _profile_note(claim, profile),
     }
+
+
+def _first_stage_open(claim: dict, evidence: Evidence) -> bool:
+    """Whether the confirmatory verdict on `evidence` (the plan's seeds) is inconclusive, the
+    only verdict a second stage may follow (a statement about every run is never open)."""
+    if claim.get("scope") == "every_run" or not evidence.values:
+        return claim.get("scope") != "every_run"
+    ranged = evidence.with_range(claim.get("range", "unbounded"))
+    where, negligible = claim_region(claim), claim_negligible(claim)
+    return ranged.decide(where, negligible, claim_practical(claim)) == decision.INCONCLUSIVE
 
 
 def _profile_note(claim: dict, profile: str) -> str | None:

@@ -3,7 +3,7 @@ table (`claims.ClaimsReport`), kept apart from the rule that decides it."""
 
 from __future__ import annotations
 
-from . import planning
+from . import planning, stages
 from .planning import undecidable_text
 
 INCONCLUSIVE = "inconclusive"
@@ -53,6 +53,8 @@ def plan_summary(row: dict) -> str:
             parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
         else:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
+    if stages.summary(row):
+        parts.append(stages.summary(row))
     if undecidable_text(row) and not resolution_bound(row.get("seeds")):
         parts.append(undecidable_text(row))
     if row.get("status") == INCONCLUSIVE and row.get("seeds"):
