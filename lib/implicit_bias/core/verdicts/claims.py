@@ -309,7 +309,8 @@ def write_second_stages(
     shows it inconclusive at its confirmatory stage and that has none yet, where the planner
     allows one: `costs` gives each such claim's CPU-seconds a seed (from the run records),
     `deferred` the claims registered but not to be run, with why. New seeds start after every
-    seed of the chapter's report and of its plan file. Returns the stages written (a stage
+    seed of the chapter's report and of its plan file, the same for every claim (as
+    `plan_seeds`: claims that read the same runs share them). Returns the stages written (a stage
     already registered is never rewritten); those the planner refuses are left out, their rows
     saying why."""
     import yaml
@@ -370,7 +371,6 @@ def write_second_stages(
             continue
         if cid in deferred:
             stage["deferred"] = deferred[cid]
-        first_new += stage["new_seeds"]
         plan["second_stage"] = written[cid] = stage
         stages.check(cid, plan, path.name)
     if written:
