@@ -134,7 +134,7 @@ PLAN = {
     "estimate": -0.01,
     "sd": 0.004,
 }
-SECOND = {
+SECOND_STAGE = {
     "exploratory_seeds": [3, 4, 5, 6],
     "seeds": [7, 8, 9, 10, 11],
     "new_seeds": 5,
@@ -157,7 +157,7 @@ def _row(values, plan):
 
 
 def test_an_open_confirmatory_claim_is_decided_on_its_second_stage_alone():
-    plan = {**PLAN, "second_stage": SECOND}
+    plan = {**PLAN, "second_stage": SECOND_STAGE}
     row = _row(OPEN | LATER, plan)
     assert row["stage"] == stages.STAGE and row["status"] == PASS
     assert sorted(row["seeds"]["seeds"]) == [7, 8, 9, 10, 11]  # its own new seeds alone
@@ -173,7 +173,10 @@ def test_an_open_confirmatory_claim_is_decided_on_its_second_stage_alone():
     assert "registered, not yet run: 5 new seeds at about 12 CPU-s each, 60 CPU-s" in (
         stages.summary(row)
     )
-    deferred = {**plan, "second_stage": {**SECOND, "deferred": "beyond the two cores' budget"}}
+    deferred = {
+        **plan,
+        "second_stage": {**SECOND_STAGE, "deferred": "beyond the two cores' budget"},
+    }
     row = _row(OPEN | LATER, deferred)  # a deferred stage decides nothing, even when it ran
     assert row["stage"] == "confirmatory" and "not run (beyond" in stages.summary(row)
 
@@ -207,12 +210,85 @@ def test_the_plan_file_refuses_a_second_stage_that_does_not_follow_its_plan(tmp_
         )
         return claims_module.load_seed_plans("demo", [CLAIM])
 
-    assert load({**PLAN, "second_stage": SECOND})["a_better"]["second_stage"] == SECOND
+    assert load({**PLAN, "second_stage": SECOND_STAGE})["a_better"]["second_stage"] == SECOND_STAGE
     with pytest.raises(ClaimsError, match="repeat seeds of an earlier stage"):
-        load({**PLAN, "second_stage": {**SECOND, "seeds": [6, 7]}})
+        load({**PLAN, "second_stage": {**SECOND_STAGE, "seeds": [6, 7]}})
     with pytest.raises(ClaimsError, match="sized from the confirmatory seeds"):
-        load({**PLAN, "second_stage": {**SECOND, "exploratory_seeds": [0, 1, 2]}})
+        load({**PLAN, "second_stage": {**SECOND_STAGE, "exploratory_seeds": [0, 1, 2]}})
     with pytest.raises(ClaimsError, match="not a void one"):
-        load({**PLAN, "void": "seed 3 had been run before the plan", "second_stage": SECOND})
+        load({**PLAN, "void": "seed 3 had been run before the plan", "second_stage": SECOND_STAGE})
     with pytest.raises(ClaimsError, match="cpu_s_per_seed"):
-        load({**PLAN, "second_stage": {k: v for k, v in SECOND.items() if k != "cpu_s_per_seed"}})
+        load(
+            {
+                **PLAN,
+                "second_stage": {k: v for k, v in SECOND_STAGE.items() if k != "cpu_s_per_seed"},
+            }
+        )
+
+
+def test_a_second_stage_is_registered_before_its_verdict(tmp_path):
+    """Git shows the order: the second stage's commit, then the first report that stores a
+    verdict at it; a stage written together with its verdict is not pre-registered."""
+    import json
+    import subprocess
+
+    from implicit_bias.core.verdicts.registration import SECOND, plan_registrations
+
+    def commit(message):
+        subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+            cwd=tmp_path,
+            check=True,
+        )
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True
+        ).stdout.strip()
+
+    def plans(second):
+        path = tmp_path / "data" / "seed_plans" / "demo.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({"claims": {"a_better": {**PLAN, "second_stage": second}}}))
+
+    def stored(second):
+        path = tmp_path / "results" / "paper" / "claims" / "demo.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        row = {"id": "a_better", "stage": SECOND, "seed_plan": {**PLAN, "second_stage": second}}
+        path.write_text(json.dumps({"claims": [row]}))
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    plans(SECOND_STAGE)
+    registered = commit("second stage")
+    reg = plan_registrations("demo", tmp_path, SECOND)["a_better"]
+    assert reg.planned == registered and reg.pre_registered is None
+    stored(SECOND_STAGE)
+    decided = commit("its verdict")
+    reg = plan_registrations("demo", tmp_path, SECOND)["a_better"]
+    assert reg.confirmed == decided and reg.pre_registered is True
+    # can fail: a stage rewritten together with the verdict that uses it
+    later = {**SECOND_STAGE, "seeds": [7, 8, 9, 10, 11, 12]}
+    plans(later)
+    stored(later)
+    commit("stage and verdict at once")
+    assert plan_registrations("demo", tmp_path, SECOND)["a_better"].pre_registered is False
+
+
+def test_every_second_stage_verdict_of_the_book_was_registered_first():
+    from pathlib import Path
+
+    from implicit_bias.core.verdicts.registration import (
+        SECOND,
+        history_available,
+        plan_registrations,
+    )
+
+    root = Path(__file__).resolve().parents[2]
+    if not history_available(root):
+        pytest.skip("no full git history here")
+    late = [
+        f"{path.stem}:{reg.claim}"
+        for path in sorted((root / "data" / "seed_plans").glob("*.yaml"))
+        for reg in plan_registrations(path.stem, root, SECOND).values()
+        if reg.pre_registered is False
+    ]
+    assert late == [], "commit the second stage, then run: " + "; ".join(late)
