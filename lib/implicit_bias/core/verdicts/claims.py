@@ -464,6 +464,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
             )
             if planned.undecidable and unplanned and profile == "paper":
                 undecidable = planning.undecidable(planned)
+                undecidable["second_stage"] = stage == "confirmatory"  # what it would be
         value = seeds["estimate"]
     else:
         value = _as_value(value)
