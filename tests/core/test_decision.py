@@ -276,7 +276,7 @@ def test_a_claimed_difference_within_the_negligible_size_is_no_practical_effect(
     assert decision.effect_size("negligible", "error_rate") == 0.001
     assert set(decision.NEGLIGIBLE_REASONS) == set(decision.EFFECT_SIZES)
     for unit, sizes in decision.EFFECT_SIZES.items():  # finer than what "similar" allows
-        assert 0 < sizes["negligible"] <= sizes["similar"] / 10 + 1e-12, unit
+        assert 0 < sizes["negligible"] <= sizes.get("similar", np.inf) / 10 + 1e-12, unit
 
 
 def test_runs_left_out_are_counted_on_the_seeds_a_verdict_rests_on():

@@ -156,6 +156,7 @@ SHORT_STATE = {
     "transcription error": "trans&shy;cription error",
     "erratum": "err&shy;atum",
     "no practical effect": "no prac&shy;tical effect",
+    "below practical size": "below prac&shy;tical size",
     "limit not reached": "limit not reach&shy;ed",
     "not testable here": "not test&shy;able here",
 }

@@ -239,7 +239,13 @@ def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
         if row.get("quote") not in seen:
             seen.add(row.get("quote"))
             unique.append(row)
-    statuses = tally.PROBLEMS + ("pass", tally.KNOWN, "inconclusive", "no practical effect")
+    statuses = tally.PROBLEMS + (
+        "pass",
+        tally.KNOWN,
+        "inconclusive",
+        "no practical effect",
+        "below practical size",
+    )
     by_state = {s: sorted((r for r in unique if r["status"] == s), key=_weight) for s in statuses}
     chosen = [r for s in PROBLEMS for r in by_state[s]][:limit]
     quota = {tally.KNOWN: 2, "inconclusive": 1}
@@ -261,6 +267,9 @@ GLOSS = {
     "inconclusive": "these seeds cannot decide: the 95% interval straddles the region's edge",
     "no practical effect": "a claimed difference whose interval lies within the negligible "
     "size of its unit",
+    "below practical size": "a claimed difference that is significant but whose interval lies "
+    "wholly below its practical size (its unit's negligible size, or a tenth of the paper's "
+    "value): too small to be the paper's effect",
     **{name: tally.CAUSE_MEANINGS[cause] for cause, name in tally.CAUSE_STATES.items()},
     tally.KNOWN: "a claim that did not reproduce here (the row gives the evidence)",
 }

@@ -541,7 +541,12 @@ def chapter_counts() -> dict[str, str]:
         if reports
         else "no chapter executed yet"
     )
-    confirmed = [row for r in reports for row in r["claims"] if row.get("stage") == "confirmatory"]
+    confirmed = [  # a second registered stage is a registered decision too
+        row
+        for r in reports
+        for row in r["claims"]
+        if row.get("stage") in ("confirmatory", tally.SECOND_STAGE)
+    ]
     out["counts_confirmatory"] = verdict.counts_text(confirmed) if confirmed else "none yet"
     out["false_passes"] = tally.multiplicity_text(confirmed)
     return out

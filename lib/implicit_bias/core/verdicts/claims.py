@@ -20,11 +20,28 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.paths import atomic_path, claims_results, output_path, project_root, write_atomic
 from ..engine.profiles import PROFILES
-from . import decision, planning, tally
+from . import decision, planning, stages, tally
 from .decision import Evidence
 from .evidence import Value
-from .planning import undecidable_text
+from .planning import undecidable_text as undecidable_text  # the site reads it here
 from .protocol import void_changed
+from .rows import (  # re-exported: the site and the tests read a row's texts here
+    _bound_html,
+    _columns_html,
+    _dropped_html,
+    _escape,
+    _fmt,
+    _maths,
+    _paper_html,
+    _seeds_html,
+    _small,
+    expect_text,
+    plan_summary,
+    seeds_summary,
+)
+from .rows import (
+    resolution_bound as resolution_bound,
+)
 from .schema import (
     _COMPARISON,
     _INTERVAL,
@@ -48,8 +65,9 @@ PASS, FAIL, KNOWN, UNEXPECTED, MISSING, MISSING_TASKS, INCONCLUSIVE = (
     "inconclusive",
 )
 NEGLIGIBLE = decision.NEGLIGIBLE  # "no practical effect": never green, never a failure
+SMALL = decision.SMALL  # "below practical size": significant, too small; never green
 # inconclusive does not fail a run: the seeds could not decide, and the page and dashboard say so
-OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE, NEGLIGIBLE)
+OK_STATUSES = (PASS, KNOWN, INCONCLUSIVE, NEGLIGIBLE, SMALL)
 # what a claim's verdict rests on (`kind` in the claims file; tests/test_conventions.py checks
 # it against the committed reports): per-seed evidence under the one rule, one deterministic
 # value with the reason it decides (`single_run`), or a bound of the theory checked on every
@@ -83,6 +101,19 @@ def claim_negligible(claim: dict) -> float | None:
     if not match or match.group(1) == "==" or float(match.group(2)) != 0 or "unit" not in claim:
         return None
     return decision.EFFECT_SIZES.get(claim["unit"], {}).get("negligible")
+
+
+def claim_practical(claim: dict) -> float | None:
+    """The practical size of a claimed difference (`decision.practical_size`): a pass whose
+    interval lies wholly below it is "below practical size". None for other claims."""
+    match = _COMPARISON.match(str(claim["expect"]).strip().lower())
+    if not match or match.group(1) == "==" or float(match.group(2)) != 0:
+        return None
+    value = claim.get("paper_value")
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    paper = float(value) if numeric and value is not None else None
+    sign = 1 if match.group(1) in (">", ">=") else -1
+    return decision.practical_size(claim_negligible(claim), paper, sign) or None
 
 
 def claims_file(chapter: str) -> Path:
@@ -147,6 +178,8 @@ def load_seed_plans(chapter: str, claims: list[dict]) -> dict[str, dict]:
                 raise ClaimsError(
                     f"{path.name}: {cid}: the replacement's new seeds repeat seeds already seen"
                 )
+    for cid, plan in data["claims"].items():
+        stages.check(cid, plan, path.name)
     plans = {cid: plan for cid, plan in data["claims"].items() if cid not in withdrawn}
     void_changed(chapter, plans)
     return plans
@@ -269,6 +302,85 @@ def write_seed_plans(chapter: str) -> Path | None:
     return path
 
 
+def write_second_stages(
+    chapter: str, costs: dict[str, float], deferred: dict[str, str]
+) -> dict[str, dict]:
+    """Register a second stage for every paper claim of `chapter` whose committed paper report
+    shows it inconclusive at its confirmatory stage and that has none yet, where the planner
+    allows one: `costs` gives each such claim's CPU-seconds a seed (from the run records),
+    `deferred` the claims registered but not to be run, with why. New seeds start after every
+    seed of the chapter's report and of its plan file, the same for every claim (as
+    `plan_seeds`: claims that read the same runs share them). Returns the stages written (a stage
+    already registered is never rewritten); those the planner refuses are left out, their rows
+    saying why."""
+    import yaml
+
+    from . import protocol
+    from .schema import load_seed_plan_file
+
+    report = load_report(chapter, "paper")
+    path = seed_plan_file(chapter)
+    if report is None or not path.exists():
+        raise ClaimsError(f"{chapter}: no paper report or seed plan to follow")
+    changed = protocol.changed_since_registration(
+        report.get("protocol") or {}, protocol.current(chapter), chapter
+    )
+    if changed:
+        raise ClaimsError(f"{chapter}: the paper report is stale ({changed}); render it first")
+    data = load_seed_plan_file(path)
+    claims = {c["id"]: c for c in load_claims(chapter)}
+    seen = {
+        int(s)
+        for r in report["claims"]
+        for key in ("seeds", "dropped_seeds", "ran_seeds")
+        for s in ((r.get("seeds") or {}).get(key) or [])
+    }
+    for plan in data["claims"].values():
+        for part in (plan, plan.get("replacement") or {}, plan.get("second_stage") or {}):
+            seen |= set(part.get("seeds") or ()) | set(part.get("exploratory_seeds") or ())
+    first_new = max(seen) + 1
+    fingerprints = {k: v for k, v in protocol.current(chapter).items() if v is not None}
+    written = {}
+    for row in report["claims"]:
+        cid = row["id"]
+        plan = data["claims"].get(cid)
+        claim = claims.get(cid)
+        if (
+            claim is None
+            or plan is None
+            or "second_stage" in plan
+            or claim.get("audit_of")
+            or claim.get("origin", "paper") != "paper"
+            or row.get("stage") != "confirmatory"
+            or row.get("status") != "inconclusive"
+            or cid not in costs
+        ):
+            continue
+        evidence = Evidence.from_json(row["seeds"])
+        first = active_plan(plan)
+        stage = stages.propose(
+            evidence,
+            claim_region(claim),
+            claim_negligible(claim),
+            first["seeds"],
+            first_new,
+            fingerprints,
+            costs[cid],
+        )
+        if stage is None:
+            continue
+        if cid in deferred:
+            stage["deferred"] = deferred[cid]
+        plan["second_stage"] = written[cid] = stage
+        stages.check(cid, plan, path.name)
+    if written:
+        text = path.read_text()
+        header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+        body = yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
+        write_atomic(path, header + body)
+    return written
+
+
 def _as_value(value):
     if hasattr(value, "item"):  # numpy / torch scalars
         value = value.item()
@@ -290,7 +402,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     expected_to_fail = profile in deviation.get("profiles", [])
     registered = claim.get("seed_plan") if profile == "paper" else None
     plan = active_plan(registered)  # a void plan without a replacement is never confirmed
-    stage = needs = undecidable = None
+    stage = needs = undecidable = practical = None
     registered_power = plan.get("power") if plan else None
     if (
         plan
@@ -315,7 +427,15 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         ran = set(value.seeds) | set(value.dropped_seeds)
         confirmed = not plan.get("void") and set(plan["seeds"]) <= ran
         stage = "confirmatory" if confirmed else "exploratory"
-        value = value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"])
+        full, value = (
+            value,
+            value.restricted(plan["seeds"] if confirmed else plan["exploratory_seeds"]),
+        )
+        second = stages.runs(registered, ran) if confirmed else None
+        if second and _first_stage_open(claim, value):
+            # the confirmatory stage left it open: the registered second stage decides, on
+            # its own new seeds alone (its procedure had two chances: a 5% false-pass bound)
+            stage, value = stages.STAGE, full.restricted(second["seeds"])
     if isinstance(value, Evidence) and claim.get("scope") == "every_run":
         # a statement about every run: decided on every run (of the plan's seeds, under a
         # plan), no interval; the row shows the worst run and how many lie outside
@@ -332,13 +452,19 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         seeds = value.to_json()
         dropped = value.dropped
         where, negligible = claim_region(claim), claim_negligible(claim)
-        outcome = value.decide(where, negligible) if value.values else None
+        practical = claim_practical(claim)
+        outcome = value.decide(where, negligible, practical) if value.values else None
         if outcome == decision.INCONCLUSIVE:  # the seeds a decision would need, as planned
             planned = planning.plan(value, where, negligible)
             needs = planned.needed
-            unplanned = not (plan and not plan.get("void"))
+            # no plan to run: none registered, or a confirmatory stage left open with no
+            # second stage registered (the planner would refuse one below the power floor)
+            unplanned = not (plan and not plan.get("void")) or (
+                stage == "confirmatory" and not (registered or {}).get("second_stage")
+            )
             if planned.undecidable and unplanned and profile == "paper":
                 undecidable = planning.undecidable(planned)
+                undecidable["second_stage"] = stage == "confirmatory"  # what it would be
         value = seeds["estimate"]
     else:
         value = _as_value(value)
@@ -350,8 +476,8 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         status = MISSING
     elif outcome == decision.INCONCLUSIVE:
         status = INCONCLUSIVE
-    elif outcome == decision.NEGLIGIBLE:
-        status = NEGLIGIBLE
+    elif outcome in (decision.NEGLIGIBLE, decision.SMALL):
+        status = outcome
     elif expected_to_fail:
         status = UNEXPECTED if outcome == decision.PASS else KNOWN
     else:
@@ -369,6 +495,8 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "range": claim.get("range"),
         "scope": claim.get("scope"),
         "region": claim_region(claim).text if seeds else None,
+        # the practical size of a claimed difference (`claim_practical`), where it has one
+        "practical": practical,
         "origin": claim.get("origin", "paper"),
         "kind": claim.get("kind"),
         "audit_of": claim.get("audit_of"),
@@ -389,6 +517,16 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "cause": deviation.get("cause") if status == KNOWN else None,
         "note": _profile_note(claim, profile),
     }
+
+
+def _first_stage_open(claim: dict, evidence: Evidence) -> bool:
+    """Whether the confirmatory verdict on `evidence` (the plan's seeds) is inconclusive, the
+    only verdict a second stage may follow (a statement about every run is never open)."""
+    if claim.get("scope") == "every_run" or not evidence.values:
+        return claim.get("scope") != "every_run"
+    ranged = evidence.with_range(claim.get("range", "unbounded"))
+    where, negligible = claim_region(claim), claim_negligible(claim)
+    return ranged.decide(where, negligible, claim_practical(claim)) == decision.INCONCLUSIVE
 
 
 def _profile_note(claim: dict, profile: str) -> str | None:
@@ -501,148 +639,6 @@ class ClaimsReport:
 
     def __repr__(self) -> str:
         return self.to_frame()[["id", "paper", "ours", "expect", "status"]].to_string()
-
-
-def expect_text(row: dict) -> str:
-    """The expectation as the reader should read it: with its effect word, and the region the
-    rule decides per-seed evidence on."""
-    text = row["expect"]
-    if row.get("effect"):
-        text += f" ({row['effect']}, {row.get('unit')})"
-    if row.get("region") and row["region"] != row["expect"]:
-        text += f"; decided on: {row['region']}"
-    return text
-
-
-def resolution_bound(seeds: dict | None) -> bool:
-    """Whether an interval is as wide as the resolution of the grid its metric is read on, not
-    the seeds' spread: more seeds cannot narrow it (a finer grid would)."""
-    if not seeds or not seeds.get("resolution") or seeds.get("interval") is None:
-        return False
-    low, high = seeds["interval"]
-    return low is not None and (high - low) / 2 <= seeds["resolution"] * (1 + 1e-9)
-
-
-def plan_summary(row: dict) -> str:
-    """The seed plan's part of a row: the stage of its verdict, and the seeds an open claim
-    would need."""
-    parts = []
-    if row.get("stage"):
-        plan = row.get("seed_plan") or {}
-        replacement = plan.get("replacement") or {}
-        if plan.get("void") and replacement.get("void"):
-            parts.append(
-                f"{row['stage']} verdict; replacement plan void: {replacement['void']}; the "
-                f"first plan was void: {plan['void']}"
-            )
-        elif plan.get("void") and plan.get("replacement"):
-            parts.append(
-                f"{row['stage']} verdict; replacement plan: "
-                f"{plan['replacement']['new_seeds']} new seeds; the first plan was void: "
-                f"{plan['void']}"
-            )
-        elif plan.get("void"):
-            parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
-        else:
-            parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
-    if undecidable_text(row) and not resolution_bound(row.get("seeds")):
-        parts.append(undecidable_text(row))
-    if row.get("status") == INCONCLUSIVE and row.get("seeds"):
-        needs = row.get("needs_seeds")
-        if resolution_bound(row["seeds"]):
-            parts.append("the grid's resolution sets the interval: more seeds cannot decide it")
-        elif needs:
-            parts.append(f"a decision needs {needs} new seeds")
-        elif row["seeds"].get("n") == 1:  # no spread to plan from
-            parts.append("one usable seed: the seeds a decision needs are unknown until a second")
-        else:
-            parts.append(f"a decision needs more than {planning.SEARCH_SEEDS} new seeds")
-    return "; ".join(parts)
-
-
-def seeds_summary(seeds: dict | None) -> str:
-    """One line for per-seed evidence: interval, test, degrees of freedom, detectable effect
-    (for a statement about every run: how many runs lie outside its region, and the worst)."""
-    if not seeds:
-        return ""
-    if seeds.get("scope") == "every_run":
-        return (
-            f"every run decides: {seeds['outside']} of {seeds['runs']} runs outside the "
-            f"region; worst run {seeds['worst']:.3g}"
-        )
-    low, high = seeds["interval"]
-    interval = "–" if low is None else f"[{low:.3g}, {high:.3g}]"
-    df = "–" if seeds["df"] is None else f"{seeds['df']:.3g}"
-    detect = "–" if seeds["detectable"] is None else f"{seeds['detectable']:.2g}"
-    method = f" ({seeds['method']})" if seeds.get("method") else ""
-    if seeds.get("method", "").startswith("t on the"):
-        detect += " on that scale"
-    return (
-        f"95% CI {interval}{method}; {seeds['test']}, n = {seeds['n']}, df = {df}; "
-        f"detectable {detect}"
-    )
-
-
-def _columns_html(row: dict, columns: list[str]) -> str:
-    values = row.get("columns") or {}
-    return "".join(
-        f"<td class='claim-column'><small>{_escape(values.get(name) or '–')}</small></td>"
-        for name in columns
-    )
-
-
-def _dropped_html(dropped) -> str:
-    return f"<br><small>{dropped} unconverged run(s) left out</small>" if dropped else ""
-
-
-def _bound_html(bound: dict | None) -> str:
-    """Where the expectation's number comes from: the paper's words or the book's reason."""
-    if not bound:
-        return ""
-    who = "the paper's" if bound["origin"] == "paper" else "the book's"
-    return f"<br><small>number: {who}: {_escape(bound['why'])}</small>"
-
-
-def _paper_html(value) -> str:
-    return "" if value is None else f"<br><small>paper: {_fmt(value)}</small>"
-
-
-def _small(text: str) -> str:
-    return f"<br><small>{_escape(text)}</small>" if text else ""
-
-
-def _seeds_html(seeds: dict | None) -> str:
-    return f"<br><small>{_escape(seeds_summary(seeds))}</small>" if seeds else ""
-
-
-def _maths(text) -> str:
-    """Text whose `$...$` is maths (a claim's `display`, its `where`): the words escaped, the
-    maths in the spans MathJax typesets on the page; text without a `$` as `_escape`."""
-    import re
-
-    parts = re.split(r"\$([^$]+)\$", str(text))
-    return "".join(
-        _escape(p)
-        if i % 2 == 0
-        else f'<span class="math notranslate nohighlight">\\({_escape(p)}\\)</span>'
-        for i, p in enumerate(parts)
-    )
-
-
-def _escape(text) -> str:
-    import html
-
-    return html.escape(str(text)) if text is not None else ""
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return _escape(value)
 
 
 def check(

@@ -11,7 +11,16 @@ their mean (Student's t with the seeds' degrees of freedom):
 - **fail**: the whole interval lies outside it;
 - **inconclusive**: the interval straddles the region's edge: these seeds cannot decide;
 - **no practical effect**: a claimed difference (a one-sided claim against 0, in a unit) whose
-  interval does not pass and lies wholly within +/- the unit's negligible size.
+  interval does not pass and lies wholly within +/- the unit's negligible size;
+- **below practical size**: a claimed difference whose interval passes (it excludes 0 on the
+  claimed side) but lies wholly below its practical size (`practical_size`: the unit's
+  negligible size, or a tenth of the paper's own value where that is larger): significant,
+  and too small to be the paper's effect. Never green. With a true difference at the practical
+  size it is reached in at most 2.5% of repetitions (the interval's far end is a one-sided
+  test at 2.5% that the difference is below that size); with none, in at most 2.5% (it needs
+  a pass). Every unit has a negligible size, each with its written reason
+  (`NEGLIGIBLE_REASONS`), and every claimed difference names its unit (the schema refuses
+  one without).
 
 A metric read on a grid carries its resolution: its interval is never narrower than one grid
 step on each side. Seeds are added only by the registered confirmatory plan
@@ -123,6 +132,17 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
         "matches": 0.1,
         "negligible": 0.02,
     },
+    # Units of the unitless metrics, each with its negligible size only (no paper word uses
+    # them yet): a share or an index that runs from 0 to 1
+    "share": {"negligible": 0.01},
+    # an error relative to the target's norm (a relative Frobenius error): a difference of two
+    # such errors is a fraction of the one target's norm
+    "relative_error": {"negligible": 0.001},
+    # an effective rank (the exponential of the singular values' entropy), against the rank
+    # of the paper's ground truth, 5
+    "effective_rank": {"negligible": 0.05},
+    # a number of neurons (a width)
+    "neurons": {"negligible": 1.0},
 }
 EQUIVALENCE_WORDS = ("similar", "matches", "comparable")
 
@@ -139,7 +159,36 @@ NEGLIGIBLE_REASONS: dict[str, str] = {
     "of the targets' variance)",
     "count_ratio": "2% of the reference count: a tenth of the 'similar' margin, finer than the "
     "papers' grids of widths and steps",
+    "share": "0.01 of the whole (one percentage point of a share, of a norm's mass or of "
+    "configurations, or a hundredth of an index's range from 0 to 1): below what a reader "
+    "can read off the papers' figures of such quantities, drawn on axes from 0 to 1",
+    "relative_error": "a thousandth of the target's norm: a tenth of a percent, below the "
+    "errors the papers plot as recovered on their logarithmic axes, so a difference this "
+    "small is not one of recovery",
+    "effective_rank": "0.05, 1% of the reference rank (the paper's ground truth has rank 5): "
+    "a twentieth of one direction, which no plot of effective ranks can show",
+    "neurons": "one neuron: a width is a whole number of neurons, so a smaller difference "
+    "of widths is no difference of networks",
 }
+
+# A claimed difference can be significant and still of no practical size: its interval lies
+# on the claimed side of 0 (the one-sided test passes) but wholly below the practical size.
+# That size is the unit's negligible size, or, where the paper states the size of the
+# difference it claims (its value lies on the claimed side), a tenth of the paper's value when
+# that is larger: an order of magnitude below the paper's own difference is "far below" it,
+# whatever the unit. Such a claim is "below practical size": never green, never a failure.
+SMALL = "below practical size"
+PAPER_FRACTION = 0.1
+
+
+def practical_size(negligible: float | None, paper_value: float | None, sign: int) -> float:
+    """The practical size of a claimed difference of sign `sign` (+1: "> 0", -1: "< 0"): the
+    unit's negligible size, or a tenth of the paper's value where it lies on the claimed side
+    and is larger (0 where neither is known)."""
+    size = negligible or 0.0
+    if paper_value is not None and math.isfinite(paper_value) and paper_value * sign > 0:
+        size = max(size, PAPER_FRACTION * abs(paper_value))
+    return size
 
 
 class DecisionError(ValueError):
@@ -468,16 +517,21 @@ class Evidence:
             return float("nan")
         return max(detectable_factor(df) * se, self.resolution)
 
-    def decide(self, where: Region, negligible: float | None = None) -> str:
+    def decide(
+        self, where: Region, negligible: float | None = None, practical: float | None = None
+    ) -> str:
         """pass / fail / inconclusive on the interval; with `negligible` (a claimed difference,
         the unit's negligible size) an interval within +/- negligible that does not pass is
-        "no practical effect"."""
+        "no practical effect"; with `practical` (`practical_size`) a pass whose interval lies
+        wholly below it, on the claimed side of 0, is "below practical size" (`SMALL`)."""
         low, high = self.interval()
         if math.isnan(low):
             return INCONCLUSIVE
         outcome = where.decide(low, high)
         if outcome != PASS and negligible and -negligible <= low and high <= negligible:
             return NEGLIGIBLE
+        if outcome == PASS and practical and _below(where, low, high, practical):
+            return SMALL
         return outcome
 
     def restricted(self, seeds) -> Evidence:
@@ -549,6 +603,16 @@ class Evidence:
                 if s not in set(data.get("seeds") or ()) | set(data.get("dropped_seeds") or ())
             ),
         )
+
+
+def _below(where: Region, low: float, high: float, practical: float) -> bool:
+    """Whether an interval that passes a one-sided claimed difference lies wholly below the
+    practical size: under it for "> 0" (only a low edge), above minus it for "< 0"."""
+    if where.high is None:
+        return high < practical
+    if where.low is None:
+        return low > -practical
+    return False  # an interval or "similar": its region's bounds are its size
 
 
 def _finite_or_none(x: float):

@@ -307,9 +307,10 @@ def undecidable_text(row: dict) -> str:
         if u.get("ran") and u["yielded"] < u["ran"]
         else ""
     )
+    plan = "second stage" if u.get("second_stage") else "plan"  # after a confirmatory stage
     return (
-        f"undecidable at this margin within {u['seeds']} seeds: a plan of {u['seeds']} new "
+        f"undecidable at this margin within {u['seeds']} seeds: a {plan} of {u['seeds']} new "
         f"seeds would decide with probability {u['power']:.2g} (sized at the "
         f"{u['confidence']:.0%} upper limit of the spread, {u['sd_upper']:.3g}{share}); no "
-        "plan is run"
+        f"{plan} is run"
     )

@@ -179,3 +179,12 @@ def void_changed(chapter: str, plans: dict[str, dict]) -> None:
         reason = changed_since_registration(target, now, chapter)
         if reason:
             target["void"] = reason
+    for plan in plans.values():  # a second stage registers its experiment as a plan does
+        second = plan.get("second_stage")
+        if not isinstance(second, dict) or second.get("void"):
+            continue
+        if "protocol" in second or "code" in second:
+            now = now or current(chapter)
+            reason = changed_since_registration(second, now, chapter)
+            if reason:
+                second["void"] = reason

@@ -216,13 +216,23 @@ class PlanRegistration:
     pre_registered: bool | None  # None: no confirmatory verdict stored yet
 
 
-def _plans_at(text: str) -> dict[str, tuple]:
+SECOND = "second stage"  # a row's stage, and the registration `plan_registrations` can follow
+
+
+def _deciding(plan, stage: str):
+    """The registration a verdict of `stage` rests on: the active plan, or its second stage."""
+    if stage == SECOND:
+        return plan.get("second_stage") if isinstance(plan, dict) else None
+    return active_plan(plan)
+
+
+def _plans_at(text: str, stage: str = "confirmatory") -> dict[str, tuple]:
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except yaml.YAMLError:
         return {}
     plans = data.get("claims") if isinstance(data, dict) else None
-    deciding = {cid: active_plan(p) for cid, p in (plans or {}).items()}
+    deciding = {cid: _deciding(p, stage) for cid, p in (plans or {}).items()}
     return {
         cid: (tuple(p.get("exploratory_seeds") or ()), tuple(p.get("seeds") or ()))
         for cid, p in deciding.items()
@@ -230,32 +240,36 @@ def _plans_at(text: str) -> dict[str, tuple]:
     }
 
 
-def _confirmed_at(text: str) -> dict[str, tuple]:
-    """Per claim of a stored report decided on its confirmatory seeds: the plan it used."""
+def _confirmed_at(text: str, stage: str = "confirmatory") -> dict[str, tuple]:
+    """Per claim of a stored report decided at `stage` (its confirmatory seeds, or a second
+    stage's): the registration it used."""
     try:
         rows = json.loads(text).get("claims", []) if text else []
     except (ValueError, AttributeError):
         return {}
     out = {}
     for r in rows:
-        plan = active_plan(r.get("seed_plan")) if isinstance(r, dict) else None
-        if r.get("stage") == "confirmatory" and isinstance(plan, dict):
+        plan = _deciding(r.get("seed_plan"), stage) if isinstance(r, dict) else None
+        if r.get("stage") == stage and isinstance(plan, dict):
             out[r["id"]] = (tuple(plan.get("exploratory_seeds") or ()), tuple(plan["seeds"]))
     return out
 
 
-def plan_registrations(chapter: str, root: Path | None = None) -> dict[str, PlanRegistration]:
+def plan_registrations(
+    chapter: str, root: Path | None = None, stage: str = "confirmatory"
+) -> dict[str, PlanRegistration]:
     """Per claim with a seed plan in `data/seed_plans/<chapter>.yaml`: the commit that
     registered its current plan, and the first commit that stored a confirmatory verdict
-    under it; pre-registered when the plan came first."""
+    under it; pre-registered when the plan came first. With `stage` "second stage", the same
+    for each claim's second stage and the first verdict stored at it."""
     root = root or project_root()
     plans = _versions(f"data/seed_plans/{chapter}.yaml", root)
     if not plans:
         return {}
     results = _versions(f"results/paper/claims/{chapter}.json", root)
     order = {c: i for i, c in enumerate(_git(["rev-list", "--reverse", "HEAD"], root).split())}
-    plan_versions = [(c, _plans_at(text)) for c, text in plans]
-    stored = [(c, _confirmed_at(text)) for c, text in results]
+    plan_versions = [(c, _plans_at(text, stage)) for c, text in plans]
+    stored = [(c, _confirmed_at(text, stage)) for c, text in results]
     out = {}
     for cid, plan in plan_versions[-1][1].items():
         planned = None

@@ -163,6 +163,7 @@ def validate_claims(data: Any, path: Path) -> None:
                 claim_effect({"expect": expect, **claim})
             except ClaimsError as err:
                 problems.append(((i, "effect"), str(err)))
+        problems += _unit_problems(i, claim, expect)
         if claim.get("kind") == "single_run" and "single_run" not in claim:
             problems.append(
                 (
@@ -226,6 +227,32 @@ def _cause_problems(i: int, deviation: dict, problems: list) -> list[tuple[tuple
         head = f"unknown cause {cause!r}"
     listed = "; ".join(f"{c}: {CAUSE_MEANINGS[c]}" for c in CAUSES)
     return [((i, "known_deviation", "cause"), f"{head}; cause must be one of: {listed}")]
+
+
+def _unit_problems(i: int, claim: dict, expect: Any) -> list[tuple[tuple, str]]:
+    """A unit must be one the rule knows; a claimed difference decided over seeds (a
+    comparison with 0 on the seeds' mean) must name one, so that it has a practical size."""
+    unit = claim.get("unit")
+    if isinstance(unit, str) and unit not in decision.EFFECT_SIZES:
+        return [((i, "unit"), f"unknown unit {unit!r}; known: {sorted(decision.EFFECT_SIZES)}")]
+    match = _COMPARISON.match(expect.strip().lower()) if isinstance(expect, str) else None
+    if (
+        unit is None
+        and match
+        and match.group(1) != "=="
+        and float(match.group(2)) == 0
+        and claim.get("kind") == "comparison"
+        and claim.get("scope") != "every_run"
+    ):
+        return [
+            (
+                (i, "unit"),
+                "a claimed difference needs a `unit` (one of "
+                f"{sorted(decision.EFFECT_SIZES)}): its negligible size is the difference's "
+                "practical size",
+            )
+        ]
+    return []
 
 
 def _claim_where(where: tuple, data: Any) -> str:
