@@ -414,6 +414,21 @@ BAD_CLAIMS = [
         id="deviation-with-unknown-cause",
     ),
     pytest.param(
+        both(
+            put([2, "origin"], "book"),
+            put([2, "known_deviation"], {"cause": "paper_fails", "evidence": "e"}),
+        ),
+        f"{C2}: known_deviation.cause",
+        "cause 'paper_fails' is a finding against the paper, and this is a check of the book's",
+        id="book-check-failing-against-the-paper",
+    ),
+    pytest.param(
+        put([2, "known_deviation"], {"cause": "target_missed", "evidence": "e"}),
+        f"{C2}: known_deviation.cause",
+        "cause 'target_missed' is for the book's own checks (origin book)",
+        id="paper-claim-as-a-missed-target",
+    ),
+    pytest.param(
         put([2, "known_deviation"], "the evidence as a string"),
         f"{C2}: known_deviation",
         "known_deviation must be a mapping",

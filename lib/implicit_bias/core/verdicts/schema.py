@@ -28,7 +28,7 @@ from ..engine.profiles import (
     schemas_dir,
 )
 from . import decision
-from .tally import CAUSE_MEANINGS, CAUSES
+from .tally import AGAINST_PAPER, BOOK_ONLY, CAUSE_MEANINGS, CAUSES
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
@@ -177,6 +177,7 @@ def validate_claims(data: Any, path: Path) -> None:
         deviation, own = claim.get("known_deviation"), claim.get("profiles")
         if isinstance(deviation, dict):
             problems += _cause_problems(i, deviation, problems)
+            problems += _cause_origin_problems(i, claim, deviation)
         own_ok = not any(where[:2] == (i, "profiles") for where in flagged)
         if (
             isinstance(deviation, dict)
@@ -227,6 +228,31 @@ def _cause_problems(i: int, deviation: dict, problems: list) -> list[tuple[tuple
         head = f"unknown cause {cause!r}"
     listed = "; ".join(f"{c}: {CAUSE_MEANINGS[c]}" for c in CAUSES)
     return [((i, "known_deviation", "cause"), f"{head}; cause must be one of: {listed}")]
+
+
+def _cause_origin_problems(i: int, claim: dict, deviation: dict) -> list[tuple[tuple, str]]:
+    """A cause against the paper belongs to a claim of the paper (or an audit of one); a missed
+    target of the book's own belongs to the book's own checks: a book target that fails is not
+    a finding against the paper, nor a paper's claim a missed target."""
+    cause, book = deviation.get("cause"), claim.get("origin") == "book"
+    where = (i, "known_deviation", "cause")
+    if book and cause in AGAINST_PAPER:
+        return [
+            (
+                where,
+                f"cause {cause!r} is a finding against the paper, and this is a check of the "
+                "book's own (origin book): a missed target of the book's is 'target_missed'",
+            )
+        ]
+    if not book and cause in BOOK_ONLY:
+        return [
+            (
+                where,
+                f"cause {cause!r} is for the book's own checks (origin book); a claim of the "
+                "paper that fails here is 'paper_fails'",
+            )
+        ]
+    return []
 
 
 def _unit_problems(i: int, claim: dict, expect: Any) -> list[tuple[tuple, str]]:

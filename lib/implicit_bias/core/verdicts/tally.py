@@ -10,16 +10,18 @@ and the README), so the numbers cannot disagree.
 - *audits*: the same statement on another program or construction, or a variant of a claim
   (`audit_of`), shown with the claim they audit and never counted as claims.
 
-**A known deviation names its cause**, one of five (`known_deviation.cause` in the claims file;
+**A known deviation names its cause**, one of six (`known_deviation.cause` in the claims file;
 the schema refuses a known deviation without one). Only the first two are findings against the
-paper:
+paper, and only a claim of the paper (or an audit of one) can have them:
 - `paper_fails`: the paper's claim fails in this reproduction;
 - `erratum`: an error in the paper's algebra, shown numerically;
 - `transcription`: an error of the source text the book had, not shown to be the paper's (the
   tensor_networks source is a third party's slide deck);
 - `limit_not_reached`: a limit the runs approach but do not reach within the book's finite
   tolerance;
-- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room).
+- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room);
+- `target_missed`: a target the book set itself (a match with the authors' published numbers,
+  a check, a control) is missed; only the book's own checks can have it.
 
 Each cause is its own state, with its own badge word (`CAUSE_STATES`), in every count.
 """
@@ -38,6 +40,7 @@ CAUSE_STATES: dict[str, str] = {
     "transcription": "transcription error",
     "limit_not_reached": "limit not reached",
     "not_testable": "not testable here",
+    "target_missed": "target missed",
 }
 CAUSES = tuple(CAUSE_STATES)
 AGAINST_PAPER = ("paper_fails", "erratum")
@@ -48,7 +51,10 @@ CAUSE_MEANINGS: dict[str, str] = {
     "limit_not_reached": "a limit the runs approach but do not reach within the book's finite "
     "tolerance",
     "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room)",
+    "target_missed": "a target the book set itself (a match with the authors' published numbers, "
+    "a check, a control) is missed; not a finding against the paper",
 }
+BOOK_ONLY = ("target_missed",)  # causes only the book's own checks can have
 
 # every state in the order a reader meets them: what held, what did not (against the paper
 # first), what the runs cannot say, and the problems of a run
