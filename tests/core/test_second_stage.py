@@ -188,7 +188,9 @@ def test_second_stage_verdicts_are_counted_apart_at_their_bound():
         {"status": "inconclusive", "stage": "confirmatory"},
     ]
     text = tally.tally_text(rows)
-    assert text.startswith("3 claims of the paper: 2 pass, 1 inconclusive (of them decided")
+    assert text.startswith(
+        "3 claims of the paper: 2 pass, 1 inconclusive (1 of these verdicts decided at a second"
+    )
     assert "second registered stage, false-pass bound 5%: 1 pass" in text
     said = tally.multiplicity_text(rows)
     assert "2 claims of the paper are decided on confirmatory seeds" in said

@@ -145,9 +145,10 @@ def kind_text(name: str, counts: Mapping[str, int], second: Mapping[str, int] | 
     if not total:
         return ""
     one, many = KIND_NAMES[name]
-    apart = (
-        f" (of them decided at a second registered stage, false-pass bound 5%: "
-        f"{states_text(second)})"
+    n = sum((second or {}).values())
+    apart = (  # a clause of its own: these verdicts are among the states counted before it
+        f" ({'this verdict' if total == 1 else f'{n} of these verdicts'} decided at a second "
+        f"registered stage, false-pass bound 5%: {states_text(second)})"
         if second
         else ""
     )
