@@ -355,3 +355,40 @@ def test_chapter_sweeps_hand_out_results_that_name_their_entries(demo_project):
     assert result["y"] == 9
     with pytest.raises(MissingResultKey, match=r"results/smoke/demo/squares/[0-9a-f]{64}\.json"):
         result["no_such_key"]
+
+
+def test_entries_record_their_cpu_seconds_beside_wall_apart_from_the_result(tmp_path):
+    from implicit_bias.core.engine.sweep import _checksum, entry_problem
+    from implicit_bias.core.tools.runner import cached_task_cost
+
+    task = {"x": 5}
+    result = sweep(square, [task], tmp_path, progress=False)[0]
+    path = ResultCache(tmp_path).path(task)
+    entry = json.loads(path.read_text())
+    timing = entry["timing"]
+    assert set(timing) == {"wall_s", "cpu_s", "load"} and timing["cpu_s"] >= 0
+    assert timing["wall_s"] == round(entry["result"]["seconds"], 3)
+    assert "timing" not in result and "cpu_s" not in entry["result"]  # not a result
+    tampered = {**entry, "timing": {**timing, "cpu_s": timing["cpu_s"] + 99}}
+    assert entry_problem(tampered) == "checksum mismatch"  # the checksum covers it
+    # an entry written before timings were recorded is served as it is, counted as wall only
+    del entry["timing"]
+    entry["checksum"] = _checksum(entry)
+    path.write_text(json.dumps(entry))
+    assert ResultCache(tmp_path, fingerprint(square)).get(task)["y"] == 25
+    sweep(square, [{"x": 6}], tmp_path, progress=False)
+    (tmp_path / "sub").mkdir()
+    for p in tmp_path.glob("*.json"):
+        p.rename(tmp_path / "sub" / p.name)
+    cost = cached_task_cost(tmp_path)
+    assert cost["entries"] == 2 and cost["entries_with_cpu"] == 1
+
+
+def test_a_relabelled_entry_keeps_its_timing(tmp_path):
+    task = {"x": 4}
+    sweep(square, [task], tmp_path, progress=False)
+    path = ResultCache(tmp_path).path(task)
+    before = json.loads(path.read_text())["timing"]
+    ResultCache(tmp_path, fingerprint(square)).get(task, fn=cube)
+    after = json.loads(path.read_text())
+    assert after["fn"] == "sweep_tasks:cube" and after["timing"] == before

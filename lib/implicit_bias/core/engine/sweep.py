@@ -53,6 +53,12 @@ ENTRY_KEYS = {"schema", "fn", "fingerprint", "task", "result", "checksum"}
 # with the
 # CPU vendor for information); entries written before it was recorded have none.
 KERNELS_KEY = "kernels"
+# What computing the entry cost, measured in the worker around the task: wall and CPU seconds
+# (the process's CPU time, every thread of it: wall time alone reads the load that ran beside
+# the task, not its cost) and the 1-minute load average as it ended; entries written before it
+# was recorded have none. Never part of the result: a timing is not a result.
+TIMING_KEY = "timing"
+OPTIONAL_KEYS = {KERNELS_KEY, TIMING_KEY}
 
 
 def current_kernels() -> dict:
@@ -250,7 +256,7 @@ def run_task(fn: Callable[[dict], dict], task: dict) -> dict:
 
 
 def _checksum(entry: dict) -> str:
-    keys = ("schema", "fn", "fingerprint", "task", "result", KERNELS_KEY)
+    keys = ("schema", "fn", "fingerprint", "task", "result", KERNELS_KEY, TIMING_KEY)
     body = {k: entry[k] for k in keys if k in entry}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
@@ -259,7 +265,7 @@ def entry_problem(entry, task: dict | None = None) -> str | None:
     """Why a stored entry cannot be used as a result (None: it can)."""
     if isinstance(entry, dict) and "task" in entry and "schema" not in entry:
         return "old format: computed before code fingerprints"
-    if not isinstance(entry, dict) or set(entry) - {KERNELS_KEY} != ENTRY_KEYS:
+    if not isinstance(entry, dict) or set(entry) - OPTIONAL_KEYS != ENTRY_KEYS:
         return "not a cache entry of this format"
     if entry["schema"] != ENTRY_SCHEMA:
         return f"schema {entry['schema']!r}, expected {ENTRY_SCHEMA}"
@@ -297,6 +303,7 @@ class ResultCache:
         self.fingerprint = fn_fingerprint
         self.stage = Path(stage) if stage is not None else None
         self.last_fn: str | None = None
+        self.last_timing: dict | None = None
 
     def path(self, task: dict) -> Path:
         return self.folder / f"{task_hash(task)}.json"
@@ -339,7 +346,7 @@ class ResultCache:
         kernels = kernels_problem(entry)
         if kernels:
             return None, f"stale ({kernels})"
-        self.last_fn = entry["fn"]
+        self.last_fn, self.last_timing = entry["fn"], entry.get(TIMING_KEY)
         return entry["result"], "hit"
 
     def get(self, task: dict, fn: Callable | None = None) -> dict | None:
@@ -348,10 +355,12 @@ class ResultCache:
         `stale` and `recompute` find the function again."""
         result, _ = self.read(task)
         if result is not None and fn is not None and self.last_fn != function_name(fn):
-            self.put(task, result, fn)
+            self.put(task, result, fn, timing=self.last_timing)
         return result
 
-    def put(self, task: dict, result: dict, fn: Callable | None = None) -> Path:
+    def put(
+        self, task: dict, result: dict, fn: Callable | None = None, timing: dict | None = None
+    ) -> Path:
         """Write the entry whole (unique temporary file, flushed, then renamed). An entry of
         the same code computed under the pinned kernels is never replaced by one computed
         without them (a process that loaded numpy before implicit_bias, say): the new result
@@ -368,6 +377,8 @@ class ResultCache:
             "result": json.loads(canonical_json(result)),
             KERNELS_KEY: current_kernels(),
         }
+        if timing is not None:
+            entry[TIMING_KEY] = json.loads(canonical_json(timing))
         entry["checksum"] = _checksum(entry)
         target = self.path(task)
         staged = self.staged_path(task)
@@ -393,6 +404,19 @@ class ResultCache:
         )
 
 
+def task_timing(wall: float, cpu_start: float) -> dict:
+    """The cost of a task just run in this process since `cpu_start` (`time.process_time`)."""
+    try:
+        load: float | None = round(os.getloadavg()[0], 2)
+    except OSError:  # no load average on this platform
+        load = None
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(time.process_time() - cpu_start, 3),
+        "load": load,
+    }
+
+
 def compute_cached(
     fn: Callable[[dict], dict],
     task: dict,
@@ -411,10 +435,11 @@ def compute_cached(
             result = cache.get(task, fn)
             if result is not None:
                 return result, "cached"
+        cpu = time.process_time()
         result = run_task(fn, task)
         if result["status"] == "error":
             return result, "error"
-        cache.put(task, result, fn)
+        cache.put(task, result, fn, timing=task_timing(result["seconds"], cpu))
         # exactly what a later cache hit returns (JSON values, keys in canonical order), so
         # frames and figures built from a sweep do not depend on whether it was cached
         return json.loads(canonical_json(result)), "computed"

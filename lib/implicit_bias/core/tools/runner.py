@@ -521,7 +521,11 @@ def _finish(chapter, profile, device, out, record, lock, start, executed, error,
             summary["not_pruned"] = "another run of this chapter was in progress"
     # A rerun that reuses the cache is quick; the cached tasks' own times say what the
     # results cost to compute.
-    summary["cached_task_seconds"] = round(cached_task_seconds(folder), 1)
+    cost = cached_task_cost(folder)
+    summary["cached_task_seconds"] = round(cost["seconds"], 1)
+    # CPU seconds where the entries record them ("n of m" entries: older ones record wall only)
+    summary["cached_task_cpu_seconds"] = round(cost["cpu_seconds"], 1)
+    summary["cached_tasks_with_cpu"] = f"{cost['entries_with_cpu']} of {cost['entries']}"
     summary["replaced_entries"] = staged_entries(stage / folder.relative_to(results_root()))
     summary["promoted"] = True
     # Every complete run's record is `.run/last-run.json`; `run.json`, committed with the paper
@@ -647,13 +651,24 @@ def _task_summary(log: dict | None) -> dict:
 
 def cached_task_seconds(folder: Path) -> float:
     """Total compute time recorded by the cached tasks under a chapter's results folder."""
-    total = 0.0
+    return cached_task_cost(folder)["seconds"]
+
+
+def cached_task_cost(folder: Path) -> dict:
+    """What the cached tasks under a chapter's results folder recorded: their wall seconds
+    (every entry), and the CPU seconds of the entries that record them (`sweep.TIMING_KEY`;
+    older entries have wall seconds only, which count the load that ran beside them)."""
+    seconds, cpu, timed, entries = 0.0, 0.0, 0, 0
     for path in folder.glob("*/*.json"):
         try:
-            total += float(json.loads(path.read_text())["result"].get("seconds", 0.0))
+            entry = json.loads(path.read_text())
+            seconds += float(entry["result"].get("seconds", 0.0))
+            entries += 1
+            if isinstance(entry.get("timing"), dict):
+                cpu, timed = cpu + float(entry["timing"]["cpu_s"]), timed + 1
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # not a readable entry (a folder, say): the sweep names it
-    return total
+    return {"seconds": seconds, "cpu_seconds": cpu, "entries_with_cpu": timed, "entries": entries}
 
 
 def format_status(profiles=PROFILES) -> str:
