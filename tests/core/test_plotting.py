@@ -204,7 +204,7 @@ def test_texts_drawn_over_each_other_are_found_and_a_log_axis_minor_labels_clear
     """`text_overlaps` finds texts over each other (can fail: two texts, a log axis whose
     minor labels `3×10¹ 4×10¹` collide, as in a figure of the low-rank chapter) and
     `make_legible` clears the minor labels that collide; apart, nothing is found."""
-    from implicit_bias.core.site.plotting import make_legible, text_overlaps
+    from implicit_bias.core.site.plotting import _drawn_labels, make_legible, text_overlaps
 
     fig, ax = figure()
     ax.text(0.5, 0.5, "hello world")
@@ -220,6 +220,14 @@ def test_texts_drawn_over_each_other_are_found_and_a_log_axis_minor_labels_clear
     assert any("10^{1}" in a and "10^{1}" in b for a, b in text_overlaps(fig))
     record = make_legible(fig)
     assert record["text_overlaps"] == 0 and text_overlaps(fig) == []
+    # thinned, not dropped: an axis of less than a decade (no major label) keeps labels
+    fig, axes = figure(1, 2)
+    axes[0, 0].loglog(np.linspace(0.4, 0.8, 9), np.linspace(1, 2, 9))
+    axes[0, 0].set_xlim(0.39, 0.81)
+    make_legible(fig)
+    renderer = fig.canvas.get_renderer()
+    kept = [t.get_text() for t in _drawn_labels(axes[0, 0], axes[0, 0].xaxis, renderer, True)]
+    assert kept and text_overlaps(fig) == []
 
 
 def test_turned_labels_apart_are_not_an_overlap_and_together_are():

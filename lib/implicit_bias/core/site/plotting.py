@@ -433,9 +433,8 @@ def legibility(fig) -> dict:
 
 def make_legible(fig) -> dict:
     """Raise every font below MIN_FONT_PT to it; where neighbouring tick labels overlap, turn
-    the x labels by 45 degrees, drop the minor labels of an axis where they collide, then
+    the x labels by 45 degrees, thin the minor labels of an axis where they collide, then
     keep every k-th label (the smallest k at which none overlap); returns `legibility`."""
-    from matplotlib.ticker import NullFormatter
 
     for text in _texts(fig):
         if text.get_fontsize() < MIN_FONT_PT:
@@ -451,11 +450,32 @@ def make_legible(fig) -> dict:
             fig.draw_without_rendering()
         for axis in (ax.xaxis, ax.yaxis):
             if _minor_collide(ax, axis, renderer):  # a log axis's `2×10¹ 3×10¹ 4×10¹`
-                axis.set_minor_formatter(NullFormatter())
-                fig.draw_without_rendering()
+                _thin_minor(ax, axis, renderer)
             if _axis_overlaps(ax, axis, renderer):
                 _thin(ax, axis, renderer)
     return legibility(fig)
+
+
+def _thin_minor(ax, axis, renderer) -> None:
+    """Keep every k-th drawn minor label of `axis` (a log axis labels some where it spans
+    less than a few decades), the smallest k at which none collides with another label; none
+    where every k collides. An axis of less than a decade has no major label: its minor
+    labels are all it has, so they are thinned, never all dropped at once."""
+    from matplotlib.ticker import FuncFormatter
+
+    position = 0 if axis is ax.xaxis else 1
+    labels = _drawn_labels(ax, axis, renderer, minor=True)
+    shown = [(t.get_position()[position], t.get_text()) for t in labels]
+    for k in range(2, len(shown) + 2):
+        kept = shown[::k] if k <= len(shown) else []
+
+        def label(x, _pos, kept=kept) -> str:
+            return next((text for at, text in kept if abs(at - x) <= 1e-9 * max(1, abs(x))), "")
+
+        axis.set_minor_formatter(FuncFormatter(label))
+        ax.figure.draw_without_rendering()
+        if not _minor_collide(ax, axis, renderer):
+            return
 
 
 def _minor_collide(ax, axis, renderer) -> bool:
