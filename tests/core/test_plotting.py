@@ -204,6 +204,8 @@ def test_texts_drawn_over_each_other_are_found_and_a_log_axis_minor_labels_clear
     """`text_overlaps` finds texts over each other (can fail: two texts, a log axis whose
     minor labels `3×10¹ 4×10¹` collide, as in a figure of the low-rank chapter) and
     `make_legible` clears the minor labels that collide; apart, nothing is found."""
+    import matplotlib.pyplot as plt
+
     from implicit_bias.core.site.plotting import _drawn_labels, make_legible, text_overlaps
 
     fig, ax = figure()
@@ -228,11 +230,14 @@ def test_texts_drawn_over_each_other_are_found_and_a_log_axis_minor_labels_clear
     renderer = fig.canvas.get_renderer()
     kept = [t.get_text() for t in _drawn_labels(axes[0, 0], axes[0, 0].xaxis, renderer, True)]
     assert kept and text_overlaps(fig) == []
+    plt.close("all")
 
 
 def test_turned_labels_apart_are_not_an_overlap_and_together_are():
     """A turned axis's labels, whose upright boxes overlap though the texts do not, are not
     counted; the same labels at one place are (can fail)."""
+    import matplotlib.pyplot as plt
+
     from implicit_bias.core.site.plotting import make_legible, text_overlaps
 
     fig, ax = figure()
@@ -244,3 +249,4 @@ def test_turned_labels_apart_are_not_an_overlap_and_together_are():
     ax.text(0.5, 0.5, "one label", rotation=45)
     ax.text(0.5, 0.5, "other label", rotation=45)
     assert len(text_overlaps(fig)) == 1
+    plt.close("all")
