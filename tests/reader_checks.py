@@ -346,3 +346,54 @@ def ascii_maths(text: str) -> list[str]:
     bare = re.sub(r"\$[^$]+\$", " ", text)
     bare = re.sub(r"<span class=\"math[^\"]*\">.*?</span>", " ", bare, flags=re.S)
     return ASCII_MATHS.findall(bare)
+
+
+# ---- a phone's screen: nothing runs past its edges, and what scrolls sideways says so --------
+# An element out of the window's width that no box of it holds (a box that scrolls or clips,
+# itself inside the window) runs off the screen; a box of the article that scrolls sideways
+# shows a cue (book.css: "scroll sideways →" in its ::before); one that clips what it holds
+# cuts it off (an inline formula: by more than a glyph's overhang, 4 px). Hidden elements
+# (the theme's closed drawers, MathJax's copy of a formula for screen readers, clipped to
+# nothing) are not seen.
+OFF_SCREEN = (
+    # the page marks its scrollers when a fold opens (its `toggle` event, which comes after
+    # this measure, run at once after OPEN_FOLDS): as that handler does
+    "if (window.bookMarkScrollers) window.bookMarkScrollers();"
+    "const vw = document.documentElement.clientWidth; const off = [], mute = [], cut = [];"
+    "const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +"
+    " (typeof e.className === 'string' && e.className.trim() ? '.' +"
+    " e.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');"
+    "const inside = b => b.left >= -1 && b.right <= vw + 1;"
+    "const held = e => { for (let a = e.parentElement; a && a !== document.documentElement;"
+    " a = a.parentElement) { if (getComputedStyle(a).overflowX !== 'visible' &&"
+    " inside(a.getBoundingClientRect())) return true; } return false; };"
+    "for (const e of document.body.querySelectorAll('*')) {"
+    " if (!e.getClientRects().length || !e.checkVisibility({visibilityProperty: true})"
+    " || e.closest('mjx-assistive-mml')) continue;"
+    " const r = e.getBoundingClientRect(); if (r.width < 1) continue;"
+    " if (!inside(r) && !held(e) && !off.some(o => o.contains(e))) off.push(e);"
+    " const s = getComputedStyle(e); if (!e.closest('article') || s.display === 'inline') continue;"
+    " const slack = e.matches('span.math') ? 4 : 1;"
+    " if (e.scrollWidth > e.clientWidth + slack && s.overflowX !== 'visible') {"
+    "  if (['hidden', 'clip'].includes(s.overflowX)) cut.push(e);"
+    "  else if (getComputedStyle(e, '::before').content === 'none' &&"
+    "   getComputedStyle(e, '::after').content === 'none') mute.push(e); } }"
+    "result = {width: vw, off: off.map(e => [name(e), Math.round(Math.max("
+    "-e.getBoundingClientRect().left, e.getBoundingClientRect().right - vw))]),"
+    " mute: mute.map(name), cut: cut.map(name)}"
+)
+
+
+def off_screen_problems(page: str, width: int, found: dict) -> list[str]:
+    """Elements past the screen's edges, boxes that scroll sideways without a cue and boxes
+    that cut off what they hold (the first few of each named)."""
+    problems = []
+    if found["off"]:
+        problems.append(f"{page} at {width} px: {len(found['off'])} off screen: {found['off'][:4]}")
+    if found["mute"]:
+        problems.append(
+            f"{page} at {width} px: {len(found['mute'])} scroll with no cue: {found['mute'][:4]}"
+        )
+    if found["cut"]:
+        problems.append(f"{page} at {width} px: {len(found['cut'])} cut off: {found['cut'][:4]}")
+    return problems

@@ -123,3 +123,89 @@ def test_the_machinery_scan_can_fail():
         "identifier `adam_*` (say it in words)",
         "development history 'An earlier version'",
     ]
+
+
+# A chapter's title names its paper as the sidebar shows it: "(Authors, year)" at its end.
+TITLE_CITATION = re.compile(r"^# .+ \((?:[A-Z][\w-]+(?:, | & | et al\.)?)+(?:, )?(?:\d{4})\)$")
+
+
+def title_problems(name: str, text: str) -> list[str]:
+    title = next((line for line in text.splitlines() if line.startswith("# ")), "")
+    if not TITLE_CITATION.match(title):
+        return [f"{name}: title {title!r} does not end with '(Authors, year)'"]
+    return []
+
+
+def test_every_chapter_title_names_its_authors_and_year():
+    found = [
+        p
+        for path in sorted((ROOT / "notebooks").glob("*.md"))
+        for p in title_problems(path.name, path.read_text())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_title_check_can_fail():
+    assert not title_problems("a", "# GaLU networks (Fiat, Malach & Shalev-Shwartz, 2018)")
+    assert not title_problems("a", "# Max margin (Soudry et al., 2018)")
+    assert title_problems("a", "# GaLU networks (Fiat, Malach & Shalev-Shwartz)")
+    assert title_problems("a", "# Max margin (Soudry et al. 2018)")
+    assert title_problems("a", "no title")
+
+
+# A figure's written takeaway follows the run's own line ("This run: ...") on the website,
+# labelled "The paper:" (core.site.website.report_findings): it must read as the paper's
+# statement, never as this run's result. It names its source first (the paper, the authors,
+# one of the paper's results) with a verb of saying.
+TAKEAWAY_SOURCE = re.compile(
+    r"^(?:the paper(?:'s [\w. ]+?)?|the authors|(?:Theorem|Lemma|Corollary|Corollaries|"
+    r"Proposition|Section|Appendix|Eq\.) [\w.() -]+?|the Discussion)"
+    r" (?:predict|report|find|expect|say|show|suggest|guarantee|state|bound|conclude|give)s?\b"
+)
+
+
+def takeaways(text: str) -> list[tuple[int, str]]:
+    """(line, text) of each written takeaway of a chapter source: the words after
+    "Takeaway:" in a caption's string literals, up to the caption's end."""
+    found, lines = [], text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if "Takeaway:" not in line:
+            continue
+        words = [line.split("Takeaway:", 1)[1].rsplit('"', 1)[0]]
+        rest = line.rstrip()
+        for more in lines[number:]:
+            if rest.endswith('"') is False:
+                break
+            literal = re.match(r'\s*[rf]?"(.*)"', more)
+            if not literal:
+                break
+            words.append(literal.group(1))
+            rest = more.rstrip()
+        found.append((number, " ".join("".join(words).split())))
+    return found
+
+
+def takeaway_problems(name: str, text: str) -> list[str]:
+    return [
+        f"{name}:{number}: a takeaway that does not read as the paper's: {words[:70]!r}"
+        for number, words in takeaways(text)
+        if not TAKEAWAY_SOURCE.match(words)
+    ]
+
+
+def test_every_written_takeaway_reads_as_the_papers():
+    found = [
+        p
+        for path in sorted((ROOT / "notebooks").glob("*.md"))
+        for p in takeaway_problems(path.name, path.read_text())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_takeaway_check_can_fail():
+    good = 'caption=("A figure. Takeaway: the paper "\n    "predicts that it falls."))'
+    assert takeaways(good) == [(1, "the paper predicts that it falls.")]
+    assert not takeaway_problems("a", good)
+    assert not takeaway_problems("a", 'c=("Takeaway: Theorem 3 predicts a fall."))')
+    assert takeaway_problems("a", 'c=("Takeaway: the closed forms match the ODE."))')
+    assert takeaway_problems("a", 'c=("Takeaway: by Theorem 3.1 it should fall."))')

@@ -31,6 +31,7 @@ from reader_checks import (
     DISPLAY_MATH,
     LONG_TABLES,
     MID_WORD,
+    OFF_SCREEN,
     OPEN_FOLDS,
     PHONE_TEXT,
     PRINTED,
@@ -44,6 +45,7 @@ from reader_checks import (
     height_problems,
     machinery_problems,
     mid_word_problems,
+    off_screen_problems,
     phone_text_problems,
     table_problems,
     verdict_problems,
@@ -452,6 +454,7 @@ def page_measures() -> dict[str, str]:
         "mid word": MID_WORD,
         "display math": DISPLAY_MATH,
         "claims type": CLAIMS_TYPE,
+        "off screen": OFF_SCREEN,
     }
 
 
@@ -670,7 +673,8 @@ def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple
     """Figures of a page too small to read at the window measured: a panel narrower than
     MIN_PANEL_PX, a font below MIN_FONT_PT as shown (a figure inch is `shown / width_in` CSS
     px, a point 96 / 72 of them), an image of less than 2 pixels per CSS pixel, overlapping
-    tick labels. Also returns (figure, narrowest panel px, smallest font pt) for the report."""
+    tick labels, texts drawn over each other (`plotting.text_overlaps`). Also returns
+    (figure, narrowest panel px, smallest font pt) for the report."""
     problems, sizes = [], []
     for src, shown, natural, record in figures:
         name = f"{page}: {src}"
@@ -688,12 +692,19 @@ def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple
             problems.append(f"{name}: {natural} px image shown {shown:.0f} px wide (not 2x)")
         if record["tick_overlaps"]:
             problems.append(f"{name}: {record['tick_overlaps']} overlapping tick labels")
+        if record.get("text_overlaps") is None:  # drawn before texts were checked: draw again
+            problems.append(f"{name}: no record of overlapping texts")
+        elif record["text_overlaps"]:
+            problems.append(
+                f"{name}: {record['text_overlaps']} pairs of texts drawn over each other"
+            )
     return problems, sizes
 
 
 def test_figures_are_legible_at_page_width(built_site, measured, capsys):
     """At a 1280 px window every figure's panels are at least 350 px wide, its smallest font
-    shows at 9 pt or more, its image has 2 pixels per CSS pixel and no tick labels overlap."""
+    shows at 9 pt or more, its image has 2 pixels per CSS pixel no tick labels overlap
+    and no text is drawn over another."""
     problems, sizes = [], []
     for page in chapter_pages(built_site):
         found, shown = legibility_problems(page.name, measured(page)["figures"])
@@ -709,7 +720,13 @@ def test_figures_are_legible_at_page_width(built_site, measured, capsys):
 
 def test_the_legibility_check_finds_small_figures():
     record = {"panels": [0.5, 0.5], "min_font_pt": 9.0, "width_in": 7.4, "tick_overlaps": 0}
+    record["text_overlaps"] = 0
     assert legibility_problems("p", [("a.png", 740, 1480, record)])[0] == []
+    for collided in (
+        {**record, "text_overlaps": 1},
+        {k: v for k, v in record.items() if k != "text_overlaps"},
+    ):
+        assert legibility_problems("p", [("a.png", 740, 1480, collided)])[0]
     shrunk = legibility_problems("p", [("a.png", 600, 1480, record)])[0]
     assert any("px wide" in p for p in shrunk) and any("pt" in p for p in shrunk)
     assert legibility_problems("p", [("a.png", 740, 740, record)])[0]  # 1x image
@@ -1145,7 +1162,11 @@ def run_findings_problems(page: str) -> list[str]:
         1,
     ):
         claims = re.findall(r"href=.#claim-([\w-]+).", provenance)
-        found = re.search(r"<em>This run:</em> ([^<]*)(?:<a [^>]*>[^<]*</a>)?</span>", block)
+        # its words up to the paper's line (its quotes' maths are typeset: spans inside)
+        run = re.search(
+            r"<em>This run:</em> (.*?)(?:<br><em>The paper:|</figcaption>)", block, re.S
+        )
+        found = run and re.match(r"(.*)", re.sub(r"<[^>]+>", "", run.group(1)).strip())
         if claims and not found:
             problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
         elif (
@@ -1696,3 +1717,108 @@ def test_the_count_check_can_fail():
     assert page_count_problems("c", intro, page.replace("verdict-box", "x"), status) == [
         "c: no counts in the verdict box"
     ]
+
+
+PHONE = 390
+
+
+def test_nothing_runs_off_a_phone_screen(built_site, measured, capsys):
+    """At a phone's 390 px, on every page, with every fold open: no element runs past the
+    screen's edges, every box of the article that scrolls sideways shows a cue, and no box
+    cuts off what it holds."""
+    problems, off = [], {}
+    for page in pages():
+        found = measured(HTML / page, PHONE)["off screen"]
+        assert found["width"] <= PHONE, f"{page}: laid out {found['width']} px wide"
+        off[page] = len(found["off"])
+        problems += off_screen_problems(page, PHONE, found)
+    with capsys.disabled():
+        print(
+            f"\nat {PHONE} px: {sum(1 for n in off.values() if n)} of {len(off)} pages with an"
+            f" element off screen, {sum(off.values())} elements"
+        )
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_off_screen_check_can_fail():
+    assert not off_screen_problems("p", PHONE, {"width": 390, "off": [], "mute": [], "cut": []})
+    found = {"width": 390, "off": [["img", 94]], "mute": ["div.output"], "cut": ["figure"]}
+    assert len(off_screen_problems("p", PHONE, found)) == 3
+
+
+# ---- dark mode: a figure is not a white slab ------------------------------------------------
+# Its first figure alone shown (the rest of the page hidden, its background kept), pinned to
+# the window's top (a headless screenshot does not follow a scroll), in the theme's dark mode;
+# the screenshot's pixels that differ from the page's background are the figure's box, whose
+# mean relative luminance must stay in the page's dark range (white is 1; the dark page's
+# background about 0.01).
+MAX_DARK_FIGURE_LUMINANCE = 0.2
+SHOW_FIRST_FIGURE = (
+    "const style = document.createElement('style'); style.textContent ="
+    " 'body * { visibility: hidden !important; } img.shown { visibility: visible !important;"
+    " position: fixed !important; top: 20px; left: 20px; z-index: 9999; }"
+    " *, *::before, *::after { transition: none !important; }';"
+    "document.head.appendChild(style);"
+    "const img = document.querySelector('figure.book-figure a.figure-full img');"
+    "if (img) { img.loading = 'eager'; img.classList.add('shown'); }"
+)
+
+
+def figure_luminance(page: Path, tmp_path: Path, dark: bool) -> float:
+    """The mean relative luminance of the first figure's box on `page` at 1280 px."""
+    import numpy as np
+    from PIL import Image
+
+    theme = _dark_theme_js(dark) if dark else ""
+    copy = page.with_name(f".shot-{'dark-' if dark else ''}{page.name}")
+    script = (
+        f"<script>window.addEventListener('load', () => {{{theme} {SHOW_FIRST_FIGURE} }});</script>"
+    )
+    copy.write_text(page.read_text().replace("</body>", script + "</body>"))
+    shot = tmp_path / f"{copy.stem}.png"
+    try:
+        subprocess.run(
+            [
+                chromium(),
+                *CHROMIUM_FLAGS,
+                *(["--force-dark-mode"] if dark else []),
+                f"--user-data-dir={tmp_path / 'profile-shot'}",
+                "--window-size=1280,900",
+                "--hide-scrollbars",
+                "--virtual-time-budget=10000",
+                f"--screenshot={shot}",
+                copy.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        copy.unlink(missing_ok=True)
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"), dtype=float)
+    colours, counts = np.unique(pixels[::31, ::31].reshape(-1, 3), axis=0, return_counts=True)
+    background = colours[counts.argmax()]  # the page's, which fills most of the window
+    ys, xs = np.nonzero(np.abs(pixels - background).max(axis=2) > 8)
+    assert len(xs), f"{page.name}: no figure on screen"
+    box = pixels[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1] / 255
+    linear = np.where(box <= 0.03928, box / 12.92, ((box + 0.055) / 1.055) ** 2.4)
+    return float((linear @ [0.2126, 0.7152, 0.0722]).mean())
+
+
+def test_dark_mode_figures_are_not_white_slabs(built_site, tmp_path, capsys):
+    """In dark mode, each chapter's first figure is drawn dark (mean luminance of its box at
+    most MAX_DARK_FIGURE_LUMINANCE); the same figure in light mode is the light slab this
+    check would find (its can-fail companion, on the real page)."""
+    found = {
+        page.stem: figure_luminance(page, tmp_path, True) for page in chapter_pages(built_site)
+    }
+    light = figure_luminance(chapter_pages(built_site)[0], tmp_path, False)
+    with capsys.disabled():
+        print(
+            f"\ndark-mode figure luminance: { ({k: round(v, 3) for k, v in found.items()}) };"
+            f" light mode {light:.3f}"
+        )
+    assert light > MAX_DARK_FIGURE_LUMINANCE, "the luminance check cannot tell light from dark"
+    bright = {k: round(v, 3) for k, v in found.items() if v > MAX_DARK_FIGURE_LUMINANCE}
+    assert not bright, f"figures brighter than the dark page: {bright}"

@@ -198,3 +198,55 @@ def test_alt_text_of_a_tex_labelled_figure_has_no_markup():
     text = alt_text(fig)
     assert "⟨ x, β⟩" in text and "scale α" in text and "‖β_∞ - X⁺ y‖" in text
     assert not set(text) & set("\\${}")
+
+
+def test_texts_drawn_over_each_other_are_found_and_a_log_axis_minor_labels_cleared():
+    """`text_overlaps` finds texts over each other (can fail: two texts, a log axis whose
+    minor labels `3×10¹ 4×10¹` collide, as in a figure of the low-rank chapter) and
+    `make_legible` clears the minor labels that collide; apart, nothing is found."""
+    import matplotlib.pyplot as plt
+
+    from implicit_bias.core.site.plotting import _drawn_labels, make_legible, text_overlaps
+
+    fig, ax = figure()
+    ax.text(0.5, 0.5, "hello world")
+    ax.text(0.52, 0.5, "drawn over it")
+    assert text_overlaps(fig) == [("hello world", "drawn over it")]
+    fig, ax = figure()
+    ax.text(0.1, 0.1, "apart")
+    ax.text(0.6, 0.8, "from each other")
+    assert text_overlaps(fig) == []
+    fig, axes = figure(1, 2)
+    x = np.linspace(6, 60, 50)
+    axes[0, 0].loglog(x, 1 / x)
+    assert any("10^{1}" in a and "10^{1}" in b for a, b in text_overlaps(fig))
+    record = make_legible(fig)
+    assert record["text_overlaps"] == 0 and text_overlaps(fig) == []
+    # thinned, not dropped: an axis of less than a decade (no major label) keeps labels
+    fig, axes = figure(1, 2)
+    axes[0, 0].loglog(np.linspace(0.4, 0.8, 9), np.linspace(1, 2, 9))
+    axes[0, 0].set_xlim(0.39, 0.81)
+    make_legible(fig)
+    renderer = fig.canvas.get_renderer()
+    kept = [t.get_text() for t in _drawn_labels(axes[0, 0], axes[0, 0].xaxis, renderer, True)]
+    assert kept and text_overlaps(fig) == []
+    plt.close("all")
+
+
+def test_turned_labels_apart_are_not_an_overlap_and_together_are():
+    """A turned axis's labels, whose upright boxes overlap though the texts do not, are not
+    counted; the same labels at one place are (can fail)."""
+    import matplotlib.pyplot as plt
+
+    from implicit_bias.core.site.plotting import make_legible, text_overlaps
+
+    fig, ax = figure()
+    ax.bar(range(6), range(1, 7))
+    ax.set_xticks(range(6), [f"conv L={k} s0" for k in range(6)], rotation=45, ha="right")
+    make_legible(fig)
+    assert text_overlaps(fig) == []
+    fig, ax = figure()
+    ax.text(0.5, 0.5, "one label", rotation=45)
+    ax.text(0.5, 0.5, "other label", rotation=45)
+    assert len(text_overlaps(fig)) == 1
+    plt.close("all")

@@ -155,9 +155,9 @@ def test_a_table_shows_words_and_four_significant_digits():
         index=pd.Index(["final_cos", "x"], name="sigma_y"),
     )
     shown = readable_frame(frame)
-    assert list(shown.columns) == ["dist l1", "seed", "Method"]
-    assert shown.index.name == "sigma y" and list(shown.index) == ["final cos", "x"]
-    assert list(shown["dist l1"]) == ["3.777e-16", "0.9821"] and list(shown["seed"]) == [1, 2]
+    assert list(shown.columns) == ["dist ℓ1", "seed", "Method"]
+    assert shown.index.name == "σ y" and list(shown.index) == ["final cos", "x"]
+    assert list(shown["dist ℓ1"]) == ["3.777e-16", "0.9821"] and list(shown["seed"]) == [1, 2]
     assert list(shown["Method"]) == ["GD", "gd_gln"]  # values are data, not labels
     assert list(frame.columns) == ["dist_l1", "seed", "Method"]  # the frame is unchanged
     page = long_table_html(frame)
@@ -178,3 +178,16 @@ def test_a_sentence_of_the_run_typesets_its_maths():
         "costs $5."
     )
     assert prose_html("no maths") == "no maths"
+
+
+def test_labels_show_their_ascii_maths_as_signs():
+    """A column's ASCII maths as a reader reads it (can fail: the names as they were)."""
+    from implicit_bias.core.site.web_tables import readable_label
+
+    assert readable_label("eta=0.05") == "η=0.05"
+    assert readable_label("cos zeta") == "cos ζ"
+    assert readable_label("log10 loss") == "log₁₀ loss"
+    assert readable_label("dist_l1") == "dist ℓ1"
+    assert readable_label("delta <= 1") == "δ ≤ 1"
+    assert readable_label("metadata") == "metadata"  # letters inside a word stay
+    assert readable_label("etas") == "etas"

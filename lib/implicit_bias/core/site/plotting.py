@@ -267,14 +267,15 @@ def _centre(box, horizontal: bool) -> float:
     return (box.x0 + box.x1) / 2 if horizontal else (box.y0 + box.y1) / 2
 
 
-def _drawn_labels(ax, axis, renderer) -> list:
-    """The tick labels of `axis` that are drawn (visible, not empty, inside the axes' span)."""
+def _drawn_labels(ax, axis, renderer, minor: bool = False) -> list:
+    """The tick labels of `axis` that are drawn (visible, not empty, inside the axes' span):
+    its major labels, or with `minor` its minor ones (a log axis labels some: `2×10¹`)."""
     frame = ax.get_window_extent(renderer)
     horizontal = axis is ax.xaxis
     lo, hi = (frame.x0, frame.x1) if horizontal else (frame.y0, frame.y1)
     labels = [
         t
-        for t in axis.get_ticklabels()
+        for t in axis.get_ticklabels(minor=minor)
         if t.get_visible()
         and t.get_text().strip()
         and lo - 1 <= _centre(t.get_window_extent(renderer), horizontal) <= hi + 1
@@ -353,10 +354,63 @@ def _thin(ax, axis, renderer) -> None:
             return
 
 
+def _drawn_texts(fig, renderer) -> list:
+    """Every text the figure draws: the drawn tick labels, major and minor, of each axis, and
+    its other visible, non-empty texts (titles, axis labels, legends, annotations)."""
+    ticks, every_tick_label = [], set()
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                every_tick_label |= {id(tick.label1), id(tick.label2)}
+            for minor in (False, True):
+                ticks += _drawn_labels(ax, axis, renderer, minor)
+    # a tick label is drawn only where it lies on its axis (above), whatever its visibility
+    return ticks + [t for t in _texts(fig) if id(t) not in every_tick_label]
+
+
+OVERLAP_PX = 1.0  # boxes that share less than this, at the figure's dpi, touch and do not collide
+
+
+def text_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of texts the figure draws over each other (their boxes share more than OVERLAP_PX
+    each way): tick labels, titles, axis labels, legends, annotations; as their texts."""
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    texts = _drawn_texts(fig, renderer)
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    pairs = []
+    for i, (a, box_a) in enumerate(zip(texts, boxes)):
+        for b, box_b in zip(texts[i + 1 :], boxes[i + 1 :]):
+            wide = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            high = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if wide > OVERLAP_PX and high > OVERLAP_PX and not _parallel_apart(a, b, renderer):
+                pairs.append((a.get_text(), b.get_text()))
+    return pairs
+
+
+def _parallel_apart(a, b, renderer) -> bool:
+    """Whether two texts turned by the same slant angle (a turned axis's labels, 45 degrees),
+    whose upright boxes overlap, lie on lines of text apart: their centres further apart,
+    across the text's direction, than a line of the taller one."""
+    import math
+
+    angle = a.get_rotation() % 180
+    if angle % 90 == 0 or abs(angle - b.get_rotation() % 180) > 1e-6:
+        return False
+    box_a, box_b = a.get_window_extent(renderer), b.get_window_extent(renderer)
+    dx = (box_b.x0 + box_b.x1 - box_a.x0 - box_a.x1) / 2
+    dy = (box_b.y0 + box_b.y1 - box_a.y0 - box_a.y1) / 2
+    across = abs(-dx * math.sin(math.radians(angle)) + dy * math.cos(math.radians(angle)))
+    lines = max(a.get_text().count("\n"), b.get_text().count("\n")) + 1
+    size = max(a.get_fontsize(), b.get_fontsize())
+    return across >= 1.2 * lines * size * renderer.dpi / 72
+
+
 def legibility(fig) -> dict:
     """What the website test checks: the figure's width (inches), the smallest font (points),
     the panels' widths as fractions of the figure (the grid slot of each panel, colorbars
-    left out) and the number of overlapping neighbouring tick labels."""
+    left out), the number of overlapping neighbouring tick labels and of pairs of any texts
+    drawn over each other (`text_overlaps`)."""
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
     slots = {}
@@ -373,13 +427,15 @@ def legibility(fig) -> dict:
         "min_font_pt": min((float(t.get_fontsize()) for t in _texts(fig)), default=MIN_FONT_PT),
         "panels": panels,
         "tick_overlaps": int(sum(_tick_overlaps(ax, renderer) for ax in fig.get_axes())),
+        "text_overlaps": len(text_overlaps(fig)),
     }
 
 
 def make_legible(fig) -> dict:
     """Raise every font below MIN_FONT_PT to it; where neighbouring tick labels overlap, turn
-    the x labels by 45 degrees, then keep every k-th label (the smallest k at which none
-    overlap); returns `legibility`."""
+    the x labels by 45 degrees, thin the minor labels of an axis where they collide, then
+    keep every k-th label (the smallest k at which none overlap); returns `legibility`."""
+
     for text in _texts(fig):
         if text.get_fontsize() < MIN_FONT_PT:
             text.set_fontsize(MIN_FONT_PT)
@@ -393,6 +449,43 @@ def make_legible(fig) -> dict:
                 label.set_rotation_mode("anchor")
             fig.draw_without_rendering()
         for axis in (ax.xaxis, ax.yaxis):
+            if _minor_collide(ax, axis, renderer):  # a log axis's `2×10¹ 3×10¹ 4×10¹`
+                _thin_minor(ax, axis, renderer)
             if _axis_overlaps(ax, axis, renderer):
                 _thin(ax, axis, renderer)
     return legibility(fig)
+
+
+def _thin_minor(ax, axis, renderer) -> None:
+    """Keep every k-th drawn minor label of `axis` (a log axis labels some where it spans
+    less than a few decades), the smallest k at which none collides with another label; none
+    where every k collides. An axis of less than a decade has no major label: its minor
+    labels are all it has, so they are thinned, never all dropped at once."""
+    from matplotlib.ticker import FuncFormatter
+
+    position = 0 if axis is ax.xaxis else 1
+    labels = _drawn_labels(ax, axis, renderer, minor=True)
+    shown = [(t.get_position()[position], t.get_text()) for t in labels]
+    for k in range(2, len(shown) + 2):
+        kept = shown[::k] if k <= len(shown) else []
+
+        def label(x, _pos, kept=kept) -> str:
+            return next((text for at, text in kept if abs(at - x) <= 1e-9 * max(1, abs(x))), "")
+
+        axis.set_minor_formatter(FuncFormatter(label))
+        ax.figure.draw_without_rendering()
+        if not _minor_collide(ax, axis, renderer):
+            return
+
+
+def _minor_collide(ax, axis, renderer) -> bool:
+    """Whether a drawn minor tick label of `axis` overlaps another tick label of it."""
+    minor = _drawn_labels(ax, axis, renderer, minor=True)
+    if not minor:
+        return False
+    labels = sorted(
+        _drawn_labels(ax, axis, renderer) + minor,
+        key=lambda t: _centre(t.get_window_extent(renderer), axis is ax.xaxis),
+    )
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))

@@ -329,9 +329,15 @@ RUN_QUOTE_WORDS = 10
 
 
 def _short_quote(row: dict) -> str:
-    words = " ".join(str(row.get("quote") or "").replace("_", " ").split()).split(" ")
-    short = " ".join(words[:RUN_QUOTE_WORDS]).rstrip(".,;:")
-    return f"“{short}{'…' if len(words) > RUN_QUOTE_WORDS else ''}”"
+    """The claim's first words, quoted: from its display form where it has one (its maths as
+    `$...$`, which the page typesets: `math_html`), never cut inside a formula."""
+    text = str(row.get("display") or "") or str(row.get("quote") or "").replace("_", " ")
+    words = " ".join(text.split()).split(" ")
+    n = RUN_QUOTE_WORDS
+    while n < len(words) and " ".join(words[:n]).count("$") % 2:  # a formula cut open
+        n += 1
+    short = " ".join(words[:n]).rstrip(".,;:")
+    return f"“{short}{'…' if len(words) > n else ''}”"
 
 
 def figure_run(rows: list[dict]) -> str:

@@ -330,14 +330,40 @@ LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
 SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+$")  # `dist_l1`, `median_init`
 
 
+# Maths a program's column name spells in ASCII, as a reader reads it: a Greek letter's name
+# as the letter (`eta=0.05` -> `η=0.05`, `cos zeta` -> `cos ζ`), `log10` and the norms `l1`,
+# `l2` with their subscript and script l, `<=` and `>=` as signs.
+GREEK = dict(
+    zip(
+        "alpha beta gamma delta epsilon zeta eta theta kappa lambda mu nu rho sigma tau".split(),
+        "αβγδεζηθκλμνρστ",
+    )
+)
+ASCII_MATHS = re.compile(r"\b(" + "|".join(GREEK) + r"|log10|l[12]|ell[12])\b|<=|>=")
+
+
+def _maths_words(text: str) -> str:
+    def letter(match: re.Match) -> str:
+        word = match.group(1)
+        if word is None:
+            return "≤" if match.group(0) == "<=" else "≥"
+        if word == "log10":
+            return "log₁₀"
+        if word[-1] in "12" and word[:-1] in ("l", "ell"):
+            return "ℓ" + word[-1]
+        return GREEK[word]
+
+    return ASCII_MATHS.sub(letter, text)
+
+
 def readable_label(label):
     """A column or row label as a reader reads it: a snake_case name in words (`median init`),
-    a float as `readable_value` writes it; any other label (an integer, a phrase, a tuple's
-    parts) as it is."""
+    its ASCII maths as signs (`_maths_words`: `eta=0.05` -> `η=0.05`), a float as
+    `readable_value` writes it; any other label (an integer, a tuple's parts) as it is."""
     if isinstance(label, tuple):
         return tuple(readable_label(part) for part in label)
-    if isinstance(label, str) and SNAKE.match(label):
-        return label.replace("_", " ")
+    if isinstance(label, str):
+        return _maths_words(label.replace("_", " ") if SNAKE.match(label) else label)
     return readable_value(label)
 
 

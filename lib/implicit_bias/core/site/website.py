@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ..verdicts import tally
-from . import findings_page, record_page, repository, verdict
+from . import claims_table, findings_page, record_page, repository, site_files, verdict
 from .figure_panels import crop, panel_boxes
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
@@ -91,6 +91,7 @@ def phone_panels(data: bytes, fig_id: str, folder: Path, record: dict, alt: str)
             "min_font_pt": record["min_font_pt"],
             "panels": [1.0],
             "tick_overlaps": record.get("tick_overlaps", 0),
+            "text_overlaps": record.get("text_overlaps"),
             "display_width_px": round(width_px * DISPLAY_DPI / SAVE_DPI),
             "save_dpi": SAVE_DPI,
             "piece": k,
@@ -369,7 +370,8 @@ def report_findings(text: str, report: dict | None) -> str:
             if found.startswith("inconclusive") or "; inconclusive" in found
             else ""
         )
-        note = f"<span class='figure-run'><br><em>This run:</em> {html.escape(found)}{gloss}</span>"
+        said = verdict.math_html(found)  # its quote's maths typeset (a claim's display form)
+        note = f"<span class='figure-run'><br><em>This run:</em> {said}{gloss}</span>"
         # the takeaway is what this run found, first; the caption's own takeaway, written
         # from the paper, follows as the paper's (it may say what the run did not find)
         head = match.group(1)
@@ -386,13 +388,15 @@ def report_findings(text: str, report: dict | None) -> str:
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
     them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`,
-    `mark_claim_states`, and on a chapter page `add_verdict`); returns the number of files
-    written."""
-    text = drop_edit_of_generated(drop_repeated_scripts(page.read_text()))
+    `mark_claim_states`, and on a chapter page `add_verdict` and `claims_table.rewrite`);
+    returns the number of files written."""
+    text = site_files.drop_thebe(page.read_text())
+    text = drop_edit_of_generated(drop_repeated_scripts(text))
     text = mark_claim_states(retarget_source_links(text))
     if page.parent.name == "chapters":
         report = chapter_report(page.stem)
         text = report_findings(add_verdict(text, report), report)
+        text = claims_table.rewrite(text, report)
     text, _ = fit_tables(breakable_headers(text))
     if page.parent.name in ("chapters", Path(record_page.RECORDS).name):
         text = fold_tables(text)
@@ -496,6 +500,7 @@ def _source_read(app, docname: str, source: list) -> None:
 def _build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         externalize_site(Path(app.outdir))
+        site_files.trim_static(Path(app.outdir))
 
 
 def toc_chapters() -> list[str]:
@@ -563,6 +568,10 @@ def _config_inited(app, config) -> None:
     # the `{repo}` role link it where it is set; the pages' `{only} repository` blocks show then
     url = repository.repository_url(project_root())
     config.html_theme_options = repository.source_buttons(config.html_theme_options, url)
+    # no copies of the executed notebooks (a third of the site) and no download button that
+    # linked them: a chapter's notebook is in the repository, and opens on Binder or Colab
+    config.html_copy_source = False
+    config.html_theme_options = {**config.html_theme_options, "use_download_button": False}
     config.myst_substitutions[repository.SUBSTITUTION] = repository.address_html(url)
     if url:
         app.tags.add(repository.TAG)
@@ -571,8 +580,37 @@ def _config_inited(app, config) -> None:
     config.html_context = {"default_mode": "auto", **(config.html_context or {})}
 
 
+# A box of the article that scrolls sideways (a wide table, a figure kept legible on a phone,
+# a code block) says so: the class `book-scrolls` while its content is wider than it, which
+# book.css shows as "scroll sideways →" above the content (set again when the window
+# resizes, when a fold opens, a table in a closed fold having no width, and once MathJax has
+# set the formulas). An inline formula counts past a glyph's overhang (4 px), which the
+# theme's clip of inline maths hides. A cue takes room, which can push a formula beside it
+# past its line: marked again until nothing is added (three passes at most); a box once
+# marked stays so until the layout starts afresh (load, resize), as a scrolling formula's
+# overhang measures otherwise than a clipped one's and would flip back and forth.
+SCROLL_CUE_SCRIPT = (
+    "(() => { const boxes = () => document.querySelectorAll('article div.output,"
+    " article .pst-scrollable-table-container, article figure.book-figure,"
+    " article div.highlight pre, article .table-wrapper, article span.math');"
+    " const mark = (fresh) => { if (fresh === true) boxes().forEach(e =>"
+    " e.classList.remove('book-scrolls'));"
+    " for (let pass = 0; pass < 3; pass += 1) { let added = 0; for (const e of boxes()) {"
+    " if (!e.classList.contains('book-scrolls') && getComputedStyle(e).overflowX !== 'visible'"
+    " && e.scrollWidth > e.clientWidth + (e.matches('span.math') ? 4 : 1)) {"
+    " e.classList.add('book-scrolls'); added += 1; } } if (!added) break; } };"
+    " window.bookMarkScrollers = mark;"
+    " window.addEventListener('load', () => { mark(true); const m = window.MathJax;"
+    " if (m && m.startup && m.startup.promise) m.startup.promise.then(() => mark(true)); });"
+    " window.addEventListener('resize', () => mark(true));"
+    " document.addEventListener('toggle', mark, true);"
+    " document.addEventListener('DOMContentLoaded', mark); })();"
+)
+
+
 def setup(app):
     app.add_role("repo", repository.repo_role)
+    app.add_js_file(None, body=SCROLL_CUE_SCRIPT)
     app.connect("config-inited", _config_inited)
     app.connect("source-read", _source_read)
     app.connect("build-finished", _build_finished)
