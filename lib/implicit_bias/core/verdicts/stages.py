@@ -148,8 +148,11 @@ def audits_on_their_claims_seeds(claims: list[dict]) -> list[dict]:
     out = []
     for claim in claims:
         target = by_id.get(claim.get("audit_of") or "")
+        if target is None:
+            out.append(claim)
+            continue
         own = active_plan(claim.get("seed_plan"))
-        theirs = active_plan(target.get("seed_plan")) if target else None
+        theirs = active_plan(target.get("seed_plan"))
         if (own is None or own.get("void")) and isinstance(theirs, dict) and not theirs.get("void"):
             borrowed = {k: v for k, v in theirs.items() if k not in ("second_stage", "replacement")}
             claim = {**claim, "seed_plan": {**borrowed, "borrowed_from": target["id"]}}
