@@ -294,3 +294,27 @@ def test_every_second_stage_verdict_of_the_book_was_registered_first():
         if reg.pre_registered is False
     ]
     assert late == [], "commit the second stage, then run: " + "; ".join(late)
+
+
+def test_an_audit_without_a_plan_is_decided_on_its_claims_seeds():
+    from implicit_bias.core.verdicts.rows import plan_summary
+
+    audit = {**CLAIM, "id": "a_better_elsewhere", "audit_of": "a_better", "metric": "other"}
+    void = {**PLAN, "void": "an audit is never a decision of its own"}
+    claims = [{**CLAIM, "seed_plan": {**PLAN, "second_stage": SECOND_STAGE}}, audit]
+    metrics = {"other": decision.paired_differences(OPEN | LATER)}
+    for own in (None, void):  # no plan, or a void one: the claim's plan decides
+        given = [claims[0], {**audit, **({"seed_plan": own} if own else {})}]
+        borrowed = stages.audits_on_their_claims_seeds(given)[1]
+        assert borrowed["seed_plan"]["borrowed_from"] == "a_better"
+        assert "second_stage" not in borrowed["seed_plan"]  # never a second look
+        row = evaluate(borrowed, metrics, "paper")
+        assert row["stage"] == "confirmatory" and row["seeds"]["seeds"] == [3, 4, 5, 6]
+        assert "decided on the seeds of a_better's plan" in plan_summary(row)
+    # can fail: read on its own, the audit pools every seed, seen and unseen
+    alone = evaluate(audit, metrics, "paper")
+    assert alone["stage"] is None and len(alone["seeds"]["seeds"]) == 12
+    # an audit with a live plan of its own keeps it
+    own = {**PLAN, "seeds": [7, 8, 9]}
+    kept = stages.audits_on_their_claims_seeds([claims[0], {**audit, "seed_plan": own}])[1]
+    assert kept["seed_plan"] == own

@@ -108,3 +108,21 @@ def test_the_book_says_how_many_false_passes_chance_would_give():
     assert text.startswith("31 claims of the paper are decided on confirmatory seeds")
     assert "about 0.8 of them would pass by chance; 30 pass." in text
     assert tally.multiplicity_text([row("pass")]).startswith("No claim")
+
+
+def test_passes_on_exploratory_seeds_alone_are_said_apart():
+    seeds = {"n": 3, "interval": [0.1, 0.2]}
+    rows = [
+        {"status": "pass", "stage": "confirmatory", "seeds": seeds},
+        {"status": "pass", "stage": "exploratory", "seeds": seeds},  # a plan not yet run
+        {"status": "pass", "stage": None, "seeds": seeds},  # no plan at all
+        {"status": "pass", "stage": None, "seeds": None},  # one deterministic value: no seeds
+        {"status": "pass", "stage": None, "seeds": seeds, "origin": "book"},
+    ]
+    assert tally.exploratory_passes(rows) == {"paper": 2, "book": 1, "audit": 0}
+    text = tally.tally_text(rows)
+    assert text.startswith(
+        "4 claims of the paper: 4 pass (2 of the passes rest on exploratory seeds alone, with "
+        "no registered plan behind them); 1 check of the book's own: 1 pass"
+    )
+    assert "exploratory" not in tally.tally_text(rows[:1])  # can fail: none, nothing said

@@ -665,6 +665,7 @@ def check(
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
     claims = [c for c in load_claims(chapter) if profile in c["profiles"]]
+    claims = stages.audits_on_their_claims_seeds(claims)  # an audit on its claim's seeds
     rows = [evaluate(c, metrics, profile) for c in claims]
     if failed_tasks:
         sweeps = sorted({t.get("sweep", "?") for t in failed_tasks})

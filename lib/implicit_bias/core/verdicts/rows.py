@@ -51,6 +51,11 @@ def plan_summary(row: dict) -> str:
             )
         elif plan.get("void"):
             parts.append(f"{row['stage']} verdict; plan void: {plan['void']}")
+        elif plan.get("borrowed_from"):  # an audit, on its claim's seeds (`stages`)
+            parts.append(
+                f"decided on the seeds of {plan['borrowed_from']}'s plan ({row['stage']} "
+                "seeds), as the claim it audits; not a decision of its own"
+            )
         else:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
     if stages.summary(row):

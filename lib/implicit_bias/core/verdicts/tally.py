@@ -138,13 +138,44 @@ def second_stage(rows: Iterable[Mapping]) -> dict[str, dict[str, int]]:
     return tally(r for r in rows if r.get("stage") == SECOND_STAGE)
 
 
-def kind_text(name: str, counts: Mapping[str, int], second: Mapping[str, int] | None = None) -> str:
+def exploratory_passes(rows: Iterable[Mapping]) -> dict[str, int]:
+    """{kind: n} of the passes decided over seeds with no registered stage behind them (no
+    plan, a void one, or a plan whose new seeds have not all run): shown apart, since their
+    seeds were seen before the claim's definition was last settled."""
+    out = dict.fromkeys(KINDS, 0)
+    for row in rows:
+        if (
+            state(row) == "pass"
+            and row.get("seeds")
+            and row.get("stage") not in ("confirmatory", SECOND_STAGE)
+        ):
+            out[kind(row)] += 1
+    return out
+
+
+def kind_text(
+    name: str,
+    counts: Mapping[str, int],
+    second: Mapping[str, int] | None = None,
+    exploratory: int = 0,
+) -> str:
     """'54 claims of the paper: 32 pass, ...' ('' where there are none); with `second` (the
-    same kind's second-stage counts) the verdicts of a second stage said apart."""
+    same kind's second-stage counts) the verdicts of a second stage said apart, and with
+    `exploratory` the passes that rest on exploratory seeds alone."""
     total = sum(counts.values())
     if not total:
         return ""
     one, many = KIND_NAMES[name]
+    seen = counts.get("pass", 0)
+    if exploratory:
+        explored = (
+            " (that pass rests on exploratory seeds alone, with no registered plan behind it)"
+            if seen == 1
+            else f" ({exploratory} of the passes rest on exploratory seeds alone, with no "
+            "registered plan behind them)"
+        )
+    else:
+        explored = ""
     n = sum((second or {}).values())
     apart = (  # a clause of its own: these verdicts are among the states counted before it
         f" ({'this verdict' if total == 1 else f'{n} of these verdicts'} decided at a second "
@@ -152,7 +183,7 @@ def kind_text(name: str, counts: Mapping[str, int], second: Mapping[str, int] | 
         if second
         else ""
     )
-    return f"{total} {one if total == 1 else many}: {states_text(counts)}{apart}"
+    return f"{total} {one if total == 1 else many}: {states_text(counts)}{explored}{apart}"
 
 
 def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
@@ -160,8 +191,9 @@ def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
     ...; 7 checks of the book's own: 7 pass; 16 audits: 12 pass, ...', with the verdicts of a
     second stage said apart within their kind."""
     rows = list(rows)
-    counted, second = tally(rows), second_stage(rows)
-    return "; ".join(t for t in (kind_text(k, counted[k], second[k]) for k in kinds) if t)
+    counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
+    texts = (kind_text(k, counted[k], second[k], explored[k] if k == "paper" else 0) for k in kinds)
+    return "; ".join(t for t in texts if t)
 
 
 def paper_total(rows: Iterable[Mapping]) -> int:
