@@ -6,9 +6,10 @@ copies each chapter that has such runs, changes every number those runs hold (re
 cache still takes them), executes the chapter's paper profile from that copy (nothing is
 recomputed) and compares its claims with the committed ones: a claim whose value moved read an
 unconverged run. A chapter that filters its runs through `implicit_bias.core.verdicts.evidence.
-converged_runs` gives the same claims bit for bit. Runs inside one batched task that report
-their own convergence (a `converged` list or rows) are the chapter's to filter, and are not
-poisoned here.
+converged_runs` gives the same claims bit for bit. A batched task that reports each run's
+convergence in a list (`adam_converged`, `relu_converged`, ...) has only its unconverged runs
+poisoned: the entries of the lists named like the flag (`adam_l1_sq`, `relu`, ...) at the runs
+whose flag is false; its other numbers (closed-form fits, converged runs) are evidence.
 """
 
 from __future__ import annotations
@@ -58,9 +59,35 @@ def unconverged_entries(folder: Path) -> list[Path]:
     return found
 
 
+def run_flags(result: dict) -> dict[str, list]:
+    """Per-run convergence lists of a batched task, by the prefix of the lists they flag
+    (`adam_converged` flags `adam_*`; a bare `converged` list flags every list)."""
+    return {
+        key[: -len("converged")].rstrip("_"): flags
+        for key, flags in result.items()
+        if key.endswith("converged") and isinstance(flags, list)
+    }
+
+
+def poisoned_runs(result: dict) -> dict:
+    """`result` with every number of its unconverged runs poisoned: where it flags runs one by
+    one, only the flagged lists' entries at the runs whose flag is false; else every number."""
+    flags = run_flags(result)
+    if not flags:
+        return poisoned(result)
+    out = dict(result)
+    for prefix, ok in flags.items():
+        for key, values in result.items():
+            named = not prefix or key == prefix or key.startswith(prefix + "_")
+            if named and not key.endswith("converged") and isinstance(values, list):
+                if len(values) == len(ok):
+                    out[key] = [v if good else poisoned(v) for v, good in zip(values, ok)]
+    return out
+
+
 def poison_entry(path: Path) -> None:
     entry = json.loads(path.read_text())
-    entry["result"] = poisoned(entry["result"])
+    entry["result"] = poisoned_runs(entry["result"])
     entry["checksum"] = sweep_module._checksum(entry)
     path.write_text(json.dumps(entry))
 
@@ -76,6 +103,21 @@ def test_poisoning_changes_every_float_but_the_status():
     out = poisoned(result)
     assert out["status"] == UNCONVERGED and out["steps"] == 10
     assert out["loss"] != 0.5 and out["rows"][0]["gap"] != -2.0
+
+
+def test_a_batched_task_has_only_its_unconverged_runs_poisoned():
+    result = {
+        "status": UNCONVERGED,
+        "adam_converged": [True, False],
+        "adam_loss": [0.5, 0.25],
+        "exact_loss": [0.125, 0.0625],
+    }
+    out = poisoned_runs(result)
+    assert out["adam_loss"][0] == 0.5 and out["adam_loss"][1] != 0.25
+    assert out["exact_loss"] == [0.125, 0.0625] and out["adam_converged"] == [True, False]
+    # a bare `converged` list flags every list of the task
+    bare = poisoned_runs({"converged": [False, True], "loss": [1.0, 2.0]})
+    assert bare["loss"][0] != 1.0 and bare["loss"][1] == 2.0
 
 
 CHAPTERS_WITH_UNCONVERGED = [
