@@ -125,3 +125,38 @@ def test_the_text_check_finds_ascii_maths_and_spares_prose(names):
     # in a typeset field the maths between dollars is maths, the words around it are not
     typeset = {"id": "c", "metric": "m", "measure": "the norm $\\|\\beta\\|_1$ over ||w||"}
     assert claim_problems(typeset, names) == ["c measure: ['||', '||']"]
+
+
+# A control character in a claim's words is a YAML escape taken by mistake: in a double-quoted
+# string `$\alpha$` reads as a bell character and "alpha" (`\a`), `\b`, `\f`, `\v` likewise.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def every_string(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from every_string(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from every_string(item)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_claim_text_holds_a_control_character(chapter):
+    bad = [
+        (claim["id"], text[max(0, m.start() - 20) : m.end() + 20])
+        for claim in load_claims(chapter)
+        for text in every_string(claim)
+        for m in CONTROL.finditer(text)
+    ]
+    assert not bad, f"{chapter}: YAML escapes taken as control characters: {bad}"
+
+
+def test_a_double_quoted_latex_escape_is_caught():
+    import yaml
+
+    text = yaml.safe_load('note: "the scale $\\alpha$ and $\\beta$"')["note"]
+    assert CONTROL.search(text), text
+    assert not CONTROL.search(yaml.safe_load("note: 'the scale $\\alpha$'")["note"])
