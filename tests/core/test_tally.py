@@ -126,3 +126,18 @@ def test_passes_on_exploratory_seeds_alone_are_said_apart():
         "no registered plan behind them); 1 check of the book's own: 1 pass"
     )
     assert "exploratory" not in tally.tally_text(rows[:1])  # can fail: none, nothing said
+
+
+def test_exploratory_and_second_stage_clauses_share_one_parenthesis():
+    seeds = {"n": 3}
+    rows = [
+        {"status": "pass", "stage": "second stage", "seeds": seeds},
+        {"status": "pass", "stage": None, "seeds": seeds},
+        {"status": "fail", "stage": "confirmatory", "seeds": seeds},
+    ]
+    text = tally.tally_text(rows)
+    assert (
+        "(1 of the passes rests on exploratory seeds alone, with no registered plan behind " in text
+    )
+    assert "it; 1 of these verdicts decided at a second registered stage" in text, text
+    assert ") (" not in text

@@ -166,24 +166,24 @@ def kind_text(
     if not total:
         return ""
     one, many = KIND_NAMES[name]
-    seen = counts.get("pass", 0)
+    apart = []  # clauses of their own, in one parenthesis: these rows are among the states
     if exploratory:
-        explored = (
-            " (that pass rests on exploratory seeds alone, with no registered plan behind it)"
-            if seen == 1
-            else f" ({exploratory} of the passes rest on exploratory seeds alone, with no "
-            "registered plan behind them)"
+        apart.append(
+            "that pass rests on exploratory seeds alone, with no registered plan behind it"
+            if counts.get("pass", 0) == 1
+            else f"{exploratory} of the passes rest"
+            + ("s" if exploratory == 1 else "")
+            + " on exploratory seeds alone, with no registered plan behind "
+            + ("it" if exploratory == 1 else "them")
         )
-    else:
-        explored = ""
-    n = sum((second or {}).values())
-    apart = (  # a clause of its own: these verdicts are among the states counted before it
-        f" ({'this verdict' if total == 1 else f'{n} of these verdicts'} decided at a second "
-        f"registered stage, false-pass bound 5%: {states_text(second)})"
-        if second
-        else ""
-    )
-    return f"{total} {one if total == 1 else many}: {states_text(counts)}{explored}{apart}"
+    if second:
+        n = sum(second.values())
+        apart.append(
+            f"{'this verdict' if total == 1 else f'{n} of these verdicts'} decided at a second "
+            f"registered stage, false-pass bound 5%: {states_text(second)}"
+        )
+    clauses = f" ({'; '.join(apart)})" if apart else ""
+    return f"{total} {one if total == 1 else many}: {states_text(counts)}{clauses}"
 
 
 def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
