@@ -4,11 +4,15 @@ Each chapter runs in its own process (`python -m implicit_bias run <chapter>`) a
 temporary results folder, so nothing is read from the cache. One row per chapter goes to
 `benchmarks/results/book.csv` (rows of the same chapter, profile and device are replaced):
 
-    chapter, profile, device, kernels, wall_s, task_s, tasks, peak_rss_mb, cpu, cores, commit, date
+    chapter, profile, device, kernels, wall_s, task_s, cpu_s, cpu_tasks, tasks, peak_rss_mb, cpu,
+    cores, commit, date
 
 `wall_s` is the chapter's wall time, `task_s` the summed compute time of its tasks (what a
-machine with more cores could spread), `peak_rss_mb` the largest resident memory of any of its
-processes (the notebook kernel included). A `total` row per profile and device sums the
+machine with more cores could spread; each task's own wall seconds, so it grows with whatever
+load ran beside it), `cpu_s` the CPU seconds of the `cpu_tasks` tasks whose cache entry records
+them (`timing.cpu_s`: the task process's, every thread; entries older than that record have
+none, so `cpu_tasks` says what `cpu_s` covers), `peak_rss_mb` the largest resident memory of
+any of its processes (the notebook kernel included). A `total` row per profile and device sums the
 chapters the file holds (measured at different commits when their `commit` differs).
 
 `--from-entries` times nothing: it sums the task seconds recorded in the committed cache
@@ -59,6 +63,8 @@ COLUMNS = [
     "kernels",
     "wall_s",
     "task_s",
+    "cpu_s",
+    "cpu_tasks",
     "tasks",
     "peak_rss_mb",
     "cpu",
@@ -138,9 +144,12 @@ def measure_here(
             raise SystemExit(1)
         records = [json.loads(run.read_text()) for run in runs]
         by_function: dict[str, list] = {}
+        cpu_s, cpu_tasks = 0.0, 0
         for name in names:
             for fn, slot in task_seconds_by_function(Path(tmp) / profile / name).items():
                 by_function[f"{name}.{fn}" if together else fn] = slot
+            seconds, count = task_cpu_seconds(Path(tmp) / profile / name)
+            cpu_s, cpu_tasks = cpu_s + seconds, cpu_tasks + count
     return {
         "chapter": chapter,
         "profile": profile,
@@ -148,6 +157,8 @@ def measure_here(
         "kernels": records[0].get("kernels", ""),
         "wall_s": round(wall, 1),
         "task_s": round(sum(float(r.get("cached_task_seconds", 0.0)) for r in records), 1),
+        "cpu_s": round(cpu_s, 1),
+        "cpu_tasks": cpu_tasks,
         "tasks": sum(r["tasks"]["computed"] for r in records),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
         "by_function": by_function,
@@ -173,16 +184,37 @@ def task_seconds_by_function(folder: Path) -> dict[str, list]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
 
+def task_cpu_seconds(folder: Path) -> tuple[float, int]:
+    """The CPU seconds the cache entries under `folder` record (`timing.cpu_s`), summed, and
+    how many entries record them."""
+    total, count = 0.0, 0
+    for entry in sorted(folder.glob("*/*.json")):
+        try:
+            record = json.loads(entry.read_text())
+        except (OSError, ValueError):
+            continue
+        timing = record.get("timing") if isinstance(record, dict) else None
+        if isinstance(timing, dict) and isinstance(timing.get("cpu_s"), (int, float)):
+            total, count = total + float(timing["cpu_s"]), count + 1
+    return total, count
+
+
 def from_entries(profile: str, chapters: list[str]) -> dict:
     """The row of `--from-entries`: the task seconds of the committed cache entries of
     `chapters` at `profile`, summed, and over this machine's cores as the wall floor."""
-    task_s, tasks = 0.0, 0
+    task_s, tasks, cpu_s, cpu_tasks = 0.0, 0, 0.0, 0
     for chapter in chapters:
         by_function = task_seconds_by_function(ROOT / "results" / profile / chapter)
         seconds = sum(s for _, s in by_function.values())
         count = sum(n for n, _ in by_function.values())
-        print(f"  {chapter}: {count} tasks, {seconds:.0f} task-s", flush=True)
+        cpu, with_cpu = task_cpu_seconds(ROOT / "results" / profile / chapter)
+        print(
+            f"  {chapter}: {count} tasks, {seconds:.0f} task-s; CPU recorded for {with_cpu}"
+            f" of them: {cpu:.0f} CPU-s",
+            flush=True,
+        )
         task_s, tasks = task_s + seconds, tasks + count
+        cpu_s, cpu_tasks = cpu_s + cpu, cpu_tasks + with_cpu
     cores = os.cpu_count() or 1
     return {
         "chapter": f"whole book from committed entries (task-s / {cores} cores, an estimate)",
@@ -191,6 +223,8 @@ def from_entries(profile: str, chapters: list[str]) -> dict:
         "kernels": "AVX2 (pinned)",
         "wall_s": round(task_s / cores, 1),
         "task_s": round(task_s, 1),
+        "cpu_s": round(cpu_s, 1),
+        "cpu_tasks": cpu_tasks,
         "tasks": tasks,
         "peak_rss_mb": "",
     }
@@ -223,6 +257,8 @@ def write(rows: list[dict], path: Path) -> list[dict]:
                 "device": device,
                 "wall_s": round(sum(float(r["wall_s"]) for r in part), 1),
                 "task_s": round(sum(float(r["task_s"]) for r in part), 1),
+                "cpu_s": round(sum(float(r.get("cpu_s") or 0) for r in part), 1),
+                "cpu_tasks": sum(int(r.get("cpu_tasks") or 0) for r in part),
                 "tasks": sum(int(r["tasks"]) for r in part),
                 "peak_rss_mb": round(max(float(r.get("peak_rss_mb") or 0) for r in part)),
                 "kernels": ", ".join(sorted({str(r.get("kernels", "")) for r in part})),

@@ -95,3 +95,27 @@ def test_the_estimate_from_entries_sums_their_own_seconds_and_is_not_a_chapter(
     bench.write([row, dict(row, chapter="c")], out)
     totals = [r for r in csv.DictReader(out.open()) if r["chapter"] == "total"]
     assert [r["task_s"] for r in totals] == ["8.0"]  # the chapter c alone, not the estimate
+
+
+def test_cpu_seconds_are_summed_from_the_entries_that_record_them(tmp_path, monkeypatch):
+    """An entry's `timing.cpu_s` is its task's CPU time; an older entry without it adds to
+    `task_s` (its wall seconds) but not to `cpu_s`, and `cpu_tasks` says how many did."""
+    import json
+
+    bench = _bench()
+    folder = tmp_path / "results" / "paper" / "a" / "sweep"
+    folder.mkdir(parents=True)
+    entries = [
+        {"fn": "pkg.tasks:fit", "result": {"seconds": 3.0}, "timing": {"cpu_s": 1.25}},
+        {"fn": "pkg.tasks:fit", "result": {"seconds": 2.0}, "timing": {"cpu_s": 0.75}},
+        {"fn": "pkg.tasks:fit", "result": {"seconds": 5.0}},
+    ]
+    for i, entry in enumerate(entries):
+        (folder / f"{i}.json").write_text(json.dumps(entry))
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    row = bench.from_entries("paper", ["a"])
+    assert (row["task_s"], row["cpu_s"], row["cpu_tasks"], row["tasks"]) == (10.0, 2.0, 2, 3)
+    out = tmp_path / "book.csv"
+    bench.write([dict(row, chapter="a"), dict(row, chapter="b")], out)
+    total = [r for r in csv.DictReader(out.open()) if r["chapter"] == "total"][0]
+    assert (total["cpu_s"], total["cpu_tasks"]) == ("4.0", "4")
