@@ -307,14 +307,22 @@ def test_an_audit_without_a_plan_is_decided_on_its_claims_seeds():
         given = [claims[0], {**audit, **({"seed_plan": own} if own else {})}]
         borrowed = stages.audits_on_their_claims_seeds(given)[1]
         assert borrowed["seed_plan"]["borrowed_from"] == "a_better"
-        assert "second_stage" not in borrowed["seed_plan"]  # never a second look
+        # the same design as its claim: its second stage too, where the first leaves it open
+        assert borrowed["seed_plan"]["second_stage"] == SECOND_STAGE
         row = evaluate(borrowed, metrics, "paper")
-        assert row["stage"] == "confirmatory" and row["seeds"]["seeds"] == [3, 4, 5, 6]
+        # seeds 3-6 leave it open, as they leave the claim: seeds 7-11 decide both
+        assert row["stage"] == "second stage" and sorted(row["seeds"]["seeds"]) == [7, 8, 9, 10, 11]
         assert "decided on the seeds of a_better's plan" in plan_summary(row)
     # can fail: read on its own, the audit pools every seed, seen and unseen
     alone = evaluate(audit, metrics, "paper")
     assert alone["stage"] is None and len(alone["seeds"]["seeds"]) == 12
-    # an audit with a live plan of its own keeps it
+    # an audit with a live plan of its own is given its claim's all the same
     own = {**PLAN, "seeds": [7, 8, 9]}
-    kept = stages.audits_on_their_claims_seeds([claims[0], {**audit, "seed_plan": own}])[1]
-    assert kept["seed_plan"] == own
+    given = stages.audits_on_their_claims_seeds([claims[0], {**audit, "seed_plan": own}])[1]
+    assert given["seed_plan"]["borrowed_from"] == "a_better"
+    assert given["seed_plan"]["seeds"] == PLAN["seeds"] != own["seeds"]
+    # and where the claim has no live plan, the audit's own is void: both on exploratory seeds
+    bare = {**CLAIM}
+    voided = stages.audits_on_their_claims_seeds([bare, {**audit, "seed_plan": own}])[1]
+    assert voided["seed_plan"]["void"].startswith("an audit of a_better, which has no live")
+    assert evaluate(voided, metrics, "paper")["stage"] != "confirmatory"

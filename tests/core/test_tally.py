@@ -123,7 +123,8 @@ def test_passes_on_exploratory_seeds_alone_are_said_apart():
     text = tally.tally_text(rows)
     assert text.startswith(
         "4 claims of the paper: 4 pass (2 of the passes rest on exploratory seeds alone, with "
-        "no registered plan behind them); 1 check of the book's own: 1 pass"
+        "no registered plan in force behind them); 1 check of the book's own: 1 pass (that pass "
+        "rests on exploratory seeds alone, with no registered plan in force behind it)"
     )
     assert "exploratory" not in tally.tally_text(rows[:1])  # can fail: none, nothing said
 
@@ -136,8 +137,6 @@ def test_exploratory_and_second_stage_clauses_share_one_parenthesis():
         {"status": "fail", "stage": "confirmatory", "seeds": seeds},
     ]
     text = tally.tally_text(rows)
-    assert (
-        "(1 of the passes rests on exploratory seeds alone, with no registered plan behind " in text
-    )
-    assert "it; 1 of these verdicts decided at a second registered stage" in text, text
+    assert "(1 of the passes rests on exploratory seeds alone, with no registered plan in " in text
+    assert "force behind it; 1 of these verdicts decided at a second registered stage" in text
     assert ") (" not in text

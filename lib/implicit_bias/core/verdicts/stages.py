@@ -136,14 +136,17 @@ def propose(
 
 
 def audits_on_their_claims_seeds(claims: list[dict]) -> list[dict]:
-    """`claims` with each audit that has no live plan of its own (none, or a void one without
-    a replacement) given the plan of the claim it audits, marked `borrowed_from`: an audit is
-    the same statement on another program, setting or reading, so it is decided on the same
-    seeds as its claim (the plan's new seeds once they have all run, else its exploratory
-    ones). Read on every seed it would pool seeds seen before the plan with seeds never seen
+    """`claims` with every audit decided on the seeds of the claim it audits: an audit is the
+    same statement on another program, setting or reading, never a decision of its own.
+    Where the claim has a live plan, the audit is given it (marked `borrowed_from`), second
+    stage included: the same seeds by the same design (the plan's new seeds once they have
+    all run, else its exploratory ones; a second stage's seeds where the first stage left it
+    open). Read on every seed it would pool seeds seen before the plan with seeds never seen
     (4.7% false passes by the decision rule's simulation, not 2.5%); read on the first seeds
-    only it would ignore runs made since. Borrowed, the plan has no second stage, and the
-    audit is never counted as a decision of its own (`tally.multiplicity_text`)."""
+    only it would ignore runs made since. Where the claim has none, a plan of the audit's own
+    is void (in memory: the file keeps what was registered), so both are read on their
+    exploratory seeds. Either way the audit is never counted as a decision
+    (`tally.multiplicity_text` counts the paper's claims only)."""
     by_id = {c["id"]: c for c in claims}
     out = []
     for claim in claims:
@@ -151,10 +154,18 @@ def audits_on_their_claims_seeds(claims: list[dict]) -> list[dict]:
         if target is None:
             out.append(claim)
             continue
-        own = active_plan(claim.get("seed_plan"))
+        own = claim.get("seed_plan")
         theirs = active_plan(target.get("seed_plan"))
-        if (own is None or own.get("void")) and isinstance(theirs, dict) and not theirs.get("void"):
-            borrowed = {k: v for k, v in theirs.items() if k not in ("second_stage", "replacement")}
+        if isinstance(theirs, dict) and not theirs.get("void"):
+            borrowed = {k: v for k, v in theirs.items() if k != "replacement"}
             claim = {**claim, "seed_plan": {**borrowed, "borrowed_from": target["id"]}}
+        elif isinstance(own, dict) and not active_plan(own).get("void"):
+            reason = (
+                f"an audit of {target['id']}, which has no live plan: an audit is never a "
+                "decision of its own, so this plan decides nothing and the audit is read on "
+                "its exploratory seeds, as its claim is"
+            )
+            kept = {k: v for k, v in own.items() if k not in ("replacement", "second_stage")}
+            claim = {**claim, "seed_plan": {**kept, "void": reason}}
         out.append(claim)
     return out

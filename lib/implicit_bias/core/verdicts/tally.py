@@ -169,11 +169,11 @@ def kind_text(
     apart = []  # clauses of their own, in one parenthesis: these rows are among the states
     if exploratory:
         apart.append(
-            "that pass rests on exploratory seeds alone, with no registered plan behind it"
+            "that pass rests on exploratory seeds alone, with no registered plan in force behind it"
             if counts.get("pass", 0) == 1
             else f"{exploratory} of the passes rest"
             + ("s" if exploratory == 1 else "")
-            + " on exploratory seeds alone, with no registered plan behind "
+            + " on exploratory seeds alone, with no registered plan in force behind "
             + ("it" if exploratory == 1 else "them")
         )
     if second:
@@ -192,7 +192,8 @@ def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
     second stage said apart within their kind."""
     rows = list(rows)
     counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
-    texts = (kind_text(k, counted[k], second[k], explored[k] if k == "paper" else 0) for k in kinds)
+    # audits are never decisions: which seeds they rest on is their claim's affair
+    texts = (kind_text(k, counted[k], second[k], explored[k] if k != "audit" else 0) for k in kinds)
     return "; ".join(t for t in texts if t)
 
 
