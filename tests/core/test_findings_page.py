@@ -86,5 +86,34 @@ def test_no_practical_effect_is_explained_as_such_not_as_undecided():
     )
     page = findings_page.paper_findings("demo", "Demo", {"profile": "paper", "claims": [nil]})
     assert "## No effect of practical size" in page and "## What stays open" not in page
-    assert "within the negligible size of its unit (±0.001)" in page
+    assert "inside the negligible size of its unit (±0.001)" in page
     assert "partly inside and partly outside" not in page
+    assert "both sides of zero" not in page  # [0.0002, 0.0008] is above zero
+
+
+def test_every_state_of_the_papers_claims_is_told_and_listed():
+    """The summary tells every claim (none dropped: the referee's gln page summed to 34 of 35,
+    its below-practical-size claim in no section), and a setting that cannot test a claim keeps
+    its whole evidence, where its reason is argued."""
+    small = row(
+        "small",
+        "below practical size",
+        unit="error_rate",
+        practical=0.0079,
+        seeds={"n": 20, "interval": [0.0005, 0.0021], "test": "paired t"},
+    )
+    floor = row(
+        "floor",
+        "known deviation",
+        cause="not_testable",
+        evidence="The runs lie on a line. The book runs Adam, not the paper's SGD.",
+    )
+    claims = [*REPORT["claims"][:1], small, floor]
+    page = findings_page.paper_findings("demo", "Demo", {"profile": "paper", "claims": claims})
+    assert "Of 3 claims of the paper, 1 reproduces, 1 is not testable here" in page
+    assert "1 finds a real effect below practical size" in page
+    assert "## Below practical size" in page and "claim-small'" in page
+    assert "below the practical size 0.0079" in page
+    assert "not the paper's SGD" in page  # the cause's reason, past the first sentence
+    errata = findings_page.errata_page({"demo": {"claims": claims}}, {"demo": "Demo"})
+    assert "not the paper's SGD" in errata

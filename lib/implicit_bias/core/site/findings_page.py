@@ -38,8 +38,12 @@ def _item(row: dict, chapter: str, extra: str = "") -> str:
     return f"- {said}{_escape(extra)} {link}"
 
 
-def _evidence(row: dict, sentences: int = 2) -> str:
+def _evidence(row: dict, sentences: int | None = 2) -> str:
+    """The row's evidence, its first `sentences` sentences (all of it with None: where the
+    cause is argued further on, as a setting that cannot test a claim is)."""
     text, said = " ".join(str(row.get("evidence") or "").split()), []
+    if sentences is None:
+        return f" Evidence: {text}" if text else ""
     for _ in range(sentences):
         if not text:
             break
@@ -63,9 +67,31 @@ def _negligible(row: dict) -> str:
     size = EFFECT_SIZES.get(str(row.get("unit")), {}).get("negligible")
     band = f" (±{verdict._number(size)})" if size is not None else ""
     return (
-        f"Its 95% interval [{low}, {high}] lies within the negligible size of its unit{band} "
-        "on both sides of zero: whatever difference there is, it is too small to matter."
+        f"Its 95% interval [{low}, {high}] lies inside the negligible size of its unit{band}: "
+        "whatever difference there is, it is too small to matter."
     )
+
+
+def _below_practical(row: dict) -> str:
+    low_high = (row.get("seeds") or {}).get("interval") or [None, None]
+    practical = row.get("practical")
+    if None in low_high or practical is None:
+        return ""
+    low, high = (verdict._number(x) for x in low_high)
+    return (
+        f"Its 95% interval [{low}, {high}] lies on the claimed side of zero, but below the "
+        f"practical size {verdict._number(practical)} (its unit's negligible size, or a tenth "
+        "of the paper's value): a real difference, too small to be the paper's effect."
+    )
+
+
+# the sections of a paper's report, in order: (state, heading, lead, how an item is told)
+SECTION_LEADS = {
+    "no practical effect": "The paper claims a difference; these seeds find one within the "
+    "negligible size of its unit, in either direction.",
+    "below practical size": "The paper claims a difference; these seeds find one in its "
+    "direction, but too small to be the paper's effect.",
+}
 
 
 def paper_findings(chapter: str, title: str, report: dict) -> str:
@@ -85,17 +111,49 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
     nil = [r for r in paper if r["status"] == "no practical effect"]
     problems = [r for r in rows if r["status"] in tally.PROBLEMS]
     profile = report.get("profile", "")
+    bps = [r for r in paper if r["status"] == "below practical size"]
+    told = {
+        "pass": ("reproduces", "reproduce"),
+        "against": (
+            "does not (a failure here or an erratum in the paper's algebra)",
+            "do not (failures here or errata in the paper's algebra)",
+        ),
+        "other": (
+            "is not testable here or not decided by this book's runs, not a finding "
+            "against the paper",
+            "are not testable here or not decided by this book's "
+            "runs, not findings against the paper",
+        ),
+        "no practical effect": (
+            "shows no effect of practical size",
+            "show no effect of practical size",
+        ),
+        "below practical size": (
+            "finds a real effect below practical size",
+            "find a real effect below practical size",
+        ),
+        "inconclusive": ("stays open", "stay open"),
+    }
+    groups = {
+        "pass": held,
+        "against": against,
+        "other": other,
+        "no practical effect": nil,
+        "below practical size": bps,
+        "inconclusive": open_,
+    }
+    phrases = [_n(len(g), *told[k]) for k, g in groups.items() if g]
+    said = sum(len(g) for g in groups.values())
+    if said != len(paper):  # a state no group tells: named, never dropped
+        phrases.append(_n(len(paper) - said, "is in another state", "are in other states"))
+    summary = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
     lines = [
         f"# Findings: {title}",
         "",
         "What this book found of the paper's claims, as its "
         f"[chapter](../chapters/{chapter}.ipynb) decides them ({profile} profile). "
-        f"Of {sum(mine.values())} claims of the paper, {_n(len(held), 'reproduces', 'reproduce')}"
-        f", {_n(tally.against_paper(mine), 'does not', 'do not')} (failures here or errata in "
-        f"the paper's algebra), {_n(len(other), 'is a known deviation', 'are known deviations')}"
-        f" that {'is' if len(other) == 1 else 'are'} not a finding against the paper, "
-        f"{_n(len(nil), 'shows', 'show')} no effect of practical size, and "
-        f"{_n(len(open_), 'stays', 'stay')} open. In full: {tally.tally_text(rows)}. "
+        f"Of {sum(mine.values())} claims of the paper, {summary}. "
+        f"In full: {tally.tally_text(rows)}. "
         "Each sentence below can be quoted as it stands; each links to its claim's row, with "
         "the per-seed evidence ([how claims are decided](../decision-rule.md)).",
         "",
@@ -114,19 +172,18 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
             "",
             "A transcription error of the source this book had, a limit the runs approach but "
             "do not reach within the book's finite tolerance, or a setting that cannot test "
-            "the claim: each is reported, none counts against the paper.",
+            "the claim (a floor or a ceiling, round-off, runs that are not the paper's "
+            "algorithm): each is reported with its whole evidence, none counts against the "
+            "paper.",
             "",
         ]
-        lines += [_item(r, chapter, _evidence(r, 1)) for r in other] + [""]
+        lines += [_item(r, chapter, _evidence(r, None)) for r in other] + [""]
     if nil:
-        lines += [
-            "## No effect of practical size",
-            "",
-            "The paper claims a difference; these seeds find one within the negligible size of "
-            "its unit, in either direction.",
-            "",
-        ]
+        lines += ["## No effect of practical size", "", SECTION_LEADS["no practical effect"], ""]
         lines += [_item(r, chapter, " " + _negligible(r)) for r in nil] + [""]
+    if bps:
+        lines += ["## Below practical size", "", SECTION_LEADS["below practical size"], ""]
+        lines += [_item(r, chapter, " " + _below_practical(r)) for r in bps] + [""]
     if open_:
         lines += ["## What stays open", ""]
         lines += [_item(r, chapter, " " + verdict.why_inconclusive(r)) for r in open_] + [""]
@@ -180,7 +237,7 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
         mine = [r for c, r in other if c == chapter]
         if mine:
             lines += [f"**{titles[chapter]}**", ""]
-            lines += [_item(r, chapter, _evidence(r, 1)) for r in mine] + [""]
+            lines += [_item(r, chapter, _evidence(r, None)) for r in mine] + [""]
     if not other:
         lines += ["None.", ""]
     return "\n".join(lines)

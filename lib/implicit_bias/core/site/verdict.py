@@ -214,15 +214,26 @@ def finding(row: dict) -> str:
 
 
 def _weight(row: dict) -> tuple:
-    """The findings that matter first: a deviation against the paper before one that is not;
-    the paper's empirical findings (comparisons) before its fixed-problem bounds (residuals of
-    an identity say little to a reader); figures, theorems and tables, and a number of the
-    paper's, before the rest."""
+    """The findings that matter first: a deviation against the paper before one that is not,
+    an erratum first of all (the paper's algebra corrected, the most citable); a claim decided
+    against the paper's own terms before one read against the book's finite-run allowance
+    (a residual of 1e-15 under a bound of 1e-8 says little to a reader); the paper's empirical
+    findings (comparisons) before its fixed-problem bounds; figures, theorems and tables, and
+    a number of the paper's, before the rest."""
     where = str(row.get("where") or "")
     headline = bool(re.search(r"\b(Fig|Figure|Theorem|Table)\b", where))
     kind_rank = {"comparison": 0, "single_run": 1}.get(str(row.get("kind")), 2)
     not_against = row["status"] == tally.KNOWN and row.get("cause") not in tally.AGAINST_PAPER
-    return (not_against, kind_rank, -headline, row.get("paper_value") is None)
+    erratum = row.get("cause") == "erratum"
+    allowance = (row.get("bound") or {}).get("origin") == "book"
+    return (
+        not_against,
+        not erratum,
+        allowance,
+        kind_rank,
+        -headline,
+        row.get("paper_value") is None,
+    )
 
 
 def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
@@ -247,6 +258,13 @@ def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
         "below practical size",
     )
     by_state = {s: sorted((r for r in unique if r["status"] == s), key=_weight) for s in statuses}
+    # the known deviations' few places go to distinct causes first (an erratum and a failure
+    # here, not two errata), each cause's weightiest row
+    known, causes = by_state[tally.KNOWN], set()
+    first_of_each = [
+        r for r in known if not (r.get("cause") in causes or causes.add(r.get("cause")))
+    ]
+    by_state[tally.KNOWN] = first_of_each + [r for r in known if r not in first_of_each]
     chosen = [r for s in PROBLEMS for r in by_state[s]][:limit]
     quota = {tally.KNOWN: 2, "inconclusive": 1}
     for name, n in quota.items():

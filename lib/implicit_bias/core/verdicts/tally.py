@@ -19,7 +19,8 @@ paper, and only a claim of the paper (or an audit of one) can have them:
   tensor_networks source is a third party's slide deck);
 - `limit_not_reached`: a limit the runs approach but do not reach within the book's finite
   tolerance;
-- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room);
+- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room,
+  round-off hides it, or the runs are not the paper's algorithm);
 - `target_missed`: a target the book set itself (a match with the authors' published numbers,
   a check, a control) is missed; only the book's own checks can have it.
 
@@ -50,7 +51,8 @@ CAUSE_MEANINGS: dict[str, str] = {
     "transcription": "an error of the source text this book had, not shown to be the paper's",
     "limit_not_reached": "a limit the runs approach but do not reach within the book's finite "
     "tolerance",
-    "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room)",
+    "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room, "
+    "round-off hides it, or the runs are not the paper's algorithm)",
     "target_missed": "a target the book set itself (a match with the authors' published numbers, "
     "a check, a control) is missed; not a finding against the paper",
 }
