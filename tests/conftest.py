@@ -55,6 +55,50 @@ def demo_project(tmp_path, monkeypatch):
     return root
 
 
+def _demo_after_a_run(profile: str, base: Path) -> Path:
+    """A copy of the demo project as `run demo --profile <profile> --device cpu` left it, made
+    once under `base` (shared by the session's xdist workers: an flock makes one of them run it)
+    and run in an environment of its own (no IMPLICIT_BIAS_ variable but the project root), as
+    `demo_project` sets it."""
+    import fcntl
+    import subprocess
+
+    folder = base / f"demo-after-a-{profile}-run"
+    root, done = folder / "project", folder / "done"
+    with open(base / f"demo-after-a-{profile}-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(DEMO, root)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("IMPLICIT_BIAS_")}
+            env["IMPLICIT_BIAS_ROOT"] = str(root)
+            env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT / "lib")])
+            run = [sys.executable, "-m", "implicit_bias", "run", "demo", "--profile", profile]
+            result = subprocess.run(
+                [*run, "--device", "cpu"], capture_output=True, text=True, env=env
+            )
+            assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+            done.write_text("")
+    return root
+
+
+@pytest.fixture
+def ran_demo(demo_project, tmp_path_factory, worker_id):
+    """`ran_demo(profile)` makes `demo_project` what a first, clean `run demo --profile
+    <profile> --device cpu` in it leaves (that run's success asserted), for the tests that
+    begin with one: a copy of one such run per test session, not a run (3 s of CPU) per test.
+    The run writes no path of its project, so the copy is the run's outcome byte for byte."""
+    base = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # each xdist worker's base is in the session's own folder
+        base = base.parent
+
+    def ran(profile: str = "smoke") -> Path:
+        shutil.copytree(_demo_after_a_run(profile, base), demo_project, dirs_exist_ok=True)
+        return demo_project
+
+    return ran
+
+
 @pytest.fixture(scope="session")
 def stale_smoke_entries():
     """The committed smoke cache's stale entries, listed before the smoke book runs (which

@@ -180,15 +180,10 @@ def test_no_claim_reads_an_unconverged_run(chapter, tmp_path):
     )
 
 
-def test_a_claim_that_reads_an_unconverged_run_is_found(demo_project, tmp_path):
+def test_a_claim_that_reads_an_unconverged_run_is_found(ran_demo, tmp_path):
     """The check can fail: the demo chapter reads every run it computed; once one of them is
     marked unconverged (re-signed, so the cache takes it), poisoning it moves a claim."""
-    run = subprocess.run(
-        [sys.executable, "-m", "implicit_bias", "run", "demo", "--device", "cpu"],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    demo_project = ran_demo("smoke")
     results = demo_project / "results"
     first = sorted((results / "smoke" / "demo" / "moments").glob("*.json"))[0]
     entry = json.loads(first.read_text())

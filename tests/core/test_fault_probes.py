@@ -35,8 +35,8 @@ def test_each_run_counts_in_its_own_folder(demo_project, monkeypatch):
     assert run_log_path("smoke", "demo") != first and first.parent.name == "aaa"
 
 
-def test_a_run_does_not_prune_while_another_run_holds_the_chapter(demo_project):
-    assert cli("run", "demo", "--device", "cpu").returncode == 0
+def test_a_run_does_not_prune_while_another_run_holds_the_chapter(ran_demo):
+    demo_project = ran_demo("smoke")
     folder = demo_project / "results/smoke/demo/moments"
     orphan = folder / ("0" * 64 + ".json")
     orphan.write_text("{}")
@@ -51,8 +51,8 @@ def test_a_run_does_not_prune_while_another_run_holds_the_chapter(demo_project):
     assert not orphan.exists()
 
 
-def test_a_malformed_claims_file_touches_no_result(demo_project):
-    assert cli("run", "demo", "--profile", "paper", "--device", "cpu").returncode == 0
+def test_a_malformed_claims_file_touches_no_result(ran_demo):
+    demo_project = ran_demo("paper")
     report = demo_project / "results/paper/claims/demo.json"
     record = demo_project / "results/paper/demo/run.json"
     before = report.read_text(), record.read_text()
@@ -63,8 +63,8 @@ def test_a_malformed_claims_file_touches_no_result(demo_project):
     assert (report.read_text(), record.read_text()) == before
 
 
-def test_a_failed_paper_run_keeps_the_committed_results(demo_project):
-    assert cli("run", "demo", "--profile", "paper", "--device", "cpu").returncode == 0
+def test_a_failed_paper_run_keeps_the_committed_results(ran_demo):
+    demo_project = ran_demo("paper")
     report = demo_project / "results/paper/claims/demo.json"
     record = demo_project / "results/paper/demo/run.json"
     before = report.read_text(), record.read_text()
@@ -293,7 +293,9 @@ def _add_second_chapter(root: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL", "ctrl-c-jobs-2"])
-def test_committed_results_stay_put_during_a_run_and_after_it_is_stopped(demo_project, how):
+def test_committed_results_stay_put_during_a_run_and_after_it_is_stopped(
+    demo_project, ran_demo, how
+):
     """A paper run never moves, deletes or rewrites committed results while it goes (the
     claims report was moved into the run folder for the whole run) and, stopped any way,
     leaves them as they were: SIGTERM like Ctrl-C (its own exit code, one line, a record, no
@@ -303,8 +305,10 @@ def test_committed_results_stay_put_during_a_run_and_after_it_is_stopped(demo_pr
     if how == "ctrl-c-jobs-2":
         _add_second_chapter(demo_project)
         chapters.append("demo2")
-    first = cli("run", *chapters, "--profile", "paper", "--device", "cpu", "--jobs", "2")
-    assert first.returncode == 0, first.stderr
+        first = cli("run", *chapters, "--profile", "paper", "--device", "cpu", "--jobs", "2")
+        assert first.returncode == 0, first.stderr
+    else:  # demo alone, as its first paper run left it (`--jobs 2` runs one chapter as 1)
+        ran_demo("paper")
     before = committed(demo_project)
     assert "claims/demo.json" in before and "demo/run.json" in before
     assert "figures/demo/moments.png" in before
@@ -345,10 +349,10 @@ def test_committed_results_stay_put_during_a_run_and_after_it_is_stopped(demo_pr
     assert sockets and not [s for s in sockets if s.exists()]
 
 
-def test_a_claim_whose_metric_is_missing_rewrites_no_committed_record(demo_project):
+def test_a_claim_whose_metric_is_missing_rewrites_no_committed_record(ran_demo):
     """A typo in a claims file (an unknown metric) fails the run and changes nothing; once it
     is fixed, rendering again from the cache leaves the records as committed."""
-    assert paper_run().returncode == 0
+    demo_project = ran_demo("paper")
     before = committed(demo_project)
     claims = demo_project / "data/claims/demo.yaml"
     good = claims.read_text()

@@ -274,7 +274,7 @@ def _pause_after_the_sweep(root) -> str:
     return source
 
 
-def test_an_interrupted_refresh_leaves_every_committed_entry_as_it_was(demo_project):
+def test_an_interrupted_refresh_leaves_every_committed_entry_as_it_was(ran_demo):
     """Stopped after its sweep recomputed every entry, a `--refresh` run leaves the committed
     entries byte for byte (they were rewritten in place, while the message said that no result
     was changed); a complete one replaces them, and says how many."""
@@ -283,7 +283,7 @@ def test_an_interrupted_refresh_leaves_every_committed_entry_as_it_was(demo_proj
     import sys
     import time
 
-    assert _paper_run().returncode == 0
+    demo_project = ran_demo("paper")
     before, entries = _published(demo_project), _entries(demo_project)
     source = _pause_after_the_sweep(demo_project)
     proc = subprocess.Popen(
@@ -322,11 +322,11 @@ def test_an_interrupted_refresh_leaves_every_committed_entry_as_it_was(demo_proj
 # ---- the swap of a run's outputs is all or nothing ------------------------------------------
 
 
-def test_a_swap_that_fails_half_way_puts_every_file_back(demo_project):
+def test_a_swap_that_fails_half_way_puts_every_file_back(ran_demo):
     """A figure that cannot be replaced (a folder stands at its path): the run fails and the
     claims report, run record and page it had already swapped in are put back (they stayed
     replaced, the figure not)."""
-    assert _paper_run().returncode == 0
+    demo_project = ran_demo("paper")
     page = demo_project / "book/chapters/demo.ipynb"
     claims = demo_project / "data/claims/demo.yaml"
     claims.write_text(claims.read_text().replace('expect: "< 0.5"', 'expect: "< 0.6"'))
@@ -421,14 +421,14 @@ def test_a_swap_that_fails_at_any_step_puts_every_file_back_at_once(tmp_path, st
     assert _state(moves) == [f"new {i}" for i in range(4)]
 
 
-def test_a_run_killed_half_way_through_its_swap_changes_nothing(demo_project):
+def test_a_run_killed_half_way_through_its_swap_changes_nothing(ran_demo):
     """The runner's own swap, killed after two of its renames: the next run puts the files
     back before anything else, then completes."""
     import signal
 
     from implicit_bias.core.tools.run_safety import clean_dead_runs
 
-    assert _paper_run().returncode == 0
+    demo_project = ran_demo("paper")
     claims = demo_project / "data/claims/demo.yaml"
     claims.write_text(claims.read_text().replace('expect: "< 0.5"', 'expect: "< 0.6"'))
     before = _published(demo_project)

@@ -135,11 +135,11 @@ def test_run_fails_naming_claims_that_are_not_as_expected(demo_project, edit, na
     assert named in result.stderr
 
 
-def test_failed_execution_is_never_published_nor_its_old_claims_shown(demo_project):
+def test_failed_execution_is_never_published_nor_its_old_claims_shown(ran_demo):
     import os
 
     env = dict(os.environ)
-    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    demo_project = ran_demo("smoke")
     published = demo_project / "book" / "chapters" / "demo.ipynb"
     good = published.read_text()
     nb = demo_project / "notebooks" / "demo.md"
@@ -157,11 +157,11 @@ def test_failed_execution_is_never_published_nor_its_old_claims_shown(demo_proje
     assert failed["claims"] is None and not failed["ok"]
 
 
-def test_run_record_counts_tasks_and_prunes_what_the_run_no_longer_uses(demo_project):
+def test_run_record_counts_tasks_and_prunes_what_the_run_no_longer_uses(ran_demo):
     import os
 
     env = dict(os.environ)
-    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    demo_project = ran_demo("smoke")
     run = json.loads((demo_project / "results/smoke/demo/run.json").read_text())
     assert run["tasks"]["computed"] == 3 and run["tasks"]["devices"] == ["cpu"]
     folder = demo_project / "results/smoke/demo/moments"
@@ -222,12 +222,12 @@ def test_compare_and_baselines_fail_with_a_message(demo_project, tmp_path):
     assert result.returncode == 2 and "unknown chapter" in result.stderr
 
 
-def test_compare_writes_its_figure_report_with_claims_present(demo_project, tmp_path):
+def test_compare_writes_its_figure_report_with_claims_present(ran_demo, tmp_path):
     """A candidate with claims reports: the figure report still goes to its folder."""
     import os
 
     env = dict(os.environ)
-    assert cli("run", "demo", "--device", "cpu", env=env).returncode == 0
+    demo_project = ran_demo("smoke")
     results = str(demo_project / "results")
     report = tmp_path / "report"
     result = cli(
