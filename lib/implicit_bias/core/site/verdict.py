@@ -239,16 +239,19 @@ def _weight(row: dict) -> tuple:
 def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
     """Up to `limit` claims of the paper a reader should hear of first: every problem (of any
     kind), then up to two known deviations, one inconclusive claim and the rest reproduced
-    results, each group ordered by `_weight` (one claim per quote); problems first, then by
+    results, each group ordered by `_weight` (one claim per quote and measure); problems first, then by
     state, in table order. The book's own checks and the audits are not the paper's claims and
     stay out of the box unless they are a problem."""
-    seen: set[str | None] = set()
-    unique = []  # one finding per quote: variants of a claim say the same words
+    seen: set[tuple] = set()
+    # one finding per statement: a quote read by one measure (a sentence that makes two
+    # statements, each a claim of its own, gives two findings)
+    unique = []
     for row in rows:
         if row["status"] not in PROBLEMS and tally.kind(row) != "paper":
             continue
-        if row.get("quote") not in seen:
-            seen.add(row.get("quote"))
+        key = (row.get("quote"), row.get("measure"))
+        if key not in seen:
+            seen.add(key)
             unique.append(row)
     statuses = tally.PROBLEMS + (
         "pass",

@@ -752,7 +752,9 @@ def reevaluate(report: dict, claims: list[dict]) -> list[str]:
     decided again from the stored metric value (so an edited expectation or a withdrawn known
     deviation shows at once), and the report must cover exactly the claims of its profile."""
     profile = report["profile"]
-    current = {c["id"]: c for c in claims if profile in c["profiles"]}
+    # an audit on its claim's seeds, as `check` decides it
+    mine = stages.audits_on_their_claims_seeds([c for c in claims if profile in c["profiles"]])
+    current = {c["id"]: c for c in mine}
     stored = {row["id"]: row for row in report["claims"]}
     problems = [
         f"{cid}: in the claims file but not in the stored report (rerun)"
