@@ -87,9 +87,14 @@ def test_the_introduction_gives_the_citation_and_licence_of_citation_cff():
 # A chapter's prose names a setting, a claim or a column in words: a program's identifier in
 # code font (`adam_window`, `fig5_similar_at_large_dout`) is machinery; a file name or a
 # command a reader types (`main.py`, `relu.csv`) is not. Development history ("an earlier
-# version of this chapter ...") belongs in CHANGELOG.md.
+# version of this chapter ...", "an earlier measurement had put it at ...") belongs in
+# CHANGELOG.md.
 IDENTIFIER = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9*]+)+)`")
-HISTORY = re.compile(r"\b(?:an|the) earlier version\b|\bthe previous version\b", re.I)
+HISTORY = re.compile(
+    r"\b(?:an|the) earlier (?:\w+ )?(?:version|measurement|run|draw)s?\b"
+    r"|\bthe previous version\b|\bbefore (?:the )?claims were decided\b",
+    re.I,
+)
 
 
 def machinery_in_prose(name: str, text: str) -> list[str]:
@@ -123,6 +128,40 @@ def test_the_machinery_scan_can_fail():
         "identifier `adam_*` (say it in words)",
         "development history 'An earlier version'",
     ]
+    more = "(an earlier measurement\nhad put it at 19 hours; one seed before claims were decided)"
+    assert [f.split(": ", 1)[1] for f in machinery_in_prose("p", more)] == [
+        "development history 'an earlier measurement'",
+        "development history 'before claims were decided'",
+    ]
+
+
+# A claim that does not hold is shown in its state's badge word ("does not reproduce",
+# "erratum", "limit not reached", ...: core.verdicts.tally), which the chapter's prose uses
+# too; "known deviation" is the claims file's field, not a word a reader meets on the page.
+RETIRED_VERDICT = re.compile(r"\bknown\s+deviations?\b", re.I)
+
+
+def retired_verdict_words(name: str, text: str) -> list[str]:
+    body = prose(text)  # a match may span a line break, so the page is searched whole
+    return [
+        f"{name}:{body.count(chr(10), 0, m.start()) + 1}: {' '.join(m.group(0).split())!r} "
+        "(say the row's state in the badge's word)"
+        for m in RETIRED_VERDICT.finditer(body)
+    ]
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "notebooks").glob("*.md")))
+def test_chapters_say_verdicts_in_the_badges_words(page):
+    found = retired_verdict_words(page, (ROOT / "notebooks" / page).read_text())
+    assert not found, "\n".join(found)
+
+
+def test_the_verdict_words_scan_can_fail():
+    text = (
+        "It fails (a known\ndeviation).\nKnown deviations and corrections.\n"
+        "```python\nrow['status'] == 'known deviation'\n```\nIt does not reproduce.\n"
+    )
+    assert [f.split(": ", 1)[0] for f in retired_verdict_words("p", text)] == ["p:1", "p:3"]
 
 
 # A chapter's title names its paper as the sidebar shows it: "(Authors, year)" at its end.

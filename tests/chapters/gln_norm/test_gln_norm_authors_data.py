@@ -98,14 +98,38 @@ def _verdict(cid, status, est, low, high):
     return {"id": cid, "status": status, "estimate": est, "low": low, "high": high, "seeds": 3}
 
 
+def _report_row(cid, status, est, low, high, cause=None, evidence=None, measure=None):
+    """A row as a claims report stores it (the fields `report_verdicts` reads)."""
+    return {
+        "id": cid,
+        "status": status,
+        "value": est,
+        "seeds": {"interval": [low, high], "n": 3},
+        "cause": cause,
+        "evidence": evidence,
+        "measure": measure,
+        "where": "Fig. 9" if measure else None,
+    }
+
+
 def test_disagreements_and_their_reasons():
-    ours = pd.DataFrame(
+    ours = authors_data.report_verdicts(
         [
-            _verdict("a", "known deviation", 0.0, -0.01, 0.01),  # the fail it records
-            _verdict("b", "pass", 0.01, 0.001, 0.02),
-            _verdict("c", "inconclusive", 0.0, -0.01, 0.01),
-            _verdict("c_authors_program", "pass", 0.05, 0.03, 0.07),
-            _verdict("d", "inconclusive", 0.0, -0.01, 0.01),
+            _report_row("a", "known deviation", 0.0, -0.01, 0.01, "paper_fails"),  # a fail
+            _report_row("b", "pass", 0.01, 0.001, 0.02),
+            _report_row("c", "inconclusive", 0.0, -0.01, 0.01),
+            _report_row("c_authors_program", "pass", 0.05, 0.03, 0.07),
+            _report_row("d", "inconclusive", 0.0, -0.01, 0.01),
+            _report_row(
+                "e",
+                "known deviation",
+                -0.01,
+                -0.02,
+                -0.005,
+                "paper_fails",
+                evidence="Our SVM side differs.",
+                measure="SVM-GLN's error minus GD-GLN's (a share of images)",
+            ),
         ]
     )
     theirs = pd.DataFrame(
@@ -114,13 +138,32 @@ def test_disagreements_and_their_reasons():
             _verdict("b", "inconclusive", 0.01, -0.002, 0.02),  # overlapping intervals
             _verdict("c", "pass", 0.08, 0.07, 0.09),  # our run of their program agrees
             _verdict("d", "pass", 0.5, 0.4, 0.6),  # apart, and nothing found: said so
+            _verdict("e", "pass", 0.5, 0.4, 0.6),  # apart; our row's evidence says what
         ]
     )
     table = authors_data.disagreements(ours, theirs).set_index("id")
-    assert list(table.index) == ["b", "c", "d"]
+    assert list(table.index) == ["b", "c", "d", "e"]
     assert table.loc["b", "why"] == "seeds"
     assert table.loc["c", "why"] == "program" and table.loc["c", "variant"] == "pass"
     assert table.loc["d", "why"] == "not explained"
+    assert table.loc["e", "why"] == "evidence"
     text = authors_data.disagreements_markdown(table.reset_index())
     assert "our runs give pass (0.05)" in text and "not explained yet" in text
     assert "`a`" not in text
+    # the page names a claim in words and gives our verdict in the badge's words
+    line_e = next(line for line in text.splitlines() if "SVM-GLN's error minus" in line)
+    assert line_e.startswith("- SVM-GLN's error minus GD-GLN's (Fig. 9): ours does not reproduce")
+    assert "Our SVM side differs" in line_e and "not explained" not in line_e
+    assert "known deviation" not in text
+
+
+def test_report_verdicts_give_the_state_the_badge_shows():
+    rows = [
+        _report_row("x", "known deviation", 0.0, -0.01, 0.01, cause)
+        for cause in ("paper_fails", "erratum", "target_missed")
+    ]
+    states = list(authors_data.report_verdicts(rows)["state"])
+    assert states == ["does not reproduce", "erratum", "target missed"]
+    assert list(authors_data.report_verdicts([_report_row("x", "pass", 0, 0, 0)])["state"]) == [
+        "pass"
+    ]

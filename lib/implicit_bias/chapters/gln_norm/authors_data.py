@@ -23,8 +23,10 @@ import math
 import pandas as pd
 
 from implicit_bias.core.engine.paths import project_root
+from implicit_bias.core.site.claims_table import title
 from implicit_bias.core.verdicts import claims as claims_module
 from implicit_bias.core.verdicts.decision import Evidence
+from implicit_bias.core.verdicts.tally import state
 
 from .analysis import L2_STATISTICS, best_metrics, gln_metrics
 from .reference import reference_frame
@@ -96,12 +98,18 @@ def claims_column(verdicts: pd.DataFrame) -> dict[str, dict[str, str]]:
     return {COLUMN: {row["id"]: verdict_text(row) for _, row in verdicts.iterrows()}}
 
 
+REPORT_COLUMNS = ["id", "status", "estimate", "low", "high", "seeds", "state", "title", "evidence"]
+
+
 def report_verdicts(rows: list[dict]) -> pd.DataFrame:
     """The rows of a claims report (`check`'s, or a stored report's "claims") in
-    `authors_verdicts`' columns."""
+    `authors_verdicts`' columns, with what the page says of each: its state in the badge's
+    words (`tally.state`), its title in words (the claims table's, with where the paper says
+    it) and its known deviation's evidence."""
     out = []
     for row in rows:
         low, high = (row.get("seeds") or {}).get("interval") or (None, None)
+        where = f" ({row['where']})" if row.get("where") else ""
         out.append(
             {
                 "id": row["id"],
@@ -110,9 +118,12 @@ def report_verdicts(rows: list[dict]) -> pd.DataFrame:
                 "low": low,
                 "high": high,
                 "seeds": (row.get("seeds") or {}).get("n"),
+                "state": state(row),
+                "title": title(row) + where,
+                "evidence": row.get("evidence"),
             }
         )
-    return pd.DataFrame(out, columns=["id", "status", "estimate", "low", "high", "seeds"])
+    return pd.DataFrame(out, columns=REPORT_COLUMNS)
 
 
 # A known deviation is the rule's "fail" on our runs, recorded; an unexpected pass its "pass".
@@ -144,9 +155,11 @@ def disagreements(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
     """The claims whose verdict on the book's runs (`ours`, from `report_verdicts`) differs
     from the verdict on the authors' data (`theirs`, from `authors_verdicts`): a known
     deviation counts as the fail it records. Each with both verdicts and why, as far as the
-    chapter has found it (`why`: one of `program`, `median init`, `minimizer`, `seeds`, or
-    `not explained`), and, for the SVM-L2 claims, the verdict of our run of the authors'
-    program (`variant`)."""
+    chapter has found it (`why`: one of `program`, `median init`, `minimizer`, `seeds`,
+    `evidence` (what the claim's known deviation records of our runs), or `not explained`),
+    and, for the SVM-L2 claims, the verdict of our run of the authors' program (`variant`).
+    `ours_state` and `variant_state` are the states the page shows (the badge's words);
+    `title` names the claim in words (its id where `ours` has no title)."""
     mine = ours.set_index("id")
     rows = []
     for _, their in theirs.iterrows():
@@ -157,9 +170,11 @@ def disagreements(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
         if ours_outcome == their["status"]:
             continue
         variant = their["id"] + VARIANT
-        variant_status = None
+        variant_status = variant_state = None
         if variant in mine.index:
             variant_status = OUTCOME.get(mine.loc[variant, "status"], mine.loc[variant, "status"])
+            variant_state = _shown(mine.loc[variant])
+        evidence = our.get("evidence")
         if variant_status == their["status"]:
             why = "program"
         elif their["id"] in MEDIAN_INIT_INCONSISTENCY:
@@ -168,12 +183,16 @@ def disagreements(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
             why = "minimizer"
         elif claims_module.INCONCLUSIVE in (ours_outcome, their["status"]) and _overlap(our, their):
             why = "seeds"
+        elif isinstance(evidence, str) and evidence.strip():
+            why = "evidence"
         else:
             why = "not explained"
         rows.append(
             {
                 "id": their["id"],
+                "title": our.get("title") or their["id"],
                 "ours": our["status"],
+                "ours_state": _shown(our),
                 "ours_estimate": our["estimate"],
                 "ours_low": our["low"],
                 "ours_high": our["high"],
@@ -182,20 +201,28 @@ def disagreements(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
                 "theirs_low": their["low"],
                 "theirs_high": their["high"],
                 "variant": variant_status if variant in mine.index else None,
+                "variant_state": variant_state,
                 "variant_estimate": mine.loc[variant, "estimate"]
                 if variant in mine.index
                 else None,
                 "why": why,
+                "evidence": evidence if why == "evidence" else None,
             }
         )
     return pd.DataFrame(rows)
+
+
+def _shown(row) -> str:
+    """A `report_verdicts` row's state as the page shows it (its status where it has none)."""
+    shown = row.get("state")
+    return str(shown) if isinstance(shown, str) and shown else str(row["status"])
 
 
 WHY = {
     "program": (
         "their SVM-L2 is their program, which reshapes the predictor matrix in column-major "
         "order and so ties other coordinates than the paper's SVM-L2 (section on the "
-        "authors' SVM-L2); with that program in SVM-L2's place our runs give {variant} "
+        "authors' SVM-L2); with that program in SVM-L2's place our runs give {variant_state} "
         "({variant_estimate:.3g}), as their data does"
     ),
     "median init": (
@@ -214,6 +241,7 @@ WHY = {
         "4.3 standard errors each way) one side's interval clears the region's edge and the "
         "other's does not"
     ),
+    "evidence": "none of the reasons above; what the claim's row records of our runs: {evidence}",
     "not explained": "not explained yet",
 }
 
@@ -225,17 +253,21 @@ def _verdict(status, estimate, low, high) -> str:
 
 
 def disagreements_markdown(table: pd.DataFrame) -> str:
-    """`disagreements` as a list for the page: both verdicts with their numbers, and why."""
+    """`disagreements` as a list for the page: each claim in words, both verdicts with their
+    numbers (ours in the state the claims table shows), and why."""
     if table.empty:
         return "The book's runs and the authors' data reach the same verdict on every claim."
     lines = []
     for _, r in table.iterrows():
-        ours = _verdict(r["ours"], r["ours_estimate"], r["ours_low"], r["ours_high"])
+        ours = _verdict(r["ours_state"], r["ours_estimate"], r["ours_low"], r["ours_high"])
         theirs = _verdict(r["theirs"], r["theirs_estimate"], r["theirs_low"], r["theirs_high"])
         why = WHY[r["why"]].format(
-            variant=r["variant"], variant_estimate=r["variant_estimate"] or 0.0
+            variant_state=r["variant_state"],
+            variant_estimate=r["variant_estimate"] or 0.0,
+            evidence=" ".join(str(r.get("evidence") or "").split()),
         )
-        lines.append(f"- `{r['id']}`: ours {ours}; the authors' data {theirs}. Why: {why}.")
+        why = why.rstrip(".")  # the line ends with its own full stop
+        lines.append(f"- {r['title']}: ours {ours}; the authors' data {theirs}. Why: {why}.")
     return "\n".join(lines)
 
 
