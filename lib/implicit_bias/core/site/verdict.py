@@ -239,9 +239,9 @@ def _weight(row: dict) -> tuple:
 def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
     """Up to `limit` claims of the paper a reader should hear of first: every problem (of any
     kind), then up to two known deviations, one inconclusive claim and the rest reproduced
-    results, each group ordered by `_weight` (one claim per quote and measure); problems first, then by
-    state, in table order. The book's own checks and the audits are not the paper's claims and
-    stay out of the box unless they are a problem."""
+    results, each group ordered by `_weight` (one claim per quote and measure); problems
+    first, then by state, in table order. The book's own checks and the audits are not the
+    paper's claims and stay out of the box unless they are a problem."""
     seen: set[tuple] = set()
     # one finding per statement: a quote read by one measure (a sentence that makes two
     # statements, each a claim of its own, gives two findings)
@@ -264,9 +264,11 @@ def findings(rows: list[dict], limit: int = MAX_FINDINGS) -> list[dict]:
     # the known deviations' few places go to distinct causes first (an erratum and a failure
     # here, not two errata), each cause's weightiest row
     known, causes = by_state[tally.KNOWN], set()
-    first_of_each = [
-        r for r in known if not (r.get("cause") in causes or causes.add(r.get("cause")))
-    ]
+    first_of_each = []
+    for r in known:
+        if r.get("cause") not in causes:
+            causes.add(r.get("cause"))
+            first_of_each.append(r)
     by_state[tally.KNOWN] = first_of_each + [r for r in known if r not in first_of_each]
     chosen = [r for s in PROBLEMS for r in by_state[s]][:limit]
     quota = {tally.KNOWN: 2, "inconclusive": 1}
