@@ -397,3 +397,71 @@ def off_screen_problems(page: str, width: int, found: dict) -> list[str]:
     if found["cut"]:
         problems.append(f"{page} at {width} px: {len(found['cut'])} cut off: {found['cut'][:4]}")
     return problems
+
+
+# ---- inline maths: a scroll cue only on a formula wider than its line, and no formula that
+# fits is clipped. MathJax's hidden copy of a formula for screen readers is wider than the
+# formula drawn, which made 212 of 448 formulas on tensor_networks (at 1280 px) show "↔" and
+# a scroll bar; the theme clipped every inline formula to its box (overflow hidden). The line
+# is the nearest box around the formula that is not inline, less its padding. -----------------
+INLINE_FORMULAS = (
+    "const line = e => { let a = e.parentElement;"
+    " while (a.parentElement && getComputedStyle(a).display.startsWith('inline'))"
+    " a = a.parentElement; const s = getComputedStyle(a);"
+    " return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); };"
+    "result = {formulas: 0, needless: [], clipped: []};"
+    "for (const e of document.querySelectorAll('article span.math')) {"
+    " const f = e.querySelector('mjx-container');"
+    " if (!f || !e.getClientRects().length) continue; result.formulas += 1;"
+    " const w = f.getBoundingClientRect().width, room = line(e);"
+    " const cue = getComputedStyle(e, '::before').content !== 'none';"
+    " const s = getComputedStyle(e); const text = e.textContent.slice(0, 30);"
+    " if (cue && w <= room + 1) result.needless.push([text, Math.round(w), Math.round(room)]);"
+    " if (!cue && (s.overflowX !== 'visible' || s.overflowY !== 'visible'))"
+    "  result.clipped.push(text); }"
+)
+
+
+def inline_math_problems(page: str, width: int, found: dict) -> list[str]:
+    """Inline formulas that fit their line yet show a scroll cue, and formulas without a cue
+    drawn in a box that clips them (the first few of each named)."""
+    problems = []
+    if found["needless"]:
+        problems.append(
+            f"{page} at {width} px: {len(found['needless'])} of {found['formulas']} inline"
+            f" formulas fit their line (formula px, line px) but show a scroll cue:"
+            f" {found['needless'][:3]}"
+        )
+    if found["clipped"]:
+        problems.append(
+            f"{page} at {width} px: {len(found['clipped'])} inline formulas clipped to their"
+            f" box: {found['clipped'][:3]}"
+        )
+    return problems
+
+
+# ---- the status page's overview: no word or number of a cell set on two lines (a phone had
+# "16" as "1 / 6" and the headers a letter a line; 1280 px had "err-atu m"). A word is broken
+# where its text lies on two lines; a compound breaks after its hyphen as text does. ----------
+OVERVIEW_WORDS = (
+    "result = [];"
+    "for (const cell of document.querySelectorAll('.status-overview th, .status-overview td')) {"
+    " const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);"
+    " for (let n = walk.nextNode(); n; n = walk.nextNode()) { let at = 0;"
+    "  for (const w of n.textContent.split(/(\\s+|(?<=-))/)) { if (w.trim()) {"
+    "   const r = document.createRange(); r.setStart(n, at); r.setEnd(n, at + w.length);"
+    "   const spots = new Set([...r.getClientRects()].filter(b => b.width && b.height)"
+    "    .map(b => Math.round(b.top) + ',' + Math.round(b.left)));"
+    "   if (spots.size > 1) result.push(w); } at += w.length; } } }"
+)
+
+
+def overview_word_problems(page: str, width: int, broken: list[str]) -> list[str]:
+    return (
+        [
+            f"{page} at {width} px: {len(broken)} words or numbers of the overview on two lines,"
+            f" e.g. {broken[:6]}"
+        ]
+        if broken
+        else []
+    )

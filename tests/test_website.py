@@ -30,10 +30,12 @@ from reader_checks import (
     CONTRAST,
     DATA_TABLES,
     DISPLAY_MATH,
+    INLINE_FORMULAS,
     LONG_TABLES,
     MID_WORD,
     OFF_SCREEN,
     OPEN_FOLDS,
+    OVERVIEW_WORDS,
     PHONE_TEXT,
     PRINTED,
     VERDICT,
@@ -44,9 +46,11 @@ from reader_checks import (
     contrast_problems,
     display_math_problems,
     height_problems,
+    inline_math_problems,
     machinery_problems,
     mid_word_problems,
     off_screen_problems,
+    overview_word_problems,
     phone_text_problems,
     table_problems,
     verdict_problems,
@@ -454,6 +458,8 @@ def page_measures() -> dict[str, str]:
         "console": CONSOLE,
         "mid word": MID_WORD,
         "display math": DISPLAY_MATH,
+        "inline math": INLINE_FORMULAS,
+        "overview words": OVERVIEW_WORDS,
         "claims type": CLAIMS_TYPE,
         "off screen": OFF_SCREEN,
     }
@@ -510,13 +516,14 @@ STATUS_PAGE_PX = 4_000  # at 1280 px (it was 62,369 with every chapter's table o
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
     """At 1280 px and at a phone's 390 px, the page is no wider than the screen, the status
-    table's columns all fit (no column cut off or scrolled out of view) and no claim id breaks
-    inside a word."""
+    table's columns all fit (no column cut off or scrolled out of view), no claim id breaks
+    inside a word, and no word or number of the overview is set on two lines."""
     measures = measured(built_site / "book" / "status.html", width)
     found = measures["overflow"]
     assert found["document"] <= 0, f"the page is {found['document']} px too wide"
     assert found["table"] <= 0, f"a table is {found['table']} px wider than its column"
     assert not mid_word_problems("status", measures["mid word"])
+    assert not overview_word_problems("status", width, measures["overview words"])
     if width == 1280:  # read in two screens: each chapter's table folded under its line
         assert measures["height"] <= STATUS_PAGE_PX, f"the status page is {measures['height']} px"
 
@@ -1507,6 +1514,46 @@ def test_page_heights(built_site, measured, capsys):
         print(f"\npage heights at 1280 px: {heights}")
     assert "records/gln_norm" in heights, "gln_norm's reproduction record was not built"
     assert not height_problems(heights), "\n".join(height_problems(heights))
+
+
+@pytest.mark.parametrize("width", [1280, PHONE_PX])
+def test_inline_maths_shows_a_scroll_cue_only_when_wider_than_its_line(built_site, measured, width):
+    """An inline formula shows the scroll cue ("↔") only when it is wider than its line, and a
+    formula without one is not clipped to its box (the theme's overflow hidden)."""
+    shown = pages() if width == 1280 else chapter_pages(built_site) + record_pages(built_site)
+    problems, seen = [], 0
+    for page in shown:
+        path = page if isinstance(page, Path) else HTML / page
+        found = measured(path, width)["inline math"]
+        seen += found["formulas"]
+        problems += inline_math_problems(path.stem, width, found)
+    assert seen and not problems, "\n".join(problems)
+
+
+def test_the_inline_math_and_overview_checks_can_fail(tmp_path):
+    """A synthetic page: a short formula with the cue, one clipped to its box, one wider than
+    its line with the cue (allowed), and an overview whose narrow column breaks a number."""
+    page = tmp_path / "synthetic.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><style>span.math { display: inline-flex; }"
+        " .cue::before { content: '\\2194'; } .cut { overflow: hidden; }</style></head><body>"
+        "<article><p style='width: 300px'>"
+        "<span class='math cue'><mjx-container style='display:inline-block;width:40px'>"
+        "x</mjx-container></span> and <span class='math cut'><mjx-container"
+        " style='display:inline-block;width:40px'>y</mjx-container></span> and"
+        " <span class='math cue' style='max-width:100%; overflow-x:auto'><mjx-container"
+        " style='display:inline-block'><span style='display:inline-block;width:500px'>z</span>"
+        "</mjx-container></span></p>"
+        "<div class='status-overview'><table><tr><th>state</th></tr><tr><td><p"
+        " style='width:1px; word-break:break-all'>16</p></td></tr></table></div>"
+        "</article></body></html>"
+    )
+    found = probe(page, 1280, tmp_path, all_of({"m": INLINE_FORMULAS, "o": OVERVIEW_WORDS}))
+    assert found["m"]["formulas"] == 3
+    assert [text for text, *_ in found["m"]["needless"]] == ["x"]  # not the wide "z"
+    assert found["m"]["clipped"] == ["y"]
+    assert len(inline_math_problems("s", 1280, found["m"])) == 2
+    assert found["o"] == ["16"] and overview_word_problems("s", 1280, found["o"])
 
 
 @pytest.mark.parametrize("width", [1280, PHONE_PX])

@@ -147,21 +147,6 @@ def claim_row(row: dict, registered: str) -> str:
     )
 
 
-# State names for the overview's narrow columns: each word fits, a long one breaks at its
-# soft hyphen, never elsewhere.
-SHORT_STATE = {
-    "known deviation": "known devi&shy;ation",
-    "inconclusive": "incon&shy;clusive",
-    "does not reproduce": "does not repro&shy;duce",
-    "transcription error": "trans&shy;cription error",
-    "erratum": "err&shy;atum",
-    "no practical effect": "no prac&shy;tical effect",
-    "below practical size": "below prac&shy;tical size",
-    "limit not reached": "limit not reach&shy;ed",
-    "not testable here": "not test&shy;able here",
-}
-
-
 def overview(rows: list[dict]) -> list[str]:
     """The compact table first: per profile, one row per chapter, one column per state."""
     shown = {tally.state(r) for r in rows if tally.kind(r) == "paper"}
@@ -179,7 +164,7 @@ def overview(rows: list[dict]) -> list[str]:
         )
         lines += [
             ":::{div} status-overview",
-            "| chapter | " + " | ".join(SHORT_STATE.get(s, s) for s in states) + " |",
+            "| chapter | " + " | ".join(states) + " |",
             "|---|" + "---|" * len(states),
         ]
         for chapter in dict.fromkeys(r["chapter"] for r in mine):

@@ -584,20 +584,25 @@ def _config_inited(app, config) -> None:
 # a code block) says so: the class `book-scrolls` while its content is wider than it, which
 # book.css shows as "scroll sideways →" above the content (set again when the window
 # resizes, when a fold opens, a table in a closed fold having no width, and once MathJax has
-# set the formulas). An inline formula counts past a glyph's overhang (4 px), which the
-# theme's clip of inline maths hides. A cue takes room, which can push a formula beside it
-# past its line: marked again until nothing is added (three passes at most); a box once
-# marked stays so until the layout starts afresh (load, resize), as a scrolling formula's
-# overhang measures otherwise than a clipped one's and would flip back and forth.
+# set the formulas). An inline formula is marked only when the formula MathJax drew is wider
+# than the room its line gives it (its span is at most the line's width): its scrollWidth
+# also counts MathJax's hidden copy for screen readers, wider than the drawing by up to 20
+# px, which had marked half the formulas that fit (212 of 448 on tensor_networks at 1280 px).
+# A cue takes room, which can push a box beside it past its line: marked again until nothing
+# is added (three passes at most); a box once marked stays so until the layout starts afresh
+# (load, resize), so a cue never flips back and forth.
 SCROLL_CUE_SCRIPT = (
     "(() => { const boxes = () => document.querySelectorAll('article div.output,"
     " article .pst-scrollable-table-container, article figure.book-figure,"
     " article div.highlight pre, article .table-wrapper, article span.math');"
+    " const wide = (e) => { if (e.matches('span.math')) { const f ="
+    " e.querySelector('mjx-container'); return !!f && f.getBoundingClientRect().width >"
+    " e.clientWidth + 1; } return getComputedStyle(e).overflowX !== 'visible'"
+    " && e.scrollWidth > e.clientWidth + 1; };"
     " const mark = (fresh) => { if (fresh === true) boxes().forEach(e =>"
     " e.classList.remove('book-scrolls'));"
     " for (let pass = 0; pass < 3; pass += 1) { let added = 0; for (const e of boxes()) {"
-    " if (!e.classList.contains('book-scrolls') && getComputedStyle(e).overflowX !== 'visible'"
-    " && e.scrollWidth > e.clientWidth + (e.matches('span.math') ? 4 : 1)) {"
+    " if (!e.classList.contains('book-scrolls') && wide(e)) {"
     " e.classList.add('book-scrolls'); added += 1; } } if (!added) break; } };"
     " window.bookMarkScrollers = mark;"
     " window.addEventListener('load', () => { mark(true); const m = window.MathJax;"
