@@ -179,6 +179,19 @@ def test_a_quote_is_cut_at_a_sentence_never_at_an_abbreviation_or_inside_maths()
     assert q(long).endswith("word…") and "$" not in q(long)
 
 
+def test_a_quote_that_is_part_of_a_sentence_is_marked_so():
+    q = verdict._quote
+    assert (
+        q("In contrast, SVM-L2 performs much worse") == "In contrast, SVM-L2 performs much worse…"
+    )
+    assert q("biased towards the minimum [L₂]-norm") == "…biased towards the minimum [L₂]-norm…"
+    assert q("its performance is only weakly correlated.") == (
+        "…its performance is only weakly correlated."
+    )
+    said = verdict.finding(row("a", "pass", quote="In contrast, SVM-L2 performs much worse"))
+    assert "“In contrast, SVM-L2 performs much worse…” This run" in said
+
+
 def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
     every = {"scope": "every_run", "runs": 20, "outside": 7, "worst": 0.00112}
     said = verdict.finding(row("a", "known deviation", seeds=every, expect="<= 1e-3"))

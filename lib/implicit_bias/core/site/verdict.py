@@ -74,7 +74,17 @@ def _quote(text: str) -> str:
         if cut.count("$") % 2:  # a formula cut open: cut before it
             cut = cut[: cut.rindex("$")].rstrip()
         return cut.rstrip(".,;:") + "…"
-    return sentence + (" […]" if rest else "")
+    return _cut_marked(sentence) + (" […]" if rest else "")
+
+
+def _cut_marked(sentence: str) -> str:
+    """A quote that is part of a sentence, marked so: "…" before one that starts inside its
+    sentence (a lower-case first word) and after one that stops before its end."""
+    if sentence[:1].islower():
+        sentence = "…" + sentence
+    if sentence and not re.search(r"[.!?…]\)?[\"”’']?$|\$$", sentence):
+        sentence = sentence.rstrip(",;: ") + "…"
+    return sentence
 
 
 def _interval(row: dict) -> tuple[float, float] | None:
