@@ -115,7 +115,7 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     assert undecided.startswith("inconclusive: ") and "needs in [0, 1]" in undecided
     # a figure that checks only the book's own checks says so
     own = verdict.figure_run([row("a", "pass", origin="book"), row("b", "pass", origin="book")])
-    assert own == "both checks of the book's it checks reproduce."
+    assert own == "both checks of the book's own on this figure reproduce."
 
 
 def paper_rows_with_current_claims():

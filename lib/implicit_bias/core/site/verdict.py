@@ -382,7 +382,12 @@ def figure_run(rows: list[dict]) -> str:
         return ""
     paper = [r for r in rows if tally.kind(r) == "paper"]
     apart = [r for r in rows if tally.kind(r) != "paper" and r["status"] != "pass"]
-    rows, what = (paper, "claims of the paper") if paper else (rows, "checks of the book's")
+    # the noun the counts read with: "both claims of the paper it checks reproduce"
+    rows, what = (
+        (paper, "claims of the paper it checks")
+        if paper
+        else (rows, "checks of the book's own on this figure")
+    )
     held = [r for r in rows if r["status"] == "pass"]
     n = len(rows)
     if len(held) == n:
@@ -399,7 +404,7 @@ def figure_run(rows: list[dict]) -> str:
             ours = _number(rows[0].get("value"))
             return f"the claim it checks reproduces: ours {ours}{versus}{also}."
         every = "both" if n == 2 else f"all {n}"
-        return f"{every} {what} it checks reproduce{also}."
+        return f"{every} {what} reproduce{also}."
     others = [r for r in rows if r["status"] != "pass"]
     other = others[0]
     ours = _number(other.get("value"))
@@ -416,4 +421,4 @@ def figure_run(rows: list[dict]) -> str:
     for r in others:
         states[tally.state(r)] = states.get(tally.state(r), 0) + 1
     states_said = tally.states_text(states)
-    return f"{len(held)} of the {n} {what} it checks reproduce ({states_said}); first {said}."
+    return f"{len(held)} of the {n} {what} reproduce ({states_said}); first {said}."
