@@ -234,3 +234,10 @@ def test_a_written_takeaway_is_labelled_the_papers_and_this_run_says_what_it_fou
     alone = report_findings(figure("none"), report)
     assert "<em>This run:</em> no claim is decided on this figure" in alone
     assert "<em>The paper:</em>" in alone and "Takeaway:" not in alone
+
+
+def test_the_box_links_the_papers_findings_page():
+    rows = [row("a", "pass")]
+    box = verdict.verdict_html({"profile": "paper", "chapter": "demo", "claims": rows})
+    assert "href='../findings/demo.html'" in box
+    assert "findings/" not in verdict.verdict_html({"profile": "paper", "claims": rows})

@@ -340,6 +340,13 @@ def verdict_html(report: dict) -> str:
         for s in sorted(present, key=tally.rank)
     )
     profile = html.escape(str(report.get("profile", "")))
+    chapter = str(report.get("chapter") or "")
+    findings_link = (  # the paper's findings page, a report a reader can cite
+        f"<a href='../findings/{html.escape(chapter, quote=True)}.html'>The findings, as a "
+        "referee's report</a> · "
+        if chapter
+        else ""
+    )
     also = (
         f"<p class='verdict-apart'>Counted apart, not as the paper's claims: "
         f"{html.escape(apart, quote=False)}.</p>"
@@ -353,7 +360,7 @@ def verdict_html(report: dict) -> str:
         f"{also}<ul class='verdict-findings'>{items}</ul>"
         f"<p class='verdict-gloss'>{glosses}. "
         f"<a href='{DECISION_PAGE}'>How claims are decided</a> · "
-        "<a href='#claims'>Every claim, with its evidence</a></p>"
+        f"{findings_link}<a href='#claims'>Every claim, with its evidence</a></p>"
         "</aside>"
     )
 
