@@ -209,11 +209,12 @@ def test_a_table_shows_booleans_as_words_and_no_row_numbers():
 
     from implicit_bias.core.site.web_tables import long_table_html, readable_value
 
-    assert [readable_value(v) for v in (1.23456e6, 1e-5, -2.5e-20, 1e-300)] == [
+    assert [readable_value(v) for v in (1.23456e6, 1e-5, -2.5e-20, 1e-300, float("nan"))] == [
         "1.235 × 10⁶",
         "10⁻⁵",
         "-2.5 × 10⁻²⁰",
         "10⁻³⁰⁰",
+        "n/a",
     ]
     frame = pd.DataFrame({"changed_by_sign_flip": [True, False], "runs": [3, 4]})
     page = long_table_html(frame)

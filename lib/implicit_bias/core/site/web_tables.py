@@ -35,7 +35,7 @@ SPAN = re.compile(r"\b(colspan|rowspan)=\"(\d+)\"")
 # a number as `readable_value` writes it in powers of ten: `3.8 × 10⁻¹⁶`, `10⁵`
 POWER = r"[-+]?(?:\d+\.?\d* × )?10⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+"
 NUMBER = re.compile(
-    r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?|[-+]?inf|NaN|nan|True|False|yes|no|" + POWER
+    r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?|[-+]?inf|NaN|nan|True|False|yes|no|n/a|" + POWER
 )
 FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|NaN|nan|" + POWER)
 
@@ -378,14 +378,16 @@ TINY = 1e-6  # below it a value is a residual, read for its order: two significa
 def readable_value(value):
     """A value as a reader reads it: a float to four significant digits (`0.9821`), in powers
     of ten where pandas wrote an exponent (`1.235 × 10⁶`) and to two digits below TINY
-    (`3.8 × 10⁻¹⁶`: pandas showed `3.777265e-16`); a boolean as `yes` / `no`; anything else
-    as it is."""
+    (`3.8 × 10⁻¹⁶`: pandas showed `3.777265e-16`), NaN as `n/a`; a boolean as `yes` / `no`;
+    anything else as it is."""
     import numpy as np
 
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (float, np.floating)):
         value = float(value)
+        if value != value:  # a value not measured here (a standard error of one seed)
+            return "n/a"
         text = f"{value:.2g}" if 0 < abs(value) < TINY else f"{value:.4g}"
         mantissa, e, exponent = text.partition("e")
         if not e:
