@@ -242,6 +242,11 @@ def test_a_long_table_folds_under_its_caption_never_its_column_ids():
     said = fold_tables(f"<body>{long_table_html(frame)}</body>")
     assert "<summary>Theorem 1's runs, one per seed</summary>" in said
     assert "table-caption" not in said  # moved into the summary
+    other = frame.copy()
+    other.attrs["caption"] = "Theorem 2's runs"
+    two = fold_tables(f"<body>{long_table_html(frame)}{long_table_html(other)}</body>")
+    summaries = [s.partition("</summary>")[0] for s in two.split("<summary>")[1:]]
+    assert summaries == ["Theorem 1's runs, one per seed", "Theorem 2's runs"]  # each its own
     short = fold_tables(f"<body>{long_table_html(frame.iloc[:3])}</body>")
     assert "<p class='table-caption'>Theorem 1's runs" in short and "<details" not in short
     group = (

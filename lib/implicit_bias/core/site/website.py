@@ -291,11 +291,11 @@ DATA_TABLE = re.compile(
 )
 # a table's caption (`web_tables.long_table_html`): the last thing before its table
 TABLE_CAPTION = re.compile(
-    r"<p class='table-caption'>((?:(?!</p>).)*)</p>\s*(?:<div>\s*<style scoped>.*?</style>\s*)?$",
+    r"<p class='table-caption'>((?:(?!</p>).)*)</p>\s*(?:<div>\s*<style scoped>[^<]*</style>\s*)?$",
     re.S,
 )
 FOLDED_CAPTION = re.compile(
-    r"<p class='table-caption'>((?:(?!</p>).)*)</p>(\s*(?:<div>\s*<style scoped>.*?</style>\s*)?"
+    r"<p class='table-caption'>((?:(?!</p>).)*)</p>(\s*(?:<div>\s*<style scoped>[^<]*</style>\s*)?"
     r"<details class='table-fold'><summary>\1</summary>)",
     re.S,
 )
