@@ -171,6 +171,9 @@ def test_a_table_shows_words_and_four_significant_digits():
     assert list(frame.columns) == ["dist_l1", "seed", "Method"]  # the frame is unchanged
     page = long_table_html(frame)
     assert "3.8 × 10⁻¹⁶" in page and "e-16" not in page and "dist_l1" not in page
+    assert readable_frame(pd.DataFrame({"gd_error_step_0.4": [1]})).columns[0] == (
+        "gd error step 0.4"
+    )
     wide = pd.DataFrame({("a_b", "c_d"): [1.0]})
     assert list(readable_frame(wide).columns) == [("a b", "c d")]
 

@@ -331,7 +331,7 @@ def fit_tables(text: str) -> tuple[str, int]:
 LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
 
 
-SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+$")  # `dist_l1`, `median_init`
+SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9.]+)+$")  # `dist_l1`, `gd_error_step_0.4`
 
 
 # Maths a program's column name spells in ASCII, as a reader reads it: a Greek letter's name
