@@ -135,6 +135,41 @@ def test_the_machinery_scan_can_fail():
     ]
 
 
+# A chapter's table says what it holds: `ch.table(frame, caption)` shows it under that sentence
+# (the website folds a long one under it), `ch.download(frame, about)` as a CSV behind one. A
+# bare `display(frame)` showed pandas' table with no sentence, and the website's fold then
+# listed its column ids ("A table of 18 rows (seed, init, gd_error_step_0.4, …)").
+BARE_DISPLAY = re.compile(r"^\s*display\((?!\s*(?:Markdown|HTML)\()", re.M)
+
+
+def bare_tables(name: str, text: str) -> list[str]:
+    code = "".join(
+        block if block.startswith("```{code-cell}") else "\n" * block.count("\n")
+        for block in re.split(r"(^```\{code-cell\}.*?^```[ \t]*$)", text, flags=re.S | re.M)
+    )
+    return [
+        f"{name}:{code.count(chr(10), 0, m.start()) + 1}: a bare display() (ch.table with a "
+        "caption, or ch.download)"
+        for m in BARE_DISPLAY.finditer(code)
+    ]
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "notebooks").glob("*.md")))
+def test_chapters_show_tables_under_a_sentence(page):
+    found = bare_tables(page, (ROOT / "notebooks" / page).read_text())
+    assert not found, "\n".join(found)
+
+
+def test_the_bare_table_scan_can_fail():
+    text = (
+        "Prose that says display(frame) is not code.\n"
+        "```{code-cell} ipython3\ndisplay(frame)\nif x:\n    display(t.round(4))\n"
+        "display(Markdown('a sentence'))\ndisplay(HTML('<p>a</p>'))\n"
+        'ch.table(frame, "What it holds")\n```\n'
+    )
+    assert [f.split(": ", 1)[0] for f in bare_tables("p", text)] == ["p:3", "p:5"]
+
+
 # A claim that does not hold is shown in its state's badge word ("does not reproduce",
 # "erratum", "limit not reached", ...: core.verdicts.tally), which the chapter's prose uses
 # too; "known deviation" is the claims file's field, not a word a reader meets on the page.

@@ -113,8 +113,9 @@ def test_an_unusual_table_is_left_alone():
 
 
 def test_a_long_table_is_a_download_with_a_glimpse():
-    """More than 20 rows: its size, a CSV of every row and column, and its first 5 rows and 6
-    columns folded; 20 rows or fewer: pandas' own table."""
+    """More than 20 rows: the sentence that says what it holds (else its size, never its column
+    ids), a CSV of every row and column, and its first 5 rows and 6 columns folded; 20 rows or
+    fewer: pandas' own table, without its row numbers, under its caption where it has one."""
     import base64
     import re
 
@@ -123,13 +124,20 @@ def test_a_long_table_is_a_download_with_a_glimpse():
     from implicit_bias.core.site.web_tables import long_table_html
 
     short = pd.DataFrame({"a": range(20)})
-    assert long_table_html(short) == short.to_html(notebook=True)
+    assert long_table_html(short) == short.to_html(notebook=True, index=False)
+    short.attrs["caption"] = "The runs of Figure 1 <by seed>"
+    assert long_table_html(short) == (
+        "<p class='table-caption'>The runs of Figure 1 &lt;by seed&gt;</p>"
+        + short.to_html(notebook=True, index=False)
+    )
     frame = pd.DataFrame({f"c{j}": [i * j for i in range(615)] for j in range(14)})
     shown = long_table_html(frame)
-    assert "Its 615 rows (c0, c1, c2, c3, c4, c5, …): <a" in shown
+    assert "<p class='long-table'>A table of 615 rows: <a" in shown and "(c0" not in shown
     assert ">download all 615 rows as CSV</a>" in shown
     frame.attrs["about"] = "The runs of Figure 2, one per seed"
     assert "<p class='long-table'>The runs of Figure 2, one per seed: <a" in long_table_html(frame)
+    frame.attrs = {"caption": "Every run"}  # a long table's caption says what the CSV holds
+    assert "<p class='long-table'>Every run: <a" in long_table_html(frame)
     frame.attrs.clear()
     seeds = pd.DataFrame({"seed": [0, 1, 2], "error": [0.1, 0.2, 0.3]})
     seeds.attrs["about"] = "The error of each seed"
@@ -144,7 +152,8 @@ def test_a_long_table_is_a_download_with_a_glimpse():
 
 def test_a_table_shows_words_and_four_significant_digits():
     """A chapter's table reads as words and numbers: a snake_case header, index name or row
-    label in words, a float to four significant digits (pandas showed `3.777265e-16`); labels
+    label in words, a float to four significant digits in powers of ten, two below 1e-6
+    (pandas showed `3.777265e-16`); labels
     that are not snake_case, integers and words as they are; the frame itself unchanged."""
     import pandas as pd
 
@@ -157,11 +166,14 @@ def test_a_table_shows_words_and_four_significant_digits():
     shown = readable_frame(frame)
     assert list(shown.columns) == ["dist ℓ1", "seed", "Method"]
     assert shown.index.name == "σ y" and list(shown.index) == ["final cos", "x"]
-    assert list(shown["dist ℓ1"]) == ["3.777e-16", "0.9821"] and list(shown["seed"]) == [1, 2]
+    assert list(shown["dist ℓ1"]) == ["3.8 × 10⁻¹⁶", "0.9821"] and list(shown["seed"]) == [1, 2]
     assert list(shown["Method"]) == ["GD", "gd_gln"]  # values are data, not labels
     assert list(frame.columns) == ["dist_l1", "seed", "Method"]  # the frame is unchanged
     page = long_table_html(frame)
-    assert "3.777e-16" in page and "3.777265e-16" not in page and "dist_l1" not in page
+    assert "3.8 × 10⁻¹⁶" in page and "e-16" not in page and "dist_l1" not in page
+    assert readable_frame(pd.DataFrame({"gd_error_step_0.4": [1]})).columns[0] == (
+        "gd error step 0.4"
+    )
     wide = pd.DataFrame({("a_b", "c_d"): [1.0]})
     assert list(readable_frame(wide).columns) == [("a b", "c d")]
 
@@ -191,3 +203,61 @@ def test_labels_show_their_ascii_maths_as_signs():
     assert readable_label("delta <= 1") == "δ ≤ 1"
     assert readable_label("metadata") == "metadata"  # letters inside a word stay
     assert readable_label("etas") == "etas"
+
+
+def test_a_table_shows_booleans_as_words_and_no_row_numbers():
+    """pandas showed `True` and its positional index 0, 1, ... beside the rows: a reader sees
+    `yes` / `no` and no row numbers; a labelled index stays, a boolean label in words too."""
+    import pandas as pd
+
+    from implicit_bias.core.site.web_tables import long_table_html, readable_value
+
+    assert [readable_value(v) for v in (1.23456e6, 1e-5, -2.5e-20, 1e-300, float("nan"))] == [
+        "1.235 × 10⁶",
+        "10⁻⁵",
+        "-2.5 × 10⁻²⁰",
+        "10⁻³⁰⁰",
+        "n/a",
+    ]
+    frame = pd.DataFrame({"changed_by_sign_flip": [True, False], "runs": [3, 4]})
+    page = long_table_html(frame)
+    assert ">yes</td>" in page and ">no</td>" in page and "True" not in page
+    assert "<th>0</th>" not in page and "<th>1</th>" not in page
+    labelled = long_table_html(frame.set_index(pd.Index([False, True], name="median_init")))
+    assert "<th>median init</th>" in labelled and "<th>no</th>" in labelled
+
+
+def test_a_long_table_folds_under_its_caption_never_its_column_ids():
+    """The website folds a table of more than 3 rows under the sentence the notebook gave it
+    (moved into the fold's summary, not said twice), else under its size: never a list of its
+    column ids, the old "A table of 5 rows (seed, init, gd_error, …)". A table cut into column
+    groups folds once; a table inside a fold is not folded again."""
+    import pandas as pd
+
+    from implicit_bias.core.site.web_tables import long_table_html
+    from implicit_bias.core.site.website import fold_tables
+
+    frame = pd.DataFrame({"seed": range(5), "gd_error": [0.5] * 5})
+    bare = fold_tables(f"<body>{long_table_html(frame)}</body>")
+    assert "<details class='table-fold'><summary>A table of 5 rows</summary>" in bare
+    assert "seed," not in bare.partition("</summary>")[0]
+    frame.attrs["caption"] = "Theorem 1's runs, one per seed"
+    said = fold_tables(f"<body>{long_table_html(frame)}</body>")
+    assert "<summary>Theorem 1's runs, one per seed</summary>" in said
+    assert "table-caption" not in said  # moved into the summary
+    other = frame.copy()
+    other.attrs["caption"] = "Theorem 2's runs"
+    two = fold_tables(f"<body>{long_table_html(frame)}{long_table_html(other)}</body>")
+    summaries = [s.partition("</summary>")[0] for s in two.split("<summary>")[1:]]
+    assert summaries == ["Theorem 1's runs, one per seed", "Theorem 2's runs"]  # each its own
+    short = fold_tables(f"<body>{long_table_html(frame.iloc[:3])}</body>")
+    assert "<p class='table-caption'>Theorem 1's runs" in short and "<details" not in short
+    group = (
+        '<table class="dataframe book-column-group"><tbody>' + "<tr></tr>" * 5 + "</tbody></table>"
+    )
+    grouped = fold_tables(f"<body><p class='table-caption'>Cut</p>{group}\n{group}</body>")
+    assert (
+        grouped.count("<details class='table-fold'>") == 1 and "<summary>Cut</summary>" in grouped
+    )
+    inside = fold_tables(f"<body><details><summary>x</summary>{group}</details></body>")
+    assert inside.count("<details") == 1

@@ -473,6 +473,20 @@ class Chapter:
             return
         display(HTML(f"<p class='run-sentence'>{prose_html(text)}</p>"))
 
+    def table(self, frame: pd.DataFrame | pd.Series, caption: str) -> None:
+        """Show `frame` as a table of the page under `caption`, a sentence saying what it holds
+        (the website folds a table of more than a few rows under it): headers in words, numbers
+        to a few significant digits (`core.site.web_tables.long_table_html`)."""
+        if not caption.strip():
+            raise ValueError("a table's caption says what it holds: it cannot be empty")
+        frame = frame.to_frame() if frame.ndim == 1 else frame.copy()
+        frame.attrs["caption"] = caption
+        try:
+            from IPython.display import display
+        except ImportError:
+            return
+        display(frame)
+
     def download(self, frame: pd.DataFrame, about: str) -> None:
         """Show `frame` as a download, not as a table on the page (a per-seed table, say): the
         sentence `about` (what its rows hold), a CSV of every row and a folded preview of the

@@ -32,8 +32,12 @@ SECTION = re.compile(r"<(thead|tbody)>(.*?)</\1>", re.S)
 ROW = re.compile(r"<tr([^>]*)>(.*?)</tr>", re.S)
 CELL = re.compile(r"<(th|td)([^>]*)>(.*?)</\1>", re.S)
 SPAN = re.compile(r"\b(colspan|rowspan)=\"(\d+)\"")
-NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?|[-+]?inf|NaN|nan|True|False")
-FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|NaN|nan")
+# a number as `readable_value` writes it in powers of ten: `3.8 × 10⁻¹⁶`, `10⁵`
+POWER = r"[-+]?(?:\d+\.?\d* × )?10⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+"
+NUMBER = re.compile(
+    r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?|[-+]?inf|NaN|nan|True|False|yes|no|n/a|" + POWER
+)
+FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|NaN|nan|" + POWER)
 
 
 @dataclass
@@ -327,7 +331,7 @@ def fit_tables(text: str) -> tuple[str, int]:
 LONG_TABLE_ROWS, PREVIEW_ROWS, PREVIEW_COLUMNS = 20, 5, 6
 
 
-SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+$")  # `dist_l1`, `median_init`
+SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9.]+)+$")  # `dist_l1`, `gd_error_step_0.4`
 
 
 # Maths a program's column name spells in ASCII, as a reader reads it: a Greek letter's name
@@ -367,13 +371,29 @@ def readable_label(label):
     return readable_value(label)
 
 
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+TINY = 1e-6  # below it a value is a residual, read for its order: two significant digits
+
+
 def readable_value(value):
-    """A float to four significant digits (`3.777e-16`, `0.9821`, `1.235e+06`), so that no
-    cell shows pandas' six-decimal `3.777265e-16`; anything else as it is."""
+    """A value as a reader reads it: a float to four significant digits (`0.9821`), in powers
+    of ten where pandas wrote an exponent (`1.235 × 10⁶`) and to two digits below TINY
+    (`3.8 × 10⁻¹⁶`: pandas showed `3.777265e-16`), NaN as `n/a`; a boolean as `yes` / `no`;
+    anything else as it is."""
     import numpy as np
 
-    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
-        return f"{float(value):.4g}"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if value != value:  # a value not measured here (a standard error of one seed)
+            return "n/a"
+        text = f"{value:.2g}" if 0 < abs(value) < TINY else f"{value:.4g}"
+        mantissa, e, exponent = text.partition("e")
+        if not e:
+            return text
+        power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+        return power if mantissa == "1" else f"{mantissa} × {power}"
     return value
 
 
@@ -393,27 +413,38 @@ def readable_frame(frame):
     return shown
 
 
-def readable_html(frame) -> str:
-    """pandas' HTML table of `readable_frame(frame)`."""
-    return readable_frame(frame).to_html(notebook=True)
+def _positional(index) -> bool:
+    """Whether `index` is pandas' default 0, 1, 2, ...: row numbers, not labels a reader reads."""
+    import pandas as pd
+
+    return isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0
+
+
+def readable_html(frame, notebook: bool = True) -> str:
+    """pandas' HTML table of `readable_frame(frame)`, without a default index's row numbers."""
+    return readable_frame(frame).to_html(notebook=notebook, index=not _positional(frame.index))
 
 
 def long_table_html(frame) -> str:
     """How a DataFrame displays in a chapter: a readable table (`readable_frame`) up to
-    LONG_TABLE_ROWS rows; longer, or whatever its length where the notebook says what it holds
-    (`frame.attrs["about"]`: a per-seed table, say), that sentence (else its size and columns),
-    a CSV download of every row and a folded preview of the first rows."""
+    LONG_TABLE_ROWS rows, under the sentence that says what it holds where the notebook gives
+    one (`frame.attrs["caption"]`: `Chapter.table`; the website folds a table of more than a few
+    rows under it); longer, or whatever its length where the notebook calls it a download
+    (`frame.attrs["about"]`: a per-seed table, say), that sentence (else its size), a CSV
+    download of every row and a folded preview of the first rows."""
+    caption = frame.attrs.get("caption")
     if len(frame) <= LONG_TABLE_ROWS and not frame.attrs.get("about"):
-        return readable_html(frame)
+        said = (
+            f"<p class='table-caption'>{html.escape(caption, quote=False)}</p>" if caption else ""
+        )
+        return said + readable_html(frame)
     import base64
     import hashlib
 
     csv = frame.to_csv(float_format="%.10g").encode()
     name = f"table-{hashlib.sha1(csv).hexdigest()[:10]}.csv"
-    shown = readable_frame(frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS])
-    columns = ", ".join(str(c) for c in readable_frame(frame.iloc[:0]).columns[:PREVIEW_COLUMNS])
-    more = ", …" if frame.shape[1] > PREVIEW_COLUMNS else ""
-    about = frame.attrs.get("about") or f"Its {len(frame):,} rows ({columns}{more})"
+    shown = frame.iloc[:PREVIEW_ROWS, :PREVIEW_COLUMNS]
+    about = frame.attrs.get("about") or caption or f"A table of {len(frame):,} rows"
     rows = f"all {len(frame):,} rows" if len(frame) > 1 else "it"
     link = (
         f"<a download='{name}' href='data:text/csv;base64,{base64.b64encode(csv).decode()}'>"
@@ -422,8 +453,8 @@ def long_table_html(frame) -> str:
     # the first rows and columns: a glimpse (the CSV has the rest)
     return (
         f"<p class='long-table'>{html.escape(about)}: {link}.</p>"
-        f"<details class='table-fold'><summary>Its first rows</summary>{shown.to_html()}"
-        "</details>"
+        f"<details class='table-fold'><summary>Its first rows</summary>"
+        f"{readable_html(shown, notebook=False)}</details>"
     )
 
 

@@ -278,13 +278,27 @@ def drop_repeated_scripts(text: str) -> str:
 # provenance fold, each under a line that says what it is; a link to a claim's row opens its
 # fold (FOLD_SCRIPT; Chromium also does it by itself). The narrative says what they found.
 FOLD_ROWS = 3  # a table of a few rows (a summary) stays open
-TH = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
 # a written caption: what the figure shows, then its takeaway (core.chapter.figure_html)
 WRITTEN_CAPTION = re.compile(
     r"(<span class='written-caption'>)(.*?)(<span class='figure-takeaway'>)", re.S
 )
 CLAIMS_TABLE = re.compile(r"<table class='claims-table(?: [\w-]+)*'>.*?</table>", re.S)
-DATA_TABLE = re.compile(r"<table[^>]*class=\"dataframe[^\"]*\"[^>]*>.*?</table>", re.S)
+# a pandas table, with the column groups it was cut into (`web_tables.fit_table`): one fold
+DATA_TABLE = re.compile(
+    r"<table[^>]*class=\"dataframe[^\"]*\"[^>]*>.*?</table>"
+    r"(?:\s*<table[^>]*class=\"dataframe book-column-group[^\"]*\"[^>]*>.*?</table>)*",
+    re.S,
+)
+# a table's caption (`web_tables.long_table_html`): the last thing before its table
+TABLE_CAPTION = re.compile(
+    r"<p class='table-caption'>((?:(?!</p>).)*)</p>\s*(?:<div>\s*<style scoped>[^<]*</style>\s*)?$",
+    re.S,
+)
+FOLDED_CAPTION = re.compile(
+    r"<p class='table-caption'>((?:(?!</p>).)*)</p>(\s*(?:<div>\s*<style scoped>[^<]*</style>\s*)?"
+    r"<details class='table-fold'><summary>\1</summary>)",
+    re.S,
+)
 FOLD_SCRIPT = (
     "<script>(() => { const reveal = () => { const id = decodeURIComponent("
     "location.hash.slice(1)); const target = id && document.getElementById(id); if (!target)"
@@ -311,18 +325,15 @@ def fold_tables(text: str) -> str:
         )
 
     def data(match: re.Match) -> str:
-        head, _, body = match.group(0).partition("<tbody>")
-        rows = body.count("<tr")
-        before = match.string[max(0, match.start() - 300) : match.start()]
-        if rows <= FOLD_ROWS or "<details class='table-fold'>" in before:
-            return match.group(0)
-        names = [html.unescape(re.sub(r"<[^>]+>", "", n)).strip() for n in TH.findall(head)]
-        names = [n for n in names if n][:4]
-        what = f" ({html.escape(', '.join(names))}{', …' if len(names) == 4 else ''})"
-        return (
-            f"<details class='table-fold'><summary>A table of {rows} rows"
-            f"{what if names else ''}</summary>{match.group(0)}</details>"
-        )
+        rows = match.group(0).partition("<tbody>")[2].partition("</tbody>")[0].count("<tr")
+        before = match.string[: match.start()]
+        if rows <= FOLD_ROWS or before.count("<details") > before.count("</details>"):
+            return match.group(0)  # a summary stays open; a table in a fold is folded already
+        # its line is the sentence the notebook wrote (`Chapter.table`), which moves into the
+        # fold's summary; a table without one says its size, never its column ids
+        said = TABLE_CAPTION.search(before[-2000:])
+        what = said.group(1) if said else f"A table of {rows} rows"
+        return f"<details class='table-fold'><summary>{what}</summary>{match.group(0)}</details>"
 
     def provenance(match: re.Match) -> str:
         return (
@@ -338,6 +349,7 @@ def fold_tables(text: str) -> str:
         )
 
     text = DATA_TABLE.sub(data, CLAIMS_TABLE.sub(claims, text))
+    text = FOLDED_CAPTION.sub(r"\2", text)  # said in the fold's summary: not twice
     text = PROVENANCE.sub(provenance, text)
     text = WRITTEN_CAPTION.sub(caption, text)
     return text.replace("</body>", FOLD_SCRIPT + "</body>", 1)
