@@ -110,7 +110,10 @@ def test_every_state_of_the_papers_claims_is_told_and_listed():
     )
     claims = [*REPORT["claims"][:1], small, floor]
     page = findings_page.paper_findings("demo", "Demo", {"profile": "paper", "claims": claims})
-    assert "Of 3 claims of the paper, 1 reproduces, 1 is not testable here" in page
+    assert (
+        "Of 3 claims of the paper, 1 reproduces, 1 not testable here (not a finding against the "
+        "paper)" in page
+    )
     assert "1 finds a real effect below practical size" in page
     assert "## Below practical size" in page and "claim-small'" in page
     assert "below the practical size 0.0079" in page

@@ -118,12 +118,7 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
             "does not (a failure here or an erratum in the paper's algebra)",
             "do not (failures here or errata in the paper's algebra)",
         ),
-        "other": (
-            "is not testable here or not decided by this book's runs, not a finding "
-            "against the paper",
-            "are not testable here or not decided by this book's "
-            "runs, not findings against the paper",
-        ),
+        "other": ("", ""),  # told by their own states below
         "no practical effect": (
             "shows no effect of practical size",
             "show no effect of practical size",
@@ -142,7 +137,17 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
         "below practical size": bps,
         "inconclusive": open_,
     }
-    phrases = [_n(len(g), *told[k]) for k, g in groups.items() if g]
+    phrases = [_n(len(g), *told[k]) for k, g in groups.items() if g and k != "other"]
+    if other:  # by their own states: a transcription error, a limit not reached, ...
+        each: dict[str, int] = {}
+        for r in other:
+            each[tally.state(r)] = each.get(tally.state(r), 0) + 1
+        phrases.insert(
+            bool(held) + bool(against),
+            f"{tally.states_text(each)} (not "
+            + ("a finding" if len(other) == 1 else "findings")
+            + " against the paper)",
+        )
     said = sum(len(g) for g in groups.values())
     if said != len(paper):  # a state no group tells: named, never dropped
         phrases.append(_n(len(paper) - said, "is in another state", "are in other states"))
