@@ -71,18 +71,18 @@ def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
                 )
         etas = np.sort(data["eta"].unique())
         top = data[data["group"].isin(groups)]["drift"].max()
-        ax.plot(etas, top * etas / etas[-1], "k:", lw=1.2, label="slope 1 (drift ~ eta)")
+        ax.plot(etas, top * etas / etas[-1], "k:", lw=1.2, label="slope 1 (drift ∝ η)")
         ax.set(
             xscale="log",
             yscale="log",
-            xlabel="step size eta (flow time T fixed)",
+            xlabel="step size η (flow time T fixed)",
             ylabel="max drift from t = 0",
         )
         ax.set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
         ax.xaxis.set_minor_locator(NullLocator())
         ax.legend(fontsize=6, loc="lower right")
-    axes[0].set_title("Invariants: drift ~ eta", fontsize=8)
-    axes[1].set_title("Not invariant: drift stays as eta -> 0", fontsize=8)
+    axes[0].set_title("Invariants: drift ∝ η", fontsize=8)
+    axes[1].set_title("Not invariant: drift stays as η → 0", fontsize=8)
     fig.suptitle("Lemmas 2-4 and Theorem 1: drift of the invariants under GD", fontsize=9)
     return fig
 
@@ -259,7 +259,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
         yscale="log",
         xlabel=r"$\|W_j\|_F^2$",
         ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
-        title="Rank-one rate (loss <= 1e-10)",
+        title="Rank-one rate (loss ≤ 10⁻¹⁰)",
     )
     axes[0].legend(fontsize=6)
     for (seed, layer), g in steps.groupby(["seed", "layer"], sort=True):
@@ -277,13 +277,13 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
     axes[1].set_xscale("log")
     axes[1].set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
     axes[1].set(
-        xlabel="normalized-GD step size eta",
+        xlabel="normalized-GD step size η",
         ylabel=r"$\max_t (\|W_j\|_F^2 - \|W_j\|_2^2) / \Delta_j$",
         title="Eq. (13) against the step size",
     )
     axes[1].xaxis.set_minor_locator(NullLocator())
     axes[1].legend(fontsize=6.5)
     fig.suptitle(
-        r"Theorem 2: the $1/\|W_j\|_F^2$ rate, and the gap bound as eta $\to$ 0", fontsize=9
+        r"Theorem 2: the $1/\|W_j\|_F^2$ rate, and the gap bound as $\eta \to 0$", fontsize=9
     )
     return fig

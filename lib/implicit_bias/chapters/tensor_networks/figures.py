@@ -97,7 +97,7 @@ def cor3_fourier_spectra(spectra: pd.DataFrame, seed: int):
     ax.set_xscale("linear")
     ax.set_xlabel("rank of the Fourier coefficient (sorted by magnitude)")
     # still in code notation: its baselines are per CPU vendor (its data differ by vendor)
-    ax.set_ylabel("|F beta|_j / max_j |F beta|_j")
+    ax.set_ylabel(r"$|F\beta|_j / \max_j |F\beta|_j$")
     ax.set_title("Cor. 3: Fourier spectra of the learned predictors")
     ax.legend(fontsize=7)
     return fig
@@ -179,7 +179,7 @@ def cor5_alpha_sweep(theory: pd.DataFrame, gd: pd.DataFrame, depths: Sequence[in
                 g["alpha"], g[col].clip(lower=1e-9), "o", color=PALETTE[i], label=f"GD, L = {L}"
             )
         ax.set(
-            xlabel="initialization scale alpha",
+            xlabel="initialization scale α",
             ylabel=f"relative distance to {name}",
             title=f"Cor. 5: limit vs. {name} interpolator",
         )
