@@ -261,3 +261,20 @@ def test_a_long_table_folds_under_its_caption_never_its_column_ids():
     )
     inside = fold_tables(f"<body><details><summary>x</summary>{group}</details></body>")
     assert inside.count("<details") == 1
+
+
+def test_a_page_table_drops_bookkeeping_and_spreads_list_cells():
+    """A task's result frame as a page shows it: no `device` column, no cell printing a Python
+    list (a warped_imd download showed '[0.1, 0.2, ...]' cells 60 px past a phone's column)."""
+    import pandas as pd
+
+    from implicit_bias.core.chapter import shown
+
+    frame = pd.DataFrame({"a": [1, 2], "gd err": [[0.1, 0.2], [0.3, 0.4]], "device": ["cpu"] * 2})
+    out = shown(frame)
+    assert list(out.columns) == ["a", "gd err 1", "gd err 2"]
+    assert out.loc[1, "gd err 2"] == 0.4
+    flags = pd.DataFrame({"converged": [{"gd": True, "gf": False}]})
+    assert list(shown(flags).columns) == ["converged gd", "converged gf"]
+    plain = pd.DataFrame({"a": [1.0]})
+    assert shown(plain).equals(plain)  # can fail: nothing to change, nothing changed

@@ -135,6 +135,35 @@ def seed_torch_when_imported(seed: int) -> None:
     sys.meta_path.insert(0, _SeedOnImport(seed))
 
 
+# columns a task records for its own bookkeeping, not data: never on a page or in a download
+# (every run of the book says its device in its run record)
+BOOKKEEPING = ("device",)
+
+
+def shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` as a page shows it: bookkeeping columns dropped, and a column whose cells are
+    lists or dicts (a task's per-run values) spread into one column per entry ("gd err 1",
+    "gd err 2", ...; "converged gd", ...), so no cell prints a Python list or dict."""
+    import pandas as pd  # here: the runner imports this module without pandas
+
+    frame = frame.drop(columns=[c for c in BOOKKEEPING if c in frame.columns])
+    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
+    if not nested:
+        return frame.copy()
+    spread = [frame.drop(columns=nested)]
+    for column in nested:
+        if frame[column].map(lambda v: isinstance(v, dict)).any():
+            cells = frame[column].map(lambda v: v if isinstance(v, dict) else {"": v})
+            wide = pd.DataFrame(cells.tolist(), index=frame.index)
+            wide.columns = [f"{column} {k}".strip() for k in wide.columns]
+        else:
+            cells = frame[column].map(lambda v: v if isinstance(v, list) else [v])
+            wide = pd.DataFrame(cells.tolist(), index=frame.index)
+            wide.columns = [f"{column} {i + 1}" for i in range(wide.shape[1])]
+        spread.append(wide)
+    return pd.concat(spread, axis=1)
+
+
 class Chapter:
     """Everything a chapter notebook needs, for one (chapter, profile, device) run.
 
@@ -480,6 +509,7 @@ class Chapter:
         if not caption.strip():
             raise ValueError("a table's caption says what it holds: it cannot be empty")
         frame = frame.to_frame() if frame.ndim == 1 else frame.copy()
+        frame = shown(frame)
         frame.attrs["caption"] = caption
         try:
             from IPython.display import display
@@ -491,7 +521,7 @@ class Chapter:
         """Show `frame` as a download, not as a table on the page (a per-seed table, say): the
         sentence `about` (what its rows hold), a CSV of every row and a folded preview of the
         first rows (`core.site.web_tables.long_table_html`)."""
-        frame = frame.copy()
+        frame = shown(frame)
         frame.attrs["about"] = about
         try:
             from IPython.display import display
