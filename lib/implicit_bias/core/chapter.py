@@ -140,6 +140,18 @@ def seed_torch_when_imported(seed: int) -> None:
 BOOKKEEPING = ("device",)
 
 
+def _display_frame(frame: pd.DataFrame, key: str, text: str) -> None:
+    """Display `frame` as the page shows it (`shown`), with the sentence the website lays it
+    out by (`attrs[key]`: a table's caption, a download's `about`)."""
+    frame = shown(frame)
+    frame.attrs[key] = text
+    try:
+        from IPython.display import display
+    except ImportError:
+        return
+    display(frame)
+
+
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` as a page shows it: bookkeeping columns dropped, and a column whose cells are
     lists or dicts (a task's per-run values) spread into one column per entry ("gd err 1",
@@ -508,26 +520,13 @@ class Chapter:
         to a few significant digits (`core.site.web_tables.long_table_html`)."""
         if not caption.strip():
             raise ValueError("a table's caption says what it holds: it cannot be empty")
-        frame = frame.to_frame() if frame.ndim == 1 else frame.copy()
-        frame = shown(frame)
-        frame.attrs["caption"] = caption
-        try:
-            from IPython.display import display
-        except ImportError:
-            return
-        display(frame)
+        _display_frame(frame.to_frame() if frame.ndim == 1 else frame, "caption", caption)
 
     def download(self, frame: pd.DataFrame, about: str) -> None:
         """Show `frame` as a download, not as a table on the page (a per-seed table, say): the
         sentence `about` (what its rows hold), a CSV of every row and a folded preview of the
         first rows (`core.site.web_tables.long_table_html`)."""
-        frame = shown(frame)
-        frame.attrs["about"] = about
-        try:
-            from IPython.display import display
-        except ImportError:
-            return
-        display(frame)
+        _display_frame(frame, "about", about)
 
     def check_claims(
         self, metrics: dict, columns: dict[str, dict[str, str]] | None = None
