@@ -227,8 +227,8 @@ def test_the_title_check_can_fail():
     assert title_problems("a", "no title")
 
 
-# A figure's written takeaway follows the run's own line ("This run: ...") on the website,
-# labelled "The paper:" (core.site.website.report_findings): it must read as the paper's
+# A figure caption's written closing line, "Expected: ...", follows the run's own line ("This
+# run: ...") on the website (core.site.website.report_findings): it must read as the paper's
 # statement, never as this run's result. It names its source first (the paper, the authors,
 # one of the paper's results) with a verb of saying.
 TAKEAWAY_SOURCE = re.compile(
@@ -239,13 +239,13 @@ TAKEAWAY_SOURCE = re.compile(
 
 
 def takeaways(text: str) -> list[tuple[int, str]]:
-    """(line, text) of each written takeaway of a chapter source: the words after
-    "Takeaway:" in a caption's string literals, up to the caption's end."""
+    """(line, text) of each written expectation of a chapter source: the words after
+    "Expected:" in a caption's string literals, up to the caption's end."""
     found, lines = [], text.splitlines()
     for number, line in enumerate(lines, 1):
-        if "Takeaway:" not in line:
+        if "Expected:" not in line:
             continue
-        words = [line.split("Takeaway:", 1)[1].rsplit('"', 1)[0]]
+        words = [line.split("Expected:", 1)[1].rsplit('"', 1)[0]]
         rest = line.rstrip()
         for more in lines[number:]:
             if rest.endswith('"') is False:
@@ -277,9 +277,9 @@ def test_every_written_takeaway_reads_as_the_papers():
 
 
 def test_the_takeaway_check_can_fail():
-    good = 'caption=("A figure. Takeaway: the paper "\n    "predicts that it falls."))'
+    good = 'caption=("A figure. Expected: the paper "\n    "predicts that it falls."))'
     assert takeaways(good) == [(1, "the paper predicts that it falls.")]
     assert not takeaway_problems("a", good)
-    assert not takeaway_problems("a", 'c=("Takeaway: Theorem 3 predicts a fall."))')
-    assert takeaway_problems("a", 'c=("Takeaway: the closed forms match the ODE."))')
-    assert takeaway_problems("a", 'c=("Takeaway: by Theorem 3.1 it should fall."))')
+    assert not takeaway_problems("a", 'c=("Expected: Theorem 3 predicts a fall."))')
+    assert takeaway_problems("a", 'c=("Expected: the closed forms match the ODE."))')
+    assert takeaway_problems("a", 'c=("Expected: by Theorem 3.1 it should fall."))')

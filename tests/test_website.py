@@ -1125,15 +1125,15 @@ def written_caption_problems(page: str) -> list[str]:
             continue
         text = caption.group(1)
         words = html.unescape(re.sub(r"<[^>]+>", "", outside_math(text)))
-        # a figure that checks claims: "This run: ..." (generated), then "The paper: ..." (the
-        # written takeaway; core.site.website.report_findings); any other: "Takeaway: ..."
-        label = "Takeaway:" if "<em>Takeaway:</em>" in text else "The paper:"
+        # "This run: ..." (generated; core.site.website.report_findings), then "Expected: ..."
+        # (the caption's written line of what the paper expects)
+        label = "Expected:"
         if text.count(f"<em>{label}</em>") != 1 or words.count(label) != 1:
             problems.append(f"figure {number}: not one takeaway")
             continue
         described, takeaway = words.split(label)
         described, _, run = described.partition("This run:")
-        if label == "The paper:" and not run.strip():
+        if not run.strip():
             problems.append(f"figure {number}: the paper's takeaway without this run's")
         if len(run.strip()) > TAKEAWAY_MAX_CHARS:
             problems.append(f"figure {number}: what this run found is not one line: {run!r}")
@@ -1171,9 +1171,7 @@ def run_findings_problems(page: str) -> list[str]:
     ):
         claims = re.findall(r"href=.#claim-([\w-]+).", provenance)
         # its words up to the paper's line (its quotes' maths are typeset: spans inside)
-        run = re.search(
-            r"<em>This run:</em> (.*?)(?:<br><em>The paper:|</figcaption>)", block, re.S
-        )
+        run = re.search(r"<em>This run:</em> (.*?)(?:<br><em>Expected:|</figcaption>)", block, re.S)
         found = run and re.match(r"(.*)", re.sub(r"<[^>]+>", "", run.group(1)).strip())
         if claims and not found:
             problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
@@ -1239,13 +1237,14 @@ def test_the_written_caption_check_can_fail():
     good = (
         "<figure class='book-figure' id='figure-a'><img src='a.png' alt='a'><figcaption>"
         f"<strong>Figure 1.</strong> <span class='written-caption'>{prose}"
-        "<span class='figure-takeaway'><br><em>Takeaway:</em> the error falls.</span></span>"
+        "<span class='figure-expectation'><span class='figure-run'><br><em>This run:</em> both "
+        "claims it checks reproduce.</span><br><em>Expected:</em> the error falls.</span></span>"
         "</figcaption></figure>"
     )
     assert written_caption_problems(good) == []
     generated = good.replace("written-caption", "generated-caption")
     assert "no written caption" in written_caption_problems(generated)[0]
-    no_takeaway = good.replace("<em>Takeaway:</em> the error falls.", "")
+    no_takeaway = good.replace("<em>Expected:</em> the error falls.", "")
     assert "not one takeaway" in written_caption_problems(no_takeaway)[0]
     claim_id = good.replace("the error falls", "checks theorem1_gd_close")
     assert "theorem1_gd_close" in written_caption_problems(claim_id)[0]
@@ -1253,14 +1252,9 @@ def test_the_written_caption_check_can_fail():
     assert "numbered twice" in written_caption_problems(twice)[0]
     long_takeaway = good.replace("the error falls", "the error falls " * 30)
     assert "not one line" in written_caption_problems(long_takeaway)[0]
-    # a figure that checks claims: this run's finding first, then the paper's takeaway
+    # the paper's line alone, without this run's finding before it
     run = "<span class='figure-run'><br><em>This run:</em> both claims it checks reproduce.</span>"
-    checked = good.replace(
-        "<span class='figure-takeaway'><br><em>Takeaway:</em>",
-        run + "<span class='figure-takeaway'><br><em>The paper:</em>",
-    )
-    assert written_caption_problems(checked) == []
-    alone = checked.replace(run, "")
+    alone = good.replace(run, "")
     assert "without this run's" in written_caption_problems(alone)[0]
 
 

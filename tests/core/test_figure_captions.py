@@ -5,6 +5,7 @@ a figure given no caption keeps the caption generated from its panels."""
 from __future__ import annotations
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -27,7 +28,7 @@ def test_a_written_caption_is_marked_and_its_math_is_inline_math(tmp_path):
     fig, png = drawn(tmp_path)
     caption = (
         r"The norm $\|w\|_2^2$ against $\alpha < 1$, mean of 5 seeds & a band. "
-        "Takeaway: the norm shrinks with $\\alpha$."
+        "Expected: the norm shrinks with $\\alpha$."
     )
     page = figure_html(png, 3, "fig_x", caption, fig, ["some_claim"])
     plt.close(fig)
@@ -35,10 +36,10 @@ def test_a_written_caption_is_marked_and_its_math_is_inline_math(tmp_path):
     assert "<figcaption><strong>Figure 3.</strong> <span class='written-caption'>" in page
     assert 'class="math notranslate nohighlight">\\(\\|w\\|_2^2\\)</span>' in page
     assert "\\(\\alpha &lt; 1\\)" in page and "seeds &amp; a band" in page  # escaped
-    assert "<span class='figure-takeaway'><br><em>Takeaway:</em> the norm shrinks with " in page
+    assert "<span class='figure-expectation'><br><em>Expected:</em> the norm shrinks with " in page
     caption_html = page.split("<figcaption>")[1]
     assert "$" not in caption_html and "some_claim" not in caption_html
-    assert caption_html.count("Takeaway:") == 1
+    assert caption_html.count("Expected:") == 1
 
 
 def test_no_caption_keeps_the_generated_one(tmp_path):
@@ -52,6 +53,13 @@ def test_no_caption_keeps_the_generated_one(tmp_path):
 
 def test_an_escaped_dollar_stays_text(tmp_path):
     fig, png = drawn(tmp_path)
-    page = figure_html(png, 1, "fig_x", r"Costs \$5 and $x$. Takeaway: cheap.", fig, [])
+    page = figure_html(png, 1, "fig_x", r"Costs \$5 and $x$. Expected: cheap.", fig, [])
     plt.close(fig)
     assert "Costs $5 and <span class=" in page and "\\(x\\)</span>" in page
+
+
+def test_a_caption_that_labels_the_papers_line_a_takeaway_is_refused(tmp_path):
+    fig, png = drawn(tmp_path)
+    with pytest.raises(ValueError, match="Expected:"):
+        figure_html(png, 1, "fig_x", "The norm. Takeaway: it shrinks.", fig, [])
+    plt.close(fig)

@@ -221,7 +221,7 @@ def test_a_written_takeaway_is_labelled_the_papers_and_this_run_says_what_it_fou
     def figure(claims: str) -> str:
         return (
             "<figure class='book-figure'><figcaption><span class='written-caption'>Left: x. "
-            "<span class='figure-takeaway'><br><em>Takeaway:</em> the paper predicts y."
+            "<span class='figure-expectation'><br><em>Expected:</em> the paper predicts y."
             "</span></span></figcaption></figure><p class='figure-provenance'>"
             f"checks: {claims}</p>"
         )
@@ -229,11 +229,11 @@ def test_a_written_takeaway_is_labelled_the_papers_and_this_run_says_what_it_fou
     report = {"claims": [row("a", "pass")]}
     checked = report_findings(figure("<a href='#claim-a'>a</a>"), report)
     assert "<em>This run:</em> the claim it checks reproduces" in checked
-    assert "<em>The paper:</em> the paper predicts y." in checked and "Takeaway:" not in checked
+    assert checked.index("<em>This run:</em>") < checked.index("<em>Expected:</em> the paper")
     # a figure that decides no claim: its written takeaway is still the paper's, said so
     alone = report_findings(figure("none"), report)
     assert "<em>This run:</em> no claim is decided on this figure" in alone
-    assert "<em>The paper:</em>" in alone and "Takeaway:" not in alone
+    assert alone.index("<em>This run:</em>") < alone.index("<em>Expected:</em>")
 
 
 def test_the_box_links_the_papers_findings_page():

@@ -641,8 +641,10 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     A written caption (`caption`) is prose: its `$...$` math becomes
     `<span class="math notranslate nohighlight">\\(...\\)</span>`, as Sphinx writes inline math,
     so MathJax typesets it inside the output cell (the notebook page's section is
-    `mathjax_ignore`; the `math` class is processed), and a closing "Takeaway: ..." sentence is
-    set on its own line (`figure-takeaway`); the prose is marked `<span class='written-caption'>`.
+    `mathjax_ignore`; the `math` class is processed), and a closing "Expected: ..." sentence (what
+    the paper expects the figure to show, in the paper's name: the website sets this run's
+    finding before it) is set on its own line (`figure-expectation`); the prose is marked
+    `<span class='written-caption'>`.
     Without one, the caption says what the panels plot (`generated-caption`). The figure tag
     itself stays `<figure class='book-figure' id='figure-<id>'>`, right before its image, as
     `core.site.website.externalize` finds it."""
@@ -650,6 +652,7 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     import html
 
     from .site.plotting import alt_text, describe_panels
+    from .site.verdict import EXPECTED
 
     esc = html.escape
     prose = prose_html
@@ -663,12 +666,17 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
         body = esc(text)
     else:
         kind = "written-caption"
-        described, _, takeaway = caption.strip().partition("Takeaway:")
+        if "Takeaway:" in caption:  # the paper's line is labelled as the paper's, not as a result
+            raise ValueError(
+                f"figure {fig_id}: its caption marks the paper's line 'Takeaway:'; write "
+                f"'{EXPECTED}' (what the paper expects; the website adds what this run found)"
+            )
+        described, _, expected = caption.strip().partition(EXPECTED)
         body = prose(described.strip())
-        if takeaway.strip():
+        if expected.strip():
             body += (
-                "<span class='figure-takeaway'><br><em>Takeaway:</em> "
-                f"{prose(takeaway.strip())}</span>"
+                f"<span class='figure-expectation'><br><em>{EXPECTED}</em> "
+                f"{prose(expected.strip())}</span>"
             )
     payload = base64.b64encode(png.read_bytes()).decode()
     return (

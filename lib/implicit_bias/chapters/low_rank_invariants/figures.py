@@ -31,6 +31,15 @@ DRIFT_COLORS = {
 }
 
 
+# The runs as a legend names them (the analysis's run names are the program's)
+RUN_NAMES = {"synthetic_deep": "synthetic, deeper", "mnist": "MNIST", "resfree": "ResNetFree"}
+
+
+def legend_below(ax, ncol: int = 1) -> None:
+    """The panel's legend under its axis label, where it covers no line."""
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False)
+
+
 def lemma1_tree(results: list[dict[str, Any]]):
     """f(x) against T(h(x)) for every Lemma 1 network and input."""
     fig, ax = figure(1, 1)
@@ -51,7 +60,7 @@ def lemma1_tree(results: list[dict[str, Any]]):
 def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
     """Drift against step size, log-log: invariants (left), Lemma 4 and ResNetDiagonal
     off-diagonals (right); a dotted slope-1 guide on both."""
-    fig, axes = figure(1, 2, height=3.4)
+    fig, axes = figure(1, 2, height=4.0)
     axes = np.ravel(axes)
     data = analysis.drift_data(rows, summary)
     panels = [("lemma2", "theorem1_linear", "theorem1_active", "lemma3"), ("lemma4", "not_covered")]
@@ -80,7 +89,7 @@ def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
         )
         ax.set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.legend(fontsize=6, loc="lower right")
+        legend_below(ax, ncol=2)
     axes[0].set_title("Invariants: drift ∝ η", fontsize=8)
     axes[1].set_title("Not invariant: drift stays as η → 0", fontsize=8)
     fig.suptitle("Lemmas 2-4 and Theorem 1: drift of the invariants under GD", fontsize=9)
@@ -91,7 +100,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
     """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 with the bound Delta_j / ||W||_F^2 of
     Eq. (13) (dashed), and the ReLU layers (grey). Right: 1 - alignment of adjacent layers
     against ||W_j||_F^2."""
-    fig, axes = figure(1, 2, height=3.4)
+    fig, axes = figure(1, 2, height=4.0)
     axes = np.ravel(axes)
     data = analysis.rank_one_data(traj, runs)
     part = data["rank_one"]
@@ -104,7 +113,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
     first_seed = part["seed"].min() if len(part) else 0
     for (run, seed, layer), g in part.groupby(["run", "seed", "layer"]):
         color = colors[(run, layer)]
-        lab = f"{run}, layer {layer}" if seed == first_seed else None
+        lab = f"{RUN_NAMES.get(run, run)}, layer {layer}" if seed == first_seed else None
         axes[0].plot(g["frob_sq"], g["one_minus_ratio"], "-o", ms=2.5, color=color, label=lab)
         axes[0].plot(g["frob_sq"], g["bound"], "--", color=color, lw=0.8)
     for k, (_, g) in enumerate(relu.groupby(["run", "seed", "layer"])):
@@ -123,7 +132,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
         ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
         title=r"Eq. (13): rank one; dashed: $\Delta_j / \|W_j\|_F^2$",
     )
-    axes[0].legend(fontsize=6)
+    legend_below(axes[0], ncol=2)
     al = data["alignment"].copy()
     al["one_minus_alignment"] = (1.0 - al["alignment"]).clip(lower=1e-16)
     for (run, seed, layer), g in al.groupby(["run", "seed", "layer"]):
@@ -133,7 +142,11 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
             "-o",
             ms=2.5,
             color=colors.get((run, layer), "grey"),
-            label=f"{run}: layers {layer}, {int(layer) + 1}" if seed == first_seed else None,
+            label=(
+                f"{RUN_NAMES.get(run, run)}: layers {layer}, {int(layer) + 1}"
+                if seed == first_seed
+                else None
+            ),
         )
     axes[1].set(
         xscale="log",
@@ -142,7 +155,7 @@ def theorem2_rank_one(traj: pd.DataFrame, runs: tuple[str, ...] = ("synthetic", 
         ylabel=r"$1 - |\langle v_{j+1}, u_j \rangle|$",
         title="Eq. (15): adjacent layers align",
     )
-    axes[1].legend(fontsize=6)
+    legend_below(axes[1], ncol=2)
     fig.suptitle("Theorem 2 / Corollary 1: synthetic data and binary MNIST", fontsize=9)
     return fig
 
@@ -233,7 +246,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
     """Left: 1 - ||W||_2^2/||W||_F^2 against ||W||_F^2 over the late snapshots of the synthetic
     and synthetic_deep runs, with a slope -1 guide (Eq. (13)). Right: max_t gap / Delta_j of the
     synthetic runs against the step size, per seed and layer, with the bound 1."""
-    fig, axes = figure(1, 2, height=3.4)
+    fig, axes = figure(1, 2, height=4.2)
     axes = np.ravel(axes)
     data = analysis.rate_data(traj, rates)
     markers = {"synthetic": "-o", "synthetic_deep": "-s"}
@@ -248,7 +261,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
                 ms=2.5,
                 lw=0.9,
                 color=PALETTE[keys.index((run, layer)) % 8],
-                label=f"{run}, layer {layer}" if j == 0 else None,
+                label=f"{RUN_NAMES.get(run, run)}, layer {layer}" if j == 0 else None,
             )
     if len(data):
         f = np.geomspace(data["frob_sq"].min(), data["frob_sq"].max(), 10)
@@ -261,7 +274,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
         ylabel=r"$1 - \|W_j\|_2^2 / \|W_j\|_F^2$",
         title="Rank-one rate (loss ≤ 10⁻¹⁰)",
     )
-    axes[0].legend(fontsize=6)
+    legend_below(axes[0], ncol=2)
     for (seed, layer), g in steps.groupby(["seed", "layer"], sort=True):
         g = g.sort_values("eta")
         axes[1].plot(
@@ -282,7 +295,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
         title="Eq. (13) against the step size",
     )
     axes[1].xaxis.set_minor_locator(NullLocator())
-    axes[1].legend(fontsize=6.5)
+    legend_below(axes[1], ncol=2)
     fig.suptitle(
         r"Theorem 2: the $1/\|W_j\|_F^2$ rate, and the gap bound as $\eta \to 0$", fontsize=9
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -49,28 +48,76 @@ def plot_by_group(
         )
 
 
+ARCH_NAMES = {"diag": "diagonal", "conv": "convolutional", "fc": "fully connected"}
+
+
+def legend_below(ax, ncol: int = 1) -> None:
+    """The panel's legend under its axis label, where it covers no point."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol, frameon=False)
+
+
+def cases_of(frame: pd.DataFrame) -> list[tuple[str, int]]:
+    """The cases (architecture, depth) of the runs in `frame`, in the order of `by_case`'s
+    columns."""
+    return sorted({(a, int(L)) for a, L in zip(frame["arch"], frame["L"])})
+
+
+def case_labels(cases: list[tuple[str, int]], short: bool = False) -> list[str]:
+    """Tick labels of the cases: "diagonal / L = 2", or "diag / L=2" (as the runs' legends
+    name them) where many share a panel."""
+    if short:
+        return [f"{a}\nL={L}" for a, L in cases]
+    return [f"{ARCH_NAMES.get(a, a)}\nL = {L}" for a, L in cases]
+
+
+def by_case(
+    ax,
+    frame: pd.DataFrame,
+    value: str,
+    seed: str,
+    cases: list[tuple[str, int]],
+    offset: float = 0.0,
+    **style,
+) -> None:
+    """Each run's `value` as a point over its case (one column of points per case of `cases`),
+    the seeds spread a little sideways so that they do not hide each other, the column moved by
+    `offset` (several quantities side by side)."""
+    seeds = sorted(set(frame[seed]))
+    spread = np.linspace(-0.07, 0.07, len(seeds)) if len(seeds) > 1 else np.zeros(1)
+    x = [
+        cases.index((a, int(L))) + offset + spread[seeds.index(s)]
+        for a, L, s in zip(frame["arch"], frame["L"], frame[seed])
+    ]
+    ax.scatter(x, frame[value], **style)
+
+
 def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
     """Thm 1: the singular-vector residual along training (runs of `seed`), and the final
     residual of every run from both estimates of u_inf."""
-    fig, axes = figure(1, 2, width=8.5)
+    fig, axes = figure(1, 2, width=8.5, height=4.2)
     axes = axes.ravel()
     plot_by_group(axes[0], paths[paths["seed"] == seed], "step", "residual", "run")
     axes[0].set(
         xlabel="GD step",
-        ylabel="singular-vector residual (relative)",
+        ylabel="residual (relative)",
         title="Theorem 1: residual along training",
     )
-    axes[0].legend(fontsize=7)
-    labels = [f"{a} L={L} s{s}" for a, L, s in zip(cls["arch"], cls["L"], cls["data_seed"])]
-    pos = np.arange(len(cls))
-    axes[1].bar(
-        pos - 0.2, cls["thm1_kkt_residual"], 0.4, label="u from multipliers", color=PALETTE[0]
-    )
-    axes[1].bar(pos + 0.2, cls["thm1_uavg_residual"], 0.4, label="averaged u", color=PALETTE[1])
+    legend_below(axes[0], ncol=3)
+    cases = cases_of(cls)
+    for k, (column, name, offset) in enumerate(
+        (
+            ("thm1_kkt_residual", "u from multipliers", -0.18),
+            ("thm1_uavg_residual", "averaged u", 0.18),
+        )
+    ):
+        by_case(axes[1], cls, column, "data_seed", cases, offset, s=9, color=PALETTE[k], label=name)
     axes[1].set_yscale("log")
-    axes[1].set_xticks(pos, labels, rotation=60, ha="right")
-    axes[1].set(ylabel="final residual", title=r"Theorem 1: two estimates of $u_\infty$")
-    axes[1].legend(fontsize=7)
+    axes[1].set_xticks(range(len(cases)), case_labels(cases, short=True))
+    axes[1].set(
+        ylabel="final residual",
+        title=r"Theorem 1: two estimates of $u_\infty$",
+    )
+    legend_below(axes[1], ncol=2)
     return fig
 
 
@@ -146,23 +193,34 @@ def thm5_argument(bars: pd.DataFrame):
     """Thm 5 / Cor 5 / Cor 6: each run's relative distance from its GD limit to the
     Q-minimizer of each formula (`analysis.argument_errors`)."""
     fig, ax = figure(1, 1, width=6.5, height=4.2)
-    markers = {"error_cor6_printed_unnormalized": ("x", 40)}
+    # the derived form on the left of each case, the forms as printed on the right; the
+    # unnormalized-DFT reading of Cor 6 is drawn over the derived form, which it equals
+    places = {
+        "error_derived": ("o", 30, -0.18),
+        "error_cor6_printed_unnormalized": ("x", 40, -0.18),
+        "error_thm5_printed": ("o", 30, 0.18),
+        "error_cor6_printed": ("o", 30, 0.18),
+    }
+    cases = cases_of(bars)
     for i, (formula, g) in enumerate(bars.groupby("formula")):
-        labels = [f"{a} L={L} s{s}" for a, L, s in zip(g["arch"], g["L"], g["seed"])]
-        marker, size = markers.get(formula, ("o", 30))
-        ax.scatter(
-            labels,
-            g["relative_error"],
+        marker, size, offset = places.get(formula, ("o", 30, 0.0))
+        by_case(
+            ax,
+            g,
+            "relative_error",
+            "seed",
+            cases,
+            offset,
             label=FORMULA_LABELS.get(formula, formula),
             color=PALETTE[i],
             marker=marker,
             s=size,
         )
     ax.set_yscale("log")
-    plt.setp(ax.get_xticklabels(), rotation=60, ha="right")
+    ax.set_xticks(range(len(cases)), case_labels(cases))
+    legend_below(ax, ncol=2)
     ax.set_ylabel("rel. distance to Q-minimizer")
     ax.set_title("Thm 5 / Cor 5 / Cor 6: GD limit vs. Q-minimizers")
-    ax.legend(fontsize=7)
     return fig
 
 

@@ -315,6 +315,10 @@ def badge(state: str) -> str:
     return f"<span class='claim-status {css}'{title}>{html.escape(state)}</span>"
 
 
+# The label of a written figure caption's closing sentence: what the paper expects the figure to
+# show, in the paper's name (core.chapter.figure_html); the website sets this run's finding
+# (`figure_run`) before it
+EXPECTED = "Expected:"
 DECISION_PAGE = "../decision-rule.html"  # from a chapter page (book/chapters/<id>.html)
 
 

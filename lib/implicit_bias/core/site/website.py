@@ -274,13 +274,14 @@ def drop_repeated_scripts(text: str) -> str:
 
 
 # A chapter page reads as a book: its claims table (the verdict box above says what it holds),
-# its data tables of more than FOLD_ROWS rows, what a figure shows (its takeaway stays) and its
-# provenance fold, each under a line that says what it is; a link to a claim's row opens its
-# fold (FOLD_SCRIPT; Chromium also does it by itself). The narrative says what they found.
+# its data tables of more than FOLD_ROWS rows, what a figure shows (what this run found and
+# what the paper expects stay open) and its provenance fold, each under a line that says what
+# it is; a link to a claim's row opens its fold (FOLD_SCRIPT; Chromium also does it by
+# itself). The narrative says what they found.
 FOLD_ROWS = 3  # a table of a few rows (a summary) stays open
-# a written caption: what the figure shows, then its takeaway (core.chapter.figure_html)
+# a written caption: what the figure shows, then what the paper expects (core.chapter.figure_html)
 WRITTEN_CAPTION = re.compile(
-    r"(<span class='written-caption'>)(.*?)(<span class='figure-takeaway'>)", re.S
+    r"(<span class='written-caption'>)(.*?)(<span class='figure-expectation'>)", re.S
 )
 CLAIMS_TABLE = re.compile(r"<table class='claims-table(?: [\w-]+)*'>.*?</table>", re.S)
 # a pandas table, with the column groups it was cut into (`web_tables.fit_table`): one fold
@@ -364,17 +365,17 @@ FIGURE_WITH_PROVENANCE = re.compile(
 def report_findings(text: str, report: dict | None) -> str:
     """Each figure's takeaway is what this run found of the claims it checks
     (`verdict.figure_run`, from the report the page shows), generated so it cannot contradict
-    them; the caption's written takeaway, which states the paper's expectation, follows as
-    "The paper:"."""
+    them; the caption's written line of what the paper expects ("Expected: ...") follows it."""
     if not report or "class='figure-run'" in text:
         return text
     rows = {row["id"]: row for row in report["claims"]}
+    expected = f"<span class='figure-expectation'><br><em>{verdict.EXPECTED}</em>"
 
     def add(match: re.Match) -> str:
         ids = re.findall(r"<a href='#claim-([\w-]+)'>", match.group(3))
         found = verdict.figure_run([rows[i] for i in dict.fromkeys(ids) if i in rows])
-        if not found:  # a written takeaway is the paper's; the run decides nothing here
-            if "<em>Takeaway:</em>" not in match.group(1):
+        if not found:  # the written line is the paper's; the run decides nothing here
+            if expected not in match.group(1):
                 return match.group(0)
             found = "no claim is decided on this figure; it shows what the text around it uses."
         gloss = (  # where a reader meets "inconclusive", what it means is one click away
@@ -384,14 +385,13 @@ def report_findings(text: str, report: dict | None) -> str:
         )
         said = verdict.math_html(found)  # its quote's maths typeset (a claim's display form)
         note = f"<span class='figure-run'><br><em>This run:</em> {said}{gloss}</span>"
-        # the takeaway is what this run found, first; the caption's own takeaway, written
-        # from the paper, follows as the paper's (it may say what the run did not find)
+        # what this run found comes first; what the paper expects, written, follows
         head = match.group(1)
-        written = "<span class='figure-takeaway'><br><em>Takeaway:</em>"
-        if written in head:  # inside the takeaway's span: the fold of what a figure shows
+        if expected in head:  # inside the expectation's span: the fold of what a figure shows
             # (`fold_figure_descriptions`) ends where it starts, so the run's line stays open
-            paper = f"<span class='figure-takeaway'>{note}<br><em>The paper:</em>"
-            return head.replace(written, paper, 1) + match.group(2) + match.group(3)
+            opening = "<span class='figure-expectation'>"
+            head = head.replace(opening, opening + note, 1)
+            return head + match.group(2) + match.group(3)
         return head + note + match.group(2) + match.group(3)
 
     return FIGURE_WITH_PROVENANCE.sub(add, text)
