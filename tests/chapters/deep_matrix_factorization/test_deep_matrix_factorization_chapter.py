@@ -112,6 +112,15 @@ def test_init_metrics_can_fail():
     au = analysis.authors_init_metrics(ratios, 20)
     assert m["fig2_few_ratio_small_minus_large_init"].estimate < 0
     assert m["fig2_few_error_small_minus_large_init"].estimate < 0
+    fewer = analysis.fewer_init_metrics(ratios, 20)
+    assert fewer["fig2_fewer_ratio_small_minus_large_init"].estimate < 0
+    assert fewer["fig2_fewer_error_small_minus_large_init"].estimate < 0
+    # at the count where the smaller start has the larger nuclear norm (40 here) it passes
+    rising = analysis.ratio_frame(
+        pd.DataFrame(rows).assign(nuclear_norm=lambda f: 10 + 1e-3 / f["scale"]), nuclear
+    )
+    rise = analysis.fewer_init_metrics(rising, 40)["fig2_fewer_ratio_small_minus_large_init"]
+    assert rise.estimate > 0
     for key in (
         "authors_fig2_few_ratio_small_minus_large_init",
         "fig2_few_ratio_small_minus_large_init_depth3",
@@ -274,6 +283,8 @@ def test_confirmatory_seeds_run_only_where_the_seed_plan_needs_them():
         "fig2_depths": [2],
         "fig2_counts": [50, 100],
         "fig2_scales": [1e-3, 1e-6],
+        "fig2_fewer_count": 40,
+        "fig2_fewer_confirmatory_seeds": [],
         "step_scan_depths": [2, 4],
         "step_scan_lr_factors": [1.0, 0.1],
         "step_scan_adaptive_counts": [50],
@@ -306,6 +317,37 @@ def test_confirmatory_seeds_run_only_where_the_seed_plan_needs_them():
     assert seeds(authors, depth=2) == seeds(authors, depth=4) == [0, 1]
     assert seeds(authors, depth=3) == [0, 1, 5]
     assert [t["cells"] for t in authors if t["seed"] == 5] == [[[50, 1e-3], [50, 1e-6]]]
+
+
+def test_fewer_entries_tasks_run_depth_2_at_one_count_and_the_ends_on_further_seeds():
+    cfg = {
+        "n": 12,
+        "rank": 1,
+        "seeds": [0, 1],
+        "confirmatory_seeds": [2],
+        "fig2_fewer_confirmatory_seeds": [1, 7],
+        "authors_confirmatory_seeds": [],
+        "authors_fig2_counts": [50],
+        "counts": [50],
+        "fig2_counts": [50, 100],
+        "fig2_fewer_count": 40,
+        "fig2_scales": [1e-3, 1e-4, 1e-6],
+        "lr_factor": 1.0,
+        "max_steps": 10,
+        "tol": 1e-6,
+        "solver": "SCS",
+        "solver_eps": 1e-6,
+        "solver_max_iters": 100,
+    }
+    fewer = tasks.fewer_init_scale_tasks(cfg)
+    assert {t["depth"] for t in fewer} == {2} and {tuple(t["counts"]) for t in fewer} == {(40,)}
+    cells = sorted((t["seed"], t["scale"]) for t in fewer)
+    # the exploratory seeds at every scale; the further seed (7) at the ends only
+    assert cells == sorted(
+        [(s, a) for s in (0, 1) for a in (1e-3, 1e-4, 1e-6)] + [(7, 1e-3), (7, 1e-6)]
+    )
+    nuclear = sorted((t["seed"], t["count"]) for t in tasks.nuclear_tasks(cfg))
+    assert nuclear == sorted([(s, m) for s in (0, 1, 2) for m in (40, 50, 100)] + [(7, 40)])
 
 
 def test_dropped_runs_are_counted_on_the_seeds_a_verdict_rests_on():

@@ -231,6 +231,32 @@ def init_scale_tasks(cfg: dict) -> list[dict]:
     ]
 
 
+def fewer_init_scale_tasks(cfg: dict) -> list[dict]:
+    """Fig. 2 at `fig2_fewer_count`, the book's setting where the nuclear-norm ratio has room
+    to rise (W*'s own nuclear norm is well above the minimum there): depth 2, one task per
+    initialization scale and exploratory seed (one count per task, so the runs of Fig. 2's
+    own counts are not recomputed); the confirmatory seeds (`fig2_fewer_confirmatory_seeds`)
+    run the two ends of the range alone, which decide the claims."""
+    ends = [min(cfg["fig2_scales"]), max(cfg["fig2_scales"])]
+    more = [s for s in cfg["fig2_fewer_confirmatory_seeds"] if s not in cfg["seeds"]]
+    cells = [(s, a) for a in cfg["fig2_scales"] for s in cfg["seeds"]]
+    cells += [(s, a) for a in cfg["fig2_scales"] if a in ends for s in more]
+    return [
+        {
+            "n": cfg["n"],
+            "rank": cfg["rank"],
+            "seed": s,
+            "depth": 2,
+            "scale": a,
+            "counts": [cfg["fig2_fewer_count"]],
+            "lr_factor": cfg["lr_factor"],
+            "max_steps": cfg["max_steps"],
+            "tol": cfg["tol"],
+        }
+        for s, a in cells
+    ]
+
+
 def step_scan_tasks(cfg: dict) -> list[dict]:
     """The book's protocol at the scan's step factors other than the profile's own (whose runs
     are Fig. 1's), at all counts, and the model's adaptive path at the scan's counts and seeds,
@@ -327,9 +353,10 @@ def authors_confirmatory_seeds(cfg: dict) -> list[int]:
 
 def nuclear_tasks(cfg: dict) -> list[dict]:
     """The minimum nuclear-norm completions of every seed of the book's protocol at every count
-    of Fig. 1 and 2, and of the authors' protocol's further confirmatory seeds at its Fig. 2
-    counts (the denominator of their nuclear-norm ratio)."""
-    counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]))
+    of Fig. 1 and 2 (and `fig2_fewer_count`), of the authors' protocol's further confirmatory
+    seeds at its Fig. 2 counts, and of the further seeds of Fig. 2 at `fig2_fewer_count`
+    (each the denominator of its runs' nuclear-norm ratio)."""
+    counts = sorted(set(cfg["counts"]) | set(cfg["fig2_counts"]) | {cfg["fig2_fewer_count"]})
     book = book_seeds(cfg)
     cells = [(s, m) for s in book for m in counts]
     cells += [
@@ -337,6 +364,11 @@ def nuclear_tasks(cfg: dict) -> list[dict]:
         for s in authors_confirmatory_seeds(cfg)
         if s not in book
         for m in cfg["authors_fig2_counts"]
+    ]
+    cells += [
+        (s, cfg["fig2_fewer_count"])
+        for s in sorted({t["seed"] for t in fewer_init_scale_tasks(cfg)})
+        if s not in book and (s, cfg["fig2_fewer_count"]) not in cells
     ]
     return [
         {
