@@ -131,6 +131,23 @@ def test_known_deviation_with_evidence():
     )
 
 
+def test_a_setting_that_cannot_test_a_claim_is_not_testable_only_where_it_shows_no_effect():
+    similar = {**CLAIM, "expect": "< 0", "unit": "error_rate"}
+    nil = {"a_minus_b": per_seed([0.0001, -0.0002, 0.0])}  # inside the negligible 0.01
+    assert evaluate(similar, nil, "paper")["status"] == "no practical effect"
+    ceiling = {"profiles": ["paper"], "evidence": "no room", "cause": "not_testable"}
+    row = evaluate({**similar, "known_deviation": ceiling}, nil, "paper")
+    assert row["status"] == KNOWN and row["cause"] == "not_testable"
+    # another cause keeps the rule's "no practical effect": only a floor or ceiling is no test
+    fails = {**ceiling, "cause": "paper_fails"}
+    assert evaluate({**similar, "known_deviation": fails}, nil, "paper")["status"] == (
+        "no practical effect"
+    )
+    # a setting declared untestable that shows the effect after all is an unexpected pass
+    shown = {"a_minus_b": per_seed([-0.03, -0.031, -0.029])}
+    assert evaluate({**similar, "known_deviation": ceiling}, shown, "paper")["status"] == UNEXPECTED
+
+
 def test_similar_claims():
     claim = {**CLAIM, "expect": "similar", "unit": "error_rate"}
     assert evaluate(claim, {"a_minus_b": per_seed([0.001, -0.002, 0.0])}, "paper")["status"] == PASS
