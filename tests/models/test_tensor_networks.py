@@ -232,6 +232,94 @@ def test_renormalize_keeps_single_point_directions():
         )
 
 
+def _exponential_problem(arch, L, seed=0):
+    """The paper profile's classification problem and initialization (n = 40, d = 80)."""
+    X, y = tn.separable_data(40, 80, 5, seed)
+    return X, y, tn.init_params(arch, 80, L, 0.1, seed)
+
+
+def _relative(a, b) -> float:
+    a, b = (np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in x]) for x in (a, b))
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("arch", tn.ARCHS)
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_closed_form_exponential_gradients_equal_autograd_along_a_run(arch, L):
+    """The closed-form gradient of log L against autograd's at points along a 1200-step
+    autograd run with the paper's step rule: from w_L(0) = 0 (exactly zero gradients in the
+    other layers) through the slow start and, for L <= 3, into the hard-margin regime
+    (log(1/L) up to 4e16, softmax weights one-hot). Then two steps of each loop from those
+    points: same parameters, beta, u, u_avg, log(1/L) and history.
+
+    Why points and not one long run: past the onset of the hard-margin regime both loops are
+    chaotic (a 1e-15 relative change of the initialization grows to 1e-1 in beta within a few
+    hundred steps), so two round-offs cannot agree there; whole runs are compared over their
+    first 30 steps."""
+    X, y, params = _exponential_problem(arch, L)
+    path = tn._train_exponential_autograd(
+        arch, X, y, params, 1200, 0.05, record=range(0, 1201, 150), decay=1000
+    )["history"]
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    signed_X = -yt[:, None] * Xt
+    for point in path:
+        leaves = [p.clone().requires_grad_(True) for p in point["params"]]
+        log_loss = torch.logsumexp(-yt * tn.predict(arch, Xt, leaves), dim=0)
+        expected = torch.autograd.grad(log_loss, leaves)
+        theta, layers, mask = tn._layer_buffer(arch, point["params"], 80)
+        beta, backward = tn._exponential_step_parts(arch, theta, layers, mask, 80)
+        g = signed_X.T @ torch.softmax(signed_X @ beta, dim=0)
+        theta.copy_(backward(g))  # the gradient in the buffer's layout, read back per layer
+        assert _relative([p.clone() for p in layers], expected) < 1e-12
+        scale = float(beta.abs().max())
+        np.testing.assert_allclose(beta.numpy(), point["beta"], rtol=0, atol=1e-13 * scale)
+
+        steps = [
+            loop(arch, X, y, point["params"], 2, 0.05, record=[0, 1, 2], decay=1000)
+            for loop in (tn.train_exponential, tn._train_exponential_autograd)
+        ]
+        fast, slow = steps
+        assert _relative(fast["params"], slow["params"]) < 1e-13
+        assert _relative([fast["beta"]], [slow["beta"]]) < 1e-13
+        for key in ("u", "u_avg"):
+            assert _relative([fast[key]], [slow[key]]) < 1e-12
+        assert fast["log_inv_loss"] == pytest.approx(slow["log_inv_loss"], rel=1e-13, abs=1e-13)
+        assert [h["step"] for h in fast["history"]] == [h["step"] for h in slow["history"]]
+        for a, b in zip(fast["history"], slow["history"]):
+            assert [p.shape for p in a["params"]] == [p.shape for p in b["params"]]
+            assert _relative(a["params"], b["params"]) < 1e-13
+            assert a["log_inv_loss"] == pytest.approx(b["log_inv_loss"], rel=1e-13, abs=1e-13)
+    # L <= 3 reach the hard-margin regime; L = 4 is still leaving its slow start at 1200 steps
+    assert max(point["log_inv_loss"] for point in path) > (1e3 if L < 4 else -2.5)
+
+    fast, slow = (
+        loop(arch, X, y, params, 30, 0.05, record=[1, 10, 30], decay=1000)
+        for loop in (tn.train_exponential, tn._train_exponential_autograd)
+    )
+    assert _relative(fast["params"], slow["params"]) < 1e-10
+    assert _relative([fast["u_avg"]], [slow["u_avg"]]) < 1e-10
+
+
+def test_closed_form_exponential_loop_with_short_filters_and_renormalization():
+    """Thm 3's runs: a conv net with filters (k1, d), one point, renormalized every step (not
+    chaotic: the normalized update is linear). The zero-padded closed form keeps the short
+    filter's shape and follows the autograd loop over 500 steps."""
+    setup = th.single_point_setup(10, 4, seed=1)
+    params = [torch.as_tensor(0.5 * setup["v1bar"]), torch.as_tensor(0.5 * setup["v2bar"])]
+    X, y = setup["x"][None], np.array([-1.0])
+    fast, slow = (
+        loop("conv", X, y, params, 500, 0.2, record=[0, 250, 500], renormalize=True)
+        for loop in (tn.train_exponential, tn._train_exponential_autograd)
+    )
+    assert [p.shape for p in fast["params"]] == [(4,), (10,)]
+    assert _relative(fast["params"], slow["params"]) < 1e-10
+    assert _relative([fast["u_avg"]], [slow["u_avg"]]) < 1e-10
+    assert _relative(fast["history"][1]["params"], slow["history"][1]["params"]) < 1e-10
+    assert fast["log_inv_loss"] == pytest.approx(slow["log_inv_loss"], rel=1e-10)
+    with pytest.raises(ValueError, match="k_L = d"):
+        tn.train_exponential("conv", X, y, params[::-1], 1, 0.2)
+
+
 def test_fourier_l1_max_margin_feasible_and_lp_stationary_point():
     X, y = tn.separable_data(10, 8, 2, seed=1)
     z = th.fourier_l1_max_margin(X, y)

@@ -315,7 +315,161 @@ def train_exponential(
     average over the second half of the steps (Thm 1's u_inf: once the margins are huge the
     softmax weights jump between support points from step to step, so only averages settle),
     and a history at the steps listed in `record` (beta and log(1/L)).
+
+    Gradients in closed form (`_exponential_step_parts`), one forward pass per step shared by
+    the loss, the gradient, the history and u_avg (u is the gradient's X^T r); the autograd
+    loop it replaces is `_train_exponential_autograd`.
     """
+    device, dtype = params[0].device, params[0].dtype
+    yt = torch.as_tensor(y, dtype=dtype, device=device)
+    if renormalize and len(yt) != 1:
+        raise ValueError("renormalize keeps directions only for one data point")
+    # rows -y_i x_i: the exponents -y_i f(x_i) are one product with beta, and the gradient's
+    # X^T (-y * softmax) one product with the weights
+    signed_X = -yt[:, None] * torch.as_tensor(X, dtype=dtype, device=device)
+    signed_XT = signed_X.T.contiguous()
+    d = signed_X.shape[1]
+    theta, layers, mask = _layer_buffer(_check_arch(arch), params, d)
+    record = set(record)
+    history = []
+    u_sum = torch.zeros(d, dtype=dtype, device=device)
+    for step in range(steps + 1):
+        beta, backward = _exponential_step_parts(arch, theta, layers, mask, d)
+        exponents = signed_X @ beta  # log L = logsumexp(exponents)
+        if step in record:
+            history.append(
+                {
+                    "step": step,
+                    "log_inv_loss": float(-torch.logsumexp(exponents, dim=0)),
+                    "beta": beta.cpu().numpy().copy(),
+                    "params": [p.clone() for p in layers],
+                }
+            )
+        if step == steps:
+            break
+        # grad log L = sum_i softmax_i grad(-y_i f(x_i)): the layer gradients of r^T f with
+        # r = -y softmax, all through g = X^T r, which is also the step's u
+        g = signed_XT @ torch.softmax(exponents, dim=0)
+        grads = backward(g)
+        if step >= steps // 2:
+            u_sum.addcdiv_(g, torch.linalg.vector_norm(g))
+        frac = rel_step if decay is None else rel_step / math.sqrt(1 + step / decay)
+        ratio = torch.linalg.vector_norm(theta) / torch.linalg.vector_norm(grads)
+        theta.addcmul_(grads, ratio, value=-frac)  # eta = frac ||Theta|| / ||grad||
+        if renormalize:
+            theta /= torch.linalg.vector_norm(theta)
+    # the last pass of the loop ran the forward at the final parameters
+    u = signed_XT @ torch.softmax(exponents, dim=0)
+    return {
+        "params": [p.clone() for p in layers],
+        "beta": beta.cpu().numpy().copy(),
+        "u": u / torch.linalg.vector_norm(u),
+        "u_avg": u_sum / torch.linalg.vector_norm(u_sum),
+        "log_inv_loss": float(-torch.logsumexp(exponents, dim=0)),
+        "history": history,
+    }
+
+
+def _layer_buffer(
+    arch: str, params: Sequence[torch.Tensor], d: int
+) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor | None]:
+    """All layers in one buffer, so a step's norm and update are one operation each, and every
+    layer as a view into it. diag and conv: an L x d array, short conv filters zero-padded to
+    d (their circular convolution is the padded one's) with a mask that keeps the padding's
+    gradient at zero; fc: the flattened W_1, .., W_{L-1}, v one after another."""
+    if arch == "fc":
+        theta = torch.cat([p.detach().reshape(-1) for p in params])
+        layers, start = [], 0
+        for p in params:
+            layers.append(theta[start : start + p.numel()].view(p.shape))
+            start += p.numel()
+        return theta, layers, None
+    lengths = [p.numel() for p in params]
+    if any(p.dim() != 1 for p in params) or (arch == "diag" and set(lengths) != {d}):
+        raise ValueError(f"{arch} layers are vectors of length d = {d}")
+    if arch == "conv" and (max(lengths) > d or lengths[-1] != d):
+        raise ValueError("conv filters need k_l <= d and k_L = d")
+    theta = params[0].new_zeros(len(params), d)
+    for row, p in zip(theta, params):
+        row[: p.numel()] = p.detach()
+    layers = [row[:k] for row, k in zip(theta, lengths)]
+    if min(lengths) == d:
+        return theta, layers, None
+    positions = torch.arange(d, device=theta.device)
+    return theta, layers, (positions < torch.tensor(lengths, device=theta.device)[:, None])
+
+
+def _exclusive_products(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The product of all the rows, and stacked, for each l the product of all but the l-th
+    (prefix times suffix products: no division, so a zero layer such as w_L(0) = 0 is fine;
+    a handful of small products, cheaper per step than cumulative products of the stack)."""
+    if len(rows) == 1:
+        return rows[0], torch.ones_like(rows[0])[None]
+    prefix = [rows[0]]  # prefix[k] = rows[0] .. rows[k], k < L - 1
+    for r in rows[1:-1]:
+        prefix.append(prefix[-1] * r)
+    suffix = [rows[-1]]
+    for r in reversed(rows[1:-1]):
+        suffix.append(suffix[-1] * r)
+    suffix.reverse()  # suffix[k] = rows[k + 1] .. rows[L - 1]
+    others = [suffix[0], *(p * q for p, q in zip(prefix[:-1], suffix[1:])), prefix[-1]]
+    return prefix[-1] * rows[-1], torch.stack(others)
+
+
+def _exponential_step_parts(
+    arch: str, theta: torch.Tensor, layers: list[torch.Tensor], mask: torch.Tensor | None, d: int
+):
+    """beta(Theta), and the map g -> the gradient in Theta of g^T beta (= grad of r^T f for
+    fixed weights r, with g = X^T r), in the layout of `_layer_buffer`'s buffer.
+
+    diag: beta = w_l * c_l, gradient g * c_l (c_l the product of the other layers); conv: beta's
+    spectrum is the product of the filters', gradient g correlated with c_l (spectrum
+    rfft(g) conj(C_l)); fc: beta = W_1 .. W_{L-1} v, gradient in W_l the outer product of
+    g^T W_1 .. W_{l-1} and W_{l+1} .. v, all matrix-vector products (autograd's forward pays
+    for X W_1, an n x d x d product)."""
+    if arch == "diag":
+        beta, others = _exclusive_products(theta.unbind(0))
+        return beta, lambda g: g * others
+    if arch == "conv":
+        spectrum, others = _exclusive_products(torch.fft.rfft(theta, dim=-1).unbind(0))
+        conj_others = others.conj()
+
+        def conv_backward(g: torch.Tensor) -> torch.Tensor:
+            grads = torch.fft.irfft(torch.fft.rfft(g) * conj_others, n=d, dim=-1)
+            return grads if mask is None else grads * mask
+
+        return torch.fft.irfft(spectrum, n=d), conv_backward
+    suffixes = [layers[-1]]  # W_{l+1} .. W_{L-1} v, from the last layer back to beta
+    for W in reversed(layers[:-1]):
+        suffixes.append(W @ suffixes[-1])
+    suffixes.reverse()
+
+    def fc_backward(g: torch.Tensor) -> torch.Tensor:
+        grads = torch.empty_like(theta)
+        start, row = 0, g  # row = g^T W_1 .. W_{l-1}
+        for W, right in zip(layers[:-1], suffixes[1:]):
+            torch.outer(row, right, out=grads[start : start + W.numel()].view(W.shape))
+            start += W.numel()
+            row = row @ W
+        grads[start:] = row
+        return grads
+
+    return suffixes[0].clone() if len(layers) == 1 else suffixes[0], fc_backward
+
+
+def _train_exponential_autograd(
+    arch: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    params: Sequence[torch.Tensor],
+    steps: int,
+    rel_step: float,
+    record: Collection[int] = (),
+    decay: float | None = None,
+    renormalize: bool = False,
+) -> dict:
+    """`train_exponential` with autograd's gradients and a second forward pass for u_avg
+    (the original loop: the reference the closed form is tested and benchmarked against)."""
     device, dtype = params[0].device, params[0].dtype
     Xt = torch.as_tensor(X, dtype=dtype, device=device)
     yt = torch.as_tensor(y, dtype=dtype, device=device)
