@@ -1220,7 +1220,7 @@ def test_the_run_findings_check_can_fail():
     assert "says all" in run_findings_problems(beside + row.format("inconclusive"))[0]
 
 
-def test_every_figure_has_a_written_caption_with_a_takeaway(built_site):
+def test_every_figure_has_a_written_caption_with_this_runs_finding_and_the_papers(built_site):
     counts, problems = {}, []
     for page in chapter_pages(built_site):
         text = page.read_text()
