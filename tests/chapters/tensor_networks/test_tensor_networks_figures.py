@@ -75,7 +75,12 @@ def test_classification_figures(cls):
         "Theorem 1: residual along training",
         r"Theorem 1: two estimates of $u_\infty$",
     ]
-    assert len(fig.axes[0].get_lines()) == 6 and len(fig.axes[1].patches) == 12
+    assert len(fig.axes[0].get_lines()) == 6
+    # the right panel: each estimate one point per run, over its case's column
+    points = [len(c.get_offsets()) for c in fig.axes[1].collections]
+    cases = {(a, int(L)) for a, L in zip(cls["arch"], cls["L"])}
+    assert points == [len(cls), len(cls)]
+    assert len(fig.axes[1].get_xticks()) == len(cases)
     fig = figures.cor123_convergence(analysis.cosine_curves(cls), seed=0)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert [ax.get_xlabel() for ax in fig.axes] == ["GD step", "log(1 / loss)"]
@@ -108,6 +113,11 @@ def test_argument_figure():
     fig = figures.thm5_argument(bars)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].collections) == 2
+    # one column per case (architecture and depth), its runs over it: diag L = 2 at x near 1
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["convolutional\nL = 2", "diagonal\nL = 2"]
+    xs = [float(x) for c in fig.axes[0].collections for x, _ in c.get_offsets()]
+    assert sorted(round(x) for x in xs) == [0, 1, 1]
     fig.canvas.draw()  # the y label lies inside the figure (it was cut at the old height)
     box = fig.axes[0].yaxis.label.get_window_extent()
     assert box.y0 >= 0 and box.y1 <= fig.bbox.height
