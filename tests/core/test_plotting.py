@@ -4,7 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from implicit_bias.core.site.plotting import PALETTE, figure, save_figure
+from implicit_bias.core.site.plotting import (
+    PALETTE,
+    figure,
+    legend_below,
+    power_of_ten,
+    save_figure,
+)
 from implicit_bias.core.site.regression import compare_figure, compare_tables, write_baselines
 
 
@@ -250,3 +256,32 @@ def test_turned_labels_apart_are_not_an_overlap_and_together_are():
     ax.text(0.5, 0.5, "other label", rotation=45)
     assert len(text_overlaps(fig)) == 1
     plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        (1e-12, "10⁻¹²"),
+        (1e-4, "10⁻⁴"),
+        (2e6, "2 × 10⁶"),
+        (-3e-5, "−3 × 10⁻⁵"),
+        (9.999e5, "10⁶"),  # rounding carries into the next decade
+        (0.25, "0.25"),
+        (-4.0, "−4"),
+        (1000.0, "1000"),
+        (0.0, "0"),
+    ],
+)
+def test_power_of_ten_writes_numbers_as_a_reader_does(value, words):
+    assert power_of_ten(value) == words
+
+
+def test_legend_below_puts_the_legend_under_the_panel():
+    fig, ax = figure()
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set_xlabel("x")
+    legend_below(ax)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.y1 < ax.xaxis.label.get_window_extent(renderer).y0

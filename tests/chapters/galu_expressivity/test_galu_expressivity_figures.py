@@ -80,7 +80,7 @@ def test_fig2_four_curves_and_theorem1():
     )
     fig = figures.fig2(df, 48, 4)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
-    assert titles(fig) == ["Fig. 2: memorizing N(0,1) labels (m=48, d=4)"]
+    assert titles(fig) == ["Fig. 2: memorizing N(0,1) labels (m = 48, d = 4)"]
     assert len(fig.axes[0].lines) == 5
     relu = next(line for line in fig.axes[0].lines if line.get_label().startswith("ReLU"))
     assert np.isnan(relu.get_ydata()[2])  # the unconverged run is not plotted
@@ -109,6 +109,12 @@ def test_fig3_regression_and_classification_panels():
     ]
     # train, test and test on the clean labels for three models
     assert all(len(ax.lines) == 9 for ax in fig.axes)
+    # one legend for both panels, under them (inside a panel, it covered the test errors)
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    below = fig.legends[0].get_window_extent(renderer).y1
+    assert all(below < ax.get_window_extent(renderer).y0 for ax in fig.axes)
 
 
 def test_fig4_gap_against_both_norms():
@@ -162,3 +168,9 @@ def test_fig5_smallest_width_and_curves():
     assert titles(fig) == ["Fig. 5 (m = 32, d = 4)", "Training MSE against width"]
     assert fig.axes[0].get_legend_handles_labels()[1] == list(figures.FIG5_LABELS.values())
     assert list(figures.FIG5_LABELS) == list(analysis.FIG5_MODELS)
+    right = fig.axes[1]
+    assert right.get_legend_handles_labels()[1][:2] == ["d′ = 1: GaLU", "d′ = 1: ReLU"]
+    fig.draw_without_rendering()  # the curves' legend under its panel, off the curves
+    renderer = fig.canvas.get_renderer()
+    legend = right.get_legend().get_window_extent(renderer)
+    assert legend.y1 < right.get_window_extent(renderer).y0

@@ -63,7 +63,17 @@ def test_theorem2_rank_one(traj):
 def test_theorem2_reduced_alignment(traj):
     data = analysis.reduced_alignment_data(traj)
     assert len(data["resfree"]) > 0 and data["conv"]["predicted_ratio"].notna().any()
-    _check(figures.theorem2_reduced_alignment(traj), 2)
+    fig = figures.theorem2_reduced_alignment(traj)
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "conv kernel, layer 1" in labels  # in words, never the parameter's name "1.K"
+    assert not any(".K" in label or ".W" in label for label in labels)
+    _check(fig, 2)
+
+
+def test_layer_and_step_names_are_words():
+    assert figures.layer_name("1.K") == "conv kernel, layer 1"
+    assert figures.layer_name("2") == figures.layer_name("2.W") == "dense, layer 2"
+    assert figures.step_ticks([0.000625, 0.01, 2.5e-5]) == ["0.000625", "0.01", "2.5 × 10⁻⁵"]
 
 
 def test_invariance_drift():

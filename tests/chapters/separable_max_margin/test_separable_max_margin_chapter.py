@@ -109,10 +109,17 @@ def test_figures_draw_from_their_tables(computed):
     runs, results = computed
     frame = analysis.trajectory_frame(runs, results)
     data = separable_dataset(0, "figure1")
-    assert isinstance(
-        figures.figure1(figures.figure1_data(frame, 0), data.X, data.y, data.w_hat), Figure
-    )
-    assert isinstance(figures.rates(figures.rates_data(frame)), Figure)
+    fig1 = figures.figure1(figures.figure1_data(frame, 0), data.X, data.y, data.w_hat)
+    assert isinstance(fig1, Figure)
+    assert "e+" not in fig1.axes[0].get_title() and "10" in fig1.axes[0].get_title()
+    rates = figures.rates(figures.rates_data(frame))
+    assert isinstance(rates, Figure)
+    # the legends of panel (A) and of the first rate lie under their panels, off the data
+    for fig in (fig1, rates):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        legend = fig.axes[0].get_legend().get_window_extent(renderer)
+        assert legend.y1 < fig.axes[0].get_window_extent(renderer).y0
     assert isinstance(figures.validation(figures.validation_data(frame)), Figure)
     assert isinstance(figures.optimizers(figures.optimizers_data(frame)), Figure)
     table = analysis.endpoint_table(analysis.endpoints(frame))

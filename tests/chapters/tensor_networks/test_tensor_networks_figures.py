@@ -53,7 +53,8 @@ def test_plot_by_group_draws_one_line_per_group_at_the_floor():
     )
     figures.plot_by_group(ax, frame, "x", "y", "g", floor=1e-9)
     lines = ax.get_lines()
-    assert [line.get_label() for line in lines] == ["diag L=2", "fc L=4"]
+    # the runs in words, never the program's "diag L=2"
+    assert [line.get_label() for line in lines] == ["diagonal, L = 2", "fully connected, L = 4"]
     np.testing.assert_array_equal(lines[0].get_xdata(), [1, 2])  # x = 0 dropped
     np.testing.assert_array_equal(lines[0].get_ydata(), [1e-9, 1.0])  # zero at the floor
     plt.close(fig)
@@ -137,8 +138,8 @@ def test_alpha_sweep_figure():
     fig = figures.cor5_alpha_sweep(theory, gd, depths=[2, 3])
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert _titles(fig) == [
-        "Cor. 5: limit vs. min-l1 interpolator",
-        "Cor. 5: limit vs. min-l2 interpolator",
+        "Cor. 5: limit vs. min-$\\ell_1$ interpolator",
+        "Cor. 5: limit vs. min-$\\ell_2$ interpolator",
     ]
     assert all(len(ax.get_lines()) == 4 for ax in fig.axes)
     plt.close(fig)

@@ -20,7 +20,7 @@ def _close_figures():
 
 def _theorem1_frame():
     rows = []
-    for b, init in enumerate(["random", "small"]):
+    for b, init in enumerate(["random", "v0_zero"]):
         rows.append(
             {
                 "seed": 0,
@@ -50,7 +50,12 @@ def test_theorem1_step():
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert ax.get_title() == "Theorem 1: GD limit vs argmin Q (seed 0)"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random", "small"]
+    # initializations in words, the legend under the panel (inside, it met the floor's label)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random", "$v_0 = 0$"]
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend.y1 < frame.y0
 
 
 def test_q_shape():
@@ -58,6 +63,8 @@ def test_q_shape():
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert len(fig.axes[0].get_lines()) == 4  # |b|, b^2 and one per m
     assert fig.axes[0].get_title() == "Shape of $q_m$ (App. E)"
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[2:] == ["m = 10⁻¹²", "m = 1"]  # powers of ten, never "m=1e-12"
 
 
 def test_regimes():
@@ -65,7 +72,7 @@ def test_regimes():
     unbalanced = _scale_shape_frame("shape", [1.0, 1e3, 1e6])
     fig = figures.regimes(balanced, unbalanced, 1e-6)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert "1e-06" in fig.axes[1].get_xlabel()
+    assert "10⁻⁶" in fig.axes[1].get_xlabel() and "e-" not in fig.axes[1].get_xlabel()
     for ax in fig.axes:
         assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log"
 
@@ -90,7 +97,8 @@ def test_fig7_1():
     fig = figures.fig7_1(table)
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3  # heatmap, its colorbar, the collapse on m
-    assert fig.axes[0].get_title() == "Fig. 7.1: population error (GD)"
+    assert fig.axes[0].get_title() == "Fig. 7.1: population error (GD)\ndashed: balanced, s = 1"
+    assert fig.axes[0].get_legend() is None  # a legend on the heatmap hid its cells
     assert fig.axes[1].get_title() == "the same runs against m"
 
 

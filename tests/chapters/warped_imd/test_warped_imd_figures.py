@@ -88,6 +88,11 @@ def test_theorem2_figure_lays_out_the_paper_cases_without_a_warning():
         record = make_legible(fig)
     assert record["tick_overlaps"] == 0
     assert all(ax.get_position().width > 0.3 for ax in _panels(fig))
+    # the cases in words, as a reader names them, never the profile's names
+    words = ["$\\delta > 0$", "$\\delta > 0$, large", "$\\delta = 0$", "$\\delta < 0$",
+             "sign change", "sign change, small"]  # fmt: skip
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == words
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:6] == words
 
 
 def test_anti_ntk_figure():
@@ -95,6 +100,11 @@ def test_anti_ntk_figure():
     fig = figures.anti_ntk(anti, [0], 3)
     assert isinstance(fig, Figure) and len(_panels(fig)) == 1
     assert "k = 3" in fig.axes[0].get_title() and len(fig.axes[0].lines) == 2
+    # eight problems' legend lies under the panel: inside, it covered their lines
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    legend = fig.axes[0].get_legend().get_window_extent(renderer)
+    assert legend.y1 < fig.axes[0].get_window_extent(renderer).y0
 
 
 def test_regimes_figure():

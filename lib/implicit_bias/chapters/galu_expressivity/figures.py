@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below
 from implicit_bias.models.galu import DEEP_MODELS, GATES, linear_fit
 
 MODEL_LABELS = {
@@ -32,7 +32,8 @@ FIG5_LABELS = {
 def fig1(df):
     """Fig. 1: test accuracy against width, one panel per dataset (mean and std over seeds)."""
     datasets = list(dict.fromkeys(df["dataset"]))
-    fig, axes = figure(1, len(datasets), width=3.6 * len(datasets), height=3.0)
+    # tall enough for the legend under the panels
+    fig, axes = figure(1, len(datasets), width=3.6 * len(datasets), height=3.8)
     names = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
     for ax, ds in zip(axes[0], datasets):
         for i, model in enumerate(DEEP_MODELS):
@@ -53,7 +54,7 @@ def fig1(df):
         ax.set_xlabel("neurons per hidden layer k")
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"Fig. 1: {names.get(ds, ds)}, PCA to 64")
-    axes[0][0].legend(fontsize=7)
+    legend_below(axes[0][0], ncol=2)  # inside, it met the readout-only curve
     return fig
 
 
@@ -77,7 +78,7 @@ def theorem1(df):
     ax.set_xlabel(r"$1 - \mathrm{rank}(\bar X)/m$ (Theorem 1)")
     ax.set_ylabel(r"Monte Carlo $E[\min L_S]$")
     ax.set_title("Theorem 1: formula vs Monte Carlo")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")  # above the diagonal, where no point lies
     ax = axes[0][1]
     sub = df[df.kind.isin(["few", "lowdim"])]
     few = sub.groupby(["m", "d", "k"])[["min_m_kd", "rank", "rank_bound"]].mean().reset_index()
@@ -122,14 +123,14 @@ def fig2(df, m: int, d: int):
     )
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")
-    ax.set_title(f"Fig. 2: memorizing N(0,1) labels (m={m}, d={d})")
-    ax.legend(fontsize=7)
+    ax.set_title(f"Fig. 2: memorizing N(0,1) labels (m = {m}, d = {d})")
+    ax.legend(fontsize=7, loc="upper right")  # above the curves, which fall from the left
     return fig
 
 
 def fig3(df):
     """Fig. 3: train and test error against label noise in the cluster model."""
-    fig, axes = figure(1, 2, width=7.4, height=3.1)
+    fig, axes = figure(1, 2, width=7.4, height=4.6)  # room for the legend under the panels
     cols = ["train", "test", "test_clean"]
     mean = df.groupby(["task", "model", "noise"])[cols].mean().reset_index()
     for ax, task in zip(axes[0], ("regression", "classification")):
@@ -152,7 +153,9 @@ def fig3(df):
             ax.set_xlabel("label flip probability p")
             ax.set_ylabel("0-1 error")
         ax.set_title(f"Fig. 3: cluster model, {task}")
-    axes[0][1].legend(fontsize=6)
+    # one legend for both panels, under them: inside, it covered the test errors' rise
+    handles, labels = axes[0][1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False, fontsize=6)
     return fig
 
 
@@ -195,7 +198,7 @@ def fig4(df):
         ax.set_xlabel(f"{name} (colour: $\\sigma_y$)")
         ax.set_ylabel("test MSE - train MSE")
         ax.set_title(f"Fig. 4: gap vs {name}")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="upper left")  # the gap grows to the right
     return fig
 
 
@@ -216,7 +219,7 @@ def lemma1(df):
     ax.set_xlabel("training set size m")
     ax.set_ylabel("loss")
     ax.set_title(f"Lemma 1 on $D_{{1,0}}$ (d = {d})")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper right")  # the losses meet towards the right
     ax = axes[0][1]
     edge = df[df.m == d + 2]
     x = np.arange(len(edge))
@@ -240,13 +243,13 @@ def lemma1(df):
     ax.set_yscale("log")
     ax.set_ylabel("loss")
     ax.set_title(f"m = d + 2 = {d + 2}")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper right")  # over the small losses of the second data set
     return fig
 
 
 def fig5(curves, mins, threshold: float, m: int, d: int):
     """Fig. 5: smallest width below the threshold against d', and the curves it is read from."""
-    fig, axes = figure(1, 2, width=7.4, height=3.1)
+    fig, axes = figure(1, 2, width=7.4, height=4.4)  # room for the legends under the panels
     ax = axes[0][0]
     k = mins.groupby("d_out")[list(FIG5_LABELS)].mean()
     for i, (col, label) in enumerate(FIG5_LABELS.items()):
@@ -264,17 +267,17 @@ def fig5(curves, mins, threshold: float, m: int, d: int):
     ax.set_xlabel("output dimension d'")
     ax.set_ylabel(f"smallest k with MSE < {threshold}")
     ax.set_title(f"Fig. 5 (m = {m}, d = {d})")
-    ax.legend(fontsize=7)
+    legend_below(ax)  # inside, it met the curves at d' = 4
     ax = axes[0][1]
     mean = curves.groupby(["d_out", "k"])[["galu", "relu"]].mean().reset_index()
     for j, dout in enumerate(sorted(mean.d_out.unique())):
         sub = mean[mean.d_out == dout]
-        ax.plot(sub.k, sub.galu, "-", color=PALETTE[j], label=f"d'={dout}: GaLU")
-        ax.plot(sub.k, sub.relu, "--", color=PALETTE[j], label=f"d'={dout}: ReLU")
+        ax.plot(sub.k, sub.galu, "-", color=PALETTE[j], label=f"d′ = {dout}: GaLU")
+        ax.plot(sub.k, sub.relu, "--", color=PALETTE[j], label=f"d′ = {dout}: ReLU")
     ax.set_xscale("log", base=2)
     ax.axhline(threshold, color="grey", lw=1)
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")
     ax.set_title("Training MSE against width")
-    ax.legend(fontsize=6, ncol=2)
+    legend_below(ax, ncol=2)  # inside, it covered the d′ = 2 GaLU curve
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below, power_of_ten
 
 from . import analysis
 
@@ -35,9 +35,16 @@ DRIFT_COLORS = {
 RUN_NAMES = {"synthetic_deep": "synthetic, deeper", "mnist": "MNIST", "resfree": "ResNetFree"}
 
 
-def legend_below(ax, ncol: int = 1) -> None:
-    """The panel's legend under its axis label, where it covers no line."""
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False)
+def layer_name(layer: str) -> str:
+    """A layer as a legend names it: the model's parameter "1.K" is "conv kernel, layer 1",
+    a dense layer "2" (or "2.W") "dense, layer 2"."""
+    index, _, kind = layer.partition(".")
+    return f"{'conv kernel' if kind == 'K' else 'dense'}, layer {index}"
+
+
+def step_ticks(etas) -> list[str]:
+    """Step sizes as tick labels: plain decimals down to 10⁻⁴, powers of ten below."""
+    return [power_of_ten(e, plain=(1e-4, 1e4)) for e in etas]
 
 
 def lemma1_tree(results: list[dict[str, Any]]):
@@ -53,7 +60,7 @@ def lemma1_tree(results: list[dict[str, Any]]):
         ylabel="tree network T(h(x))",
         title=r"Lemma 1: $f = T \circ h$",
     )
-    ax.legend()
+    ax.legend(loc="upper left")  # the points lie on the diagonal
     return fig
 
 
@@ -87,7 +94,7 @@ def invariance_drift(rows: list[dict[str, Any]], summary: pd.DataFrame):
             xlabel="step size η (flow time T fixed)",
             ylabel="max drift from t = 0",
         )
-        ax.set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
+        ax.set_xticks(etas, step_ticks(etas), minor=False)
         ax.xaxis.set_minor_locator(NullLocator())
         legend_below(ax, ncol=2)
     axes[0].set_title("Invariants: drift ∝ η", fontsize=8)
@@ -165,7 +172,7 @@ def _rep_label(layer: str) -> str:
         return "block [V R]"
     if layer.endswith(".WR"):
         return "block [W; R]"
-    return f"dense {layer}"
+    return layer_name(layer)
 
 
 def theorem2_reduced_alignment(traj: pd.DataFrame):
@@ -200,7 +207,7 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
         ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
         title="Linear ResNetFree block",
     )
-    axes[0].legend(fontsize=6.5)
+    axes[0].legend(fontsize=6.5, loc="center right")  # below the ratios' plateau near 1
     acts = traj[traj["run"] == "conv"].groupby("layer")["act"].first()
     last_layer = max(acts.index, key=lambda name: int(name.split(".")[0]), default=None)
     for (seed, layer), g in conv.groupby(["seed", "layer"]):
@@ -212,7 +219,7 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
                 "-o",
                 ms=2.5,
                 color=PALETTE[0],
-                label=f"conv {layer}" if first_conv else None,
+                label=layer_name(layer) if first_conv else None,
             )
             axes[1].plot(
                 g["log_inv_loss"],
@@ -228,7 +235,7 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
                 g["ratio"],
                 ":",
                 color="grey",
-                label=f"dense {layer}" if first_conv else None,
+                label=layer_name(layer) if first_conv else None,
             )
     axes[1].set(
         xscale="log",
@@ -237,7 +244,7 @@ def theorem2_reduced_alignment(traj: pd.DataFrame):
         ylabel=r"$\|W\|_2^2 / \|W\|_F^2$",
         title="Reduced alignment: linear conv layer",
     )
-    axes[1].legend(fontsize=6.5)
+    axes[1].legend(fontsize=6.5, loc="lower right")  # below the ratios, which settle high
     fig.suptitle("Theorem 2: ResNetFree bound and reduced alignment of a conv layer", fontsize=9)
     return fig
 
@@ -288,7 +295,7 @@ def theorem2_rates(traj: pd.DataFrame, rates: pd.DataFrame, steps: pd.DataFrame)
     axes[1].axhline(1.0, color="k", ls="--", lw=0.8, label=r"bound $\Delta_j$")
     etas = np.sort(steps["eta"].unique())
     axes[1].set_xscale("log")
-    axes[1].set_xticks(etas, [f"{e:g}" for e in etas], minor=False)
+    axes[1].set_xticks(etas, step_ticks(etas), minor=False)
     axes[1].set(
         xlabel="normalized-GD step size η",
         ylabel=r"$\max_t (\|W_j\|_F^2 - \|W_j\|_2^2) / \Delta_j$",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below, power_of_ten
 
 OPTIMIZER_COLOR = {"GD": PALETTE[0], "GDMO": PALETTE[1], "Adam": PALETTE[2]}
 
@@ -37,7 +37,7 @@ def figure1(data: pd.DataFrame, X: np.ndarray, y: np.ndarray, w_hat: np.ndarray)
     t_last = gd["t"].max()
     ax.set_xlim(-3.5, 3.5)
     ax.set_ylim(-3.5, 3.5)
-    ax.set_title(f"(A) data, separators at t = {t_last:.0e}")
+    ax.set_title(f"(A) data, separators at t = {power_of_ten(t_last)}")
     panels = [
         ("norm", r"(B) $\|w(t)\| / \|w(T)\|$", "semilogx"),
         ("train_loss", "(C) training loss", "loglog"),
@@ -59,8 +59,8 @@ def figure1(data: pd.DataFrame, X: np.ndarray, y: np.ndarray, w_hat: np.ndarray)
         ls="--",
         label="GD at t = T",
     )
-    axes[0].legend(fontsize=7, loc="upper left")
-    axes[1].legend()
+    legend_below(axes[0], ncol=2)  # inside, it covered the separators
+    axes[1].legend(loc="upper left")  # the norms start at 0 and end at 1, bottom left to top right
     return fig
 
 
@@ -109,7 +109,7 @@ def rates(data: pd.DataFrame) -> Figure:
     for ax in axes[1:]:
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_ylim(0.0, 2.0)
-    axes[0].legend(fontsize=7, loc="upper left")
+    legend_below(axes[0], ncol=2)  # inside, it covered GDMO's early peak
     return fig
 
 
@@ -144,5 +144,5 @@ def optimizers(data: pd.DataFrame) -> Figure:
         ax.loglog(rows["t"], rows["dist"], color=OPTIMIZER_COLOR[optimizer], label=optimizer)
     ax.set_xlabel("t")
     ax.set_ylabel(r"$\| w / \|w\| - \hat w / \|\hat w\| \|$")
-    ax.legend()
+    ax.legend(loc="lower left")  # the distances fall towards the right
     return fig

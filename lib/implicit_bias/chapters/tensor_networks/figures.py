@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below
 
 ARCH_COLOURS = {"diag": PALETTE[0], "conv": PALETTE[1], "fc": PALETTE[2]}
 DEPTH_STYLES = ["-", "--", ":", "-."]
@@ -42,7 +42,7 @@ def plot_by_group(
         ax.loglog(
             g[x][keep],
             g[y][keep].clip(lower=floor),
-            label=name,
+            label=run_name(name),
             **run_style(name),
             **kwargs,
         )
@@ -51,9 +51,10 @@ def plot_by_group(
 ARCH_NAMES = {"diag": "diagonal", "conv": "convolutional", "fc": "fully connected"}
 
 
-def legend_below(ax, ncol: int = 1) -> None:
-    """The panel's legend under its axis label, where it covers no point."""
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol, frameon=False)
+def run_name(run: str) -> str:
+    """A run label "<arch> L=<L>" in words: "diag L=2" is "diagonal, L = 2"."""
+    arch, depth = run.split(" L=")
+    return f"{ARCH_NAMES.get(arch, arch)}, L = {depth}"
 
 
 def cases_of(frame: pd.DataFrame) -> list[tuple[str, int]]:
@@ -63,8 +64,8 @@ def cases_of(frame: pd.DataFrame) -> list[tuple[str, int]]:
 
 
 def case_labels(cases: list[tuple[str, int]], short: bool = False) -> list[str]:
-    """Tick labels of the cases: "diagonal / L = 2", or "diag / L=2" (as the runs' legends
-    name them) where many share a panel."""
+    """Tick labels of the cases: "diagonal / L = 2", or abbreviated "diag / L=2" where nine
+    share a half-width panel (in words they would not fit unturned)."""
     if short:
         return [f"{a}\nL={L}" for a, L in cases]
     return [f"{ARCH_NAMES.get(a, a)}\nL = {L}" for a, L in cases]
@@ -102,7 +103,7 @@ def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
         ylabel="residual (relative)",
         title="Theorem 1: residual along training",
     )
-    legend_below(axes[0], ncol=3)
+    legend_below(axes[0], ncol=2)
     cases = cases_of(cls)
     for k, (column, name, offset) in enumerate(
         (
@@ -124,7 +125,7 @@ def thm1_residuals(paths: pd.DataFrame, cls: pd.DataFrame, seed: int):
 def cor123_convergence(curves: pd.DataFrame, seed: int):
     """Cor 1-3: 1 - cos between GD's predictor and its reference against the step and
     against log(1 / loss) (runs of `seed`)."""
-    fig, axes = figure(1, 2, width=8.0)
+    fig, axes = figure(1, 2, width=8.0, height=3.8)  # room for the legend under both
     axes = axes.ravel()
     for ax, x in zip(axes, ("step", "log_inv_loss")):
         plot_by_group(ax, curves[curves["seed"] == seed], x, "cosine_gap", "run")
@@ -133,20 +134,22 @@ def cor123_convergence(curves: pd.DataFrame, seed: int):
     for ax in axes:
         ax.set_ylabel(r"$1 - \cos(\beta$, reference)")
     axes[0].set_title("Cor. 1-3: direction vs. max-margin reference")
-    axes[1].legend(fontsize=7)
+    # one legend for both panels, under them: inside, it covered the deeper runs' late curves
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False, fontsize=7)
     return fig
 
 
 def cor3_fourier_spectra(spectra: pd.DataFrame, seed: int):
     """Cor 3: the sorted, normalized Fourier magnitudes of the predictors (runs of `seed`)."""
-    fig, ax = figure(1, 1, width=5.0)
+    fig, ax = figure(1, 1, width=5.0, height=4.4)  # room for the legend under the panel
     plot_by_group(ax, spectra[spectra["seed"] == seed], "rank", "magnitude", "run", floor=1e-12)
     ax.set_xscale("linear")
     ax.set_xlabel("rank of the Fourier coefficient (sorted by magnitude)")
     # still in code notation: its baselines are per CPU vendor (its data differ by vendor)
     ax.set_ylabel(r"$|F\beta|_j / \max_j |F\beta|_j$")
     ax.set_title("Cor. 3: Fourier spectra of the learned predictors")
-    ax.legend(fontsize=7)
+    legend_below(ax, ncol=3)  # inside, it covered the convolutional runs' drop
     return fig
 
 
@@ -177,7 +180,7 @@ def lemma4_hl(curves: pd.DataFrame, ode: pd.DataFrame):
         xlim=(-6, 6),
         ylim=(0, 12),
     )
-    axes[1].legend()
+    axes[1].legend(loc="upper center")  # between the branches of t^2 / 2
     return fig
 
 
@@ -227,9 +230,10 @@ def thm5_argument(bars: pd.DataFrame):
 def cor5_alpha_sweep(theory: pd.DataFrame, gd: pd.DataFrame, depths: Sequence[int]):
     """Cor 5: distances of the limit to the min-l1 and min-l2 interpolators against alpha;
     lines: the Q_{L,alpha}-minimizer, markers: GD limits."""
-    fig, axes = figure(1, 2, width=8.0)
+    fig, axes = figure(1, 2, width=8.0, height=3.6)  # room for the legend under the panel
     axes = axes.ravel()
-    for ax, col, name in zip(axes, ("distance_l1", "distance_l2"), ("min-l1", "min-l2")):
+    names = ("min-$\\ell_1$", "min-$\\ell_2$")
+    for ax, col, name in zip(axes, ("distance_l1", "distance_l2"), names):
         for i, L in enumerate(depths):
             t, g = theory[theory["L"] == L], gd[gd["L"] == L]
             ax.loglog(t["alpha"], t[col].clip(lower=1e-9), color=PALETTE[i], label=f"Q, L = {L}")
@@ -241,5 +245,5 @@ def cor5_alpha_sweep(theory: pd.DataFrame, gd: pd.DataFrame, depths: Sequence[in
             ylabel=f"relative distance to {name}",
             title=f"Cor. 5: limit vs. {name} interpolator",
         )
-    axes[0].legend(fontsize=7)
+    legend_below(axes[0], ncol=3)  # inside, it met the deepest runs at small alpha
     return fig

@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below, power_of_ten
+
+# Theorem 1's initializations in words (the analysis names them for the program)
+INIT_NAMES = {"v0_zero": "$v_0 = 0$"}
 
 # ----------------------------------------------------------------------------------------------
 # Panels (axes in, nothing returned)
@@ -28,7 +31,13 @@ def _plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
     steps = [float(c.removeprefix("gd_error_step_")) for c in cols]
     first = frame[frame["seed"] == frame["seed"].min()]
     for color, (_, row) in zip(palette, first.iterrows()):
-        ax.loglog(steps, row[cols].to_numpy(float), "o-", color=color, label=row["init"])
+        ax.loglog(
+            steps,
+            row[cols].to_numpy(float),
+            "o-",
+            color=color,
+            label=INIT_NAMES.get(row["init"], row["init"]),
+        )
         ax.loglog(
             [min(steps) / 2], [max(row["gf_error"], GF_ERROR_FLOOR)], "s", color=color, mfc="none"
         )
@@ -37,13 +46,14 @@ def _plot_theorem1(ax, frame: pd.DataFrame, palette) -> None:
         "gradient flow: at or below this line",
         (min(steps) / 2, GF_ERROR_FLOOR),
         textcoords="offset points",
-        xytext=(2, -9),
+        xytext=(2, 2),  # above the line: below it, the text crossed the axis
         fontsize=6,
         color="0.4",
     )
     ax.set_xlabel("relative step size (1 = stability edge)")
     ax.set_ylabel(r"$\|\beta_{GD} - \beta_Q\| / \|\beta_Q\|$")
-    ax.legend(fontsize=7, ncol=2, title="open squares: gradient flow", title_fontsize=7)
+    # below the panel: inside, it met the gradient-flow floor's label and the lines
+    legend_below(ax, ncol=3, title="open squares: gradient flow", title_fontsize=7)
 
 
 def _plot_q_shape(ax, frame: pd.DataFrame, palette) -> None:
@@ -51,11 +61,12 @@ def _plot_q_shape(ax, frame: pd.DataFrame, palette) -> None:
     ax.plot(frame["beta"], frame["abs"], "k--", lw=1, label=r"$|\beta|$")
     ax.plot(frame["beta"], frame["square"], "k:", lw=1, label=r"$\beta^2$")
     for color, col in zip(palette, [c for c in frame.columns if c.startswith("m=")]):
-        ax.plot(frame["beta"], frame[col], color=color, label=col)
+        m = float(col.removeprefix("m="))
+        ax.plot(frame["beta"], frame[col], color=color, label=f"m = {power_of_ten(m)}")
     ax.set_xlabel(r"$\beta$")
     ax.set_ylabel(r"$Q_m(\beta) / Q_m(1)$")
     ax.set_ylim(0, 2.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center")  # above the cusp at 0, where no curve reaches
 
 
 def _plot_distances(ax, frame: pd.DataFrame, x: str, palette, xlabel: str) -> None:
@@ -66,7 +77,7 @@ def _plot_distances(ax, frame: pd.DataFrame, x: str, palette, xlabel: str) -> No
     ax.loglog(mean[x], mean["dist_l2"], "s-", color=palette[1], label="to min-$\\ell_2$")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("relative distance")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower left")  # at small scale or shape both curves lie high
 
 
 def _plot_fig71(fig, ax, table: pd.DataFrame) -> None:
@@ -80,10 +91,9 @@ def _plot_fig71(fig, ax, table: pd.DataFrame) -> None:
 
     mesh = ax.pcolormesh(edges(ls), edges(la), grid.to_numpy(), cmap="viridis", shading="flat")
     fig.colorbar(mesh, ax=ax, label=r"population error $\|\beta - \beta^*\|^2$")
-    ax.axvline(0.0, color="white", ls="--", lw=1.2, label="balanced, s = 1")
+    ax.axvline(0.0, color="white", ls="--", lw=1.2)
     ax.set_xlabel(r"shape $\log_{10} s$,  $s = |u_0 / v_0|$")
     ax.set_ylabel(r"scale $\log_{10} \alpha$,  $\alpha = |u_0 v_0|$")
-    ax.legend(fontsize=7, loc="lower left")
 
 
 def _plot_collapse(ax, table: pd.DataFrame, palette) -> None:
@@ -95,7 +105,7 @@ def _plot_collapse(ax, table: pd.DataFrame, palette) -> None:
     ax.axhline(t["pop_error_l2"].iloc[0], color="k", ls=":", lw=1, label="min-$\\ell_2$")
     ax.set_xlabel(r"$m = \alpha (s + 1/s)$")
     ax.set_ylabel("population error")
-    ax.legend(fontsize=7)
+    legend_below(ax, ncol=2)  # inside, it covered Theorem 1's curve at its rise
 
 
 # ----------------------------------------------------------------------------------------------
@@ -132,9 +142,8 @@ def regimes(balanced: pd.DataFrame, unbalanced: pd.DataFrame, tiny_alpha: float)
     fig, axes = figure(1, 2, width=8.0, height=3.3)
     axes = axes.ravel()
     _plot_distances(axes[0], balanced, "alpha", PALETTE, r"scale $\alpha$ (shape $s = 1$)")
-    _plot_distances(
-        axes[1], unbalanced, "shape", PALETTE, rf"shape $s$ (scale $\alpha = {tiny_alpha:g}$)"
-    )
+    tiny = power_of_ten(tiny_alpha)
+    _plot_distances(axes[1], unbalanced, "shape", PALETTE, rf"shape $s$ (scale $\alpha$ = {tiny})")
     axes[0].set_title(r"Sec. 7.1: $\alpha \to 0$ rich, $\alpha \to \infty$ NTK")
     axes[1].set_title(r"Sec. 7.1: $s \to \infty$ NTK at any $\alpha$")
     return fig
@@ -147,6 +156,8 @@ def fig7_1(table: pd.DataFrame) -> Figure:
     axes = axes.ravel()
     _plot_fig71(fig, axes[0], table)
     _plot_collapse(axes[1], table, PALETTE)
-    axes[0].set_title("Fig. 7.1: population error (GD)")
+    # the balanced line named in the title: a legend on the heatmap hid cells, and under
+    # the panel its white line showed nothing
+    axes[0].set_title("Fig. 7.1: population error (GD)\ndashed: balanced, s = 1")
     axes[1].set_title("the same runs against m")
     return fig

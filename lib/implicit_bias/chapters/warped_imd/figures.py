@@ -6,7 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below, power_of_ten
+
+# Theorem 2's cases in words (the profile names them for the program)
+CASE_NAMES = {
+    "delta_pos": r"$\delta > 0$",
+    "delta_pos_large": r"$\delta > 0$, large",
+    "delta_zero": r"$\delta = 0$",
+    "delta_neg": r"$\delta < 0$",
+    "sign_change": "sign change",
+    "sign_change_small": "sign change, small",
+}
+
+
+def case_name(case: str) -> str:
+    """A Theorem 2 case as the figures name it (an unknown case keeps its own name)."""
+    return CASE_NAMES.get(case, case.replace("_", " "))
 
 
 def hessian_map(df: pd.DataFrame):
@@ -26,13 +41,13 @@ def hessian_map(df: pd.DataFrame):
                 np.maximum(grp[col], 1e-17),
                 s=14,
                 color=PALETTE[j],
-                label=f"$\\delta$ = {delta:g}" if i == 0 else None,
+                label=f"$\\delta$ = {power_of_ten(delta)}" if i == 0 else None,
             )
     ax.set_xticks(range(len(variants)), [lab for _, lab in variants])
     ax.set_yscale("log")
     ax.axhline(1e-12, color="grey", ls=":", lw=1)
     ax.set_ylabel("asymmetry max|$\\partial_k M_{ij} - \\partial_j M_{ik}$| / max|$\\partial M$|")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")  # between the symmetric and asymmetric strips
     ax.set_title("Eq. (6): symmetry of $\\partial M$ (autograd, float64)", fontsize=9)
     return fig
 
@@ -78,7 +93,7 @@ def time_warping(res: dict, marks=(0.25, 0.5, 1.0, 2.0)):
     ax.plot(t, np.abs(res["a_of_t"]), color=PALETTE[3], label="$|a(t)|$")
     ax.set_xlabel("gradient-flow time $t$")
     ax.set_ylabel("warped time $\\tau$, $|a|$")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")  # above tau(0) = 0, left of the curves' rise
     fig.suptitle(
         "Sec. 5: gradient flow and the warped mirror flow of $Q$ "
         "(marks at $t = \\tau$ = 0.25, 0.5, 1, 2)",
@@ -96,7 +111,7 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     ax = axes[0]
     cols = [f"gd_err_eta{e:g}" for e in etas]
     for i, (case, grp) in enumerate(df.groupby("case", sort=False)):
-        ax.plot(etas, grp[cols].max().to_numpy(), "o-", color=PALETTE[i], label=case)
+        ax.plot(etas, grp[cols].max().to_numpy(), "o-", color=PALETTE[i], label=case_name(case))
         ax.axhline(grp["gf_err"].max(), color=PALETTE[i], ls=":", lw=1)
     e = np.array(sorted(etas))
     ax.plot(
@@ -116,7 +131,7 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
     ax.set_title("GD (dots) and gradient flow (dotted)")
     # below the axes: inside, the legend would hide the dotted gradient-flow lines; two
     # columns, so it is no wider than its panel (wider, constrained layout gives up)
-    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    legend_below(ax, ncol=2, offset=0.2)
     ax = axes[1]
     labels = ["gf_err", "wrong_unit_w0", "wrong_sigma_from_a0", "wrong_delta_zero"]
     names = ["right $Q$", "$w_0/\\|w_0\\|$", "$\\sigma$ = sign$(a_0)$", "$\\delta$ = 0"]
@@ -126,9 +141,15 @@ def theorem2(df: pd.DataFrame, etas: list[float]):
         vals = [max(df.loc[df["case"] == c, col].max(), 1e-17) for c in cases]
         ax.bar(np.arange(len(cases)) + (j - 1.5) * width, vals, width, color=PALETTE[j], label=name)
     # anchored at their right end, the rotated case names stay inside the figure
-    ax.set_xticks(range(len(cases)), cases, rotation=45, ha="right", rotation_mode="anchor")
-    ax.set(yscale="log", ylabel="distance of the GF limit (relative)")
-    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.42))
+    ax.set_xticks(
+        range(len(cases)),
+        [case_name(c) for c in cases],
+        rotation=45,
+        ha="right",
+        rotation_mode="anchor",
+    )
+    ax.set(yscale="log", ylabel="distance of the gradient-flow\nlimit (relative)")
+    legend_below(ax, ncol=2, offset=0.42)  # under the turned case names
     ax.set_title("a variant equal to the right $Q$\nin a case has the same bar")
     fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin $Q$")
     return fig
@@ -156,7 +177,7 @@ def anti_ntk(anti: list[dict], seeds: list[int], k: int):
         xlabel="initialization scale $\\epsilon$",
         ylabel="$\\|\\beta_\\infty - X^+y\\| / \\|X^+y\\|$",
     )
-    ax.legend(fontsize=7)
+    legend_below(ax, ncol=2)
     ax.set_title(f"Theorem 3: k = {k} neurons, initialization $\\times\\epsilon$", fontsize=9)
     return fig
 
@@ -188,7 +209,7 @@ def regimes(df: pd.DataFrame, theory: pd.DataFrame):
                 z.index, z["gf_dist_ntk"], "^", color=PALETTE[2], label="to NTK, $X\\beta_0 = 0$"
             )
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="relative distance")
-        ax.legend(fontsize=6.5)
+        legend_below(ax, ncol=2)
     fig.suptitle(
         f"Sec. 7.2: gradient-flow limits (markers) and argmin $Q$ (lines), problem {seed}",
         fontsize=9,

@@ -87,6 +87,44 @@ def _wrapped(nrows: int, ncols: int, size, sharex=False, sharey=False, subplot_k
     return fig, axes
 
 
+def legend_below(ax, ncol: int = 1, fontsize: float = 7, offset: float = 0.22, **kwargs) -> None:
+    """The panel's legend under its axis label, where it covers no data (constrained layout
+    makes room for it); `ncol` columns keep it no wider than its panel, `offset` (a fraction
+    of the panel's height) clears tall tick labels."""
+    ax.legend(
+        fontsize=fontsize,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -offset),
+        ncol=ncol,
+        frameon=False,
+        **kwargs,
+    )
+
+
+_SUPERSCRIPT_DIGITS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(x: float, plain: tuple[float, float] = (1e-2, 1e4)) -> str:
+    """A number as a reader writes it: `10⁻¹²`, `2 × 10⁶`; plainly (`0.25`, `1000`) where
+    `plain[0] <= |x| < plain[1]`, never in a program's notation (`1e-12`, `2e+06`)."""
+    import math
+
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    if plain[0] <= abs(x) < plain[1]:
+        return f"{x:g}".replace("-", "−")
+    exponent = math.floor(math.log10(abs(x)))
+    mantissa = round(x / 10.0**exponent, 2)
+    if abs(mantissa) >= 10:  # rounding carried into the next decade
+        mantissa, exponent = mantissa / 10, exponent + 1
+    power = "10" + str(exponent).translate(_SUPERSCRIPT_DIGITS)
+    if mantissa == 1:
+        return power
+    if mantissa == -1:
+        return "−" + power
+    return f"{mantissa:g} × {power}".replace("-", "−")
+
+
 def _caller() -> str | None:
     """`<path in the repository>, <function>` of the code that called `figure`, when that code
     is the library's (a notebook cell's drawing is described by the notebook)."""
