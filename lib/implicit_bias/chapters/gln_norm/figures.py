@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below
 from implicit_bias.models.gln import predict_gln
 from implicit_bias.models.gln_svm import SVMResult
 from implicit_bias.models.gln_theory import toy_contexts
@@ -276,7 +276,7 @@ def _error_vs_h(
         hs = sorted(summary["H"].unique())
         ax.set_xticks(hs, [str(int(h)) for h in hs])
         ax.minorticks_off()
-        ax.legend(fontsize=6)
+        legend_below(ax, ncol=2, fontsize=6, offset=0.3)  # in the panel it covered curves
     return fig
 
 
@@ -316,7 +316,7 @@ def _best_models(
             marker="s" if m in squares else "o",
             ms=4,
             color=_color(s["method"].iloc[0]),
-            label=m,
+            label=m.replace("<=", "≤"),  # the frames' query words, typeset
         )
     if ref_best is not None:
         for m, s in ref_best.groupby("label", sort=False):
@@ -327,7 +327,7 @@ def _best_models(
                 marker="x",
                 ms=4,
                 color=_color(s["method"].iloc[0]),
-                label=f"{m} (authors')",
+                label=f"{m} (authors')".replace("<=", "≤"),
             )
     ax.set(
         xscale="log",
@@ -384,7 +384,7 @@ def finite_time(summary: pd.DataFrame) -> Figure:
         ax.set_xticks(steps, [f"{int(t):,}" for t in steps])
         ax.minorticks_off()
         ax.set_xlabel("SGD steps (dotted: the paper's)")
-        ax.legend(fontsize=6)
-    a.set(ylabel="inconsistency with the SVM-GLN", title="(a) GD-GLN against SVM-GLN")
+        legend_below(ax, ncol=1, fontsize=6, offset=0.3)  # in it, it covered the SVM-GLN's
+    a.set(ylabel="inconsistency with SVM-GLN", title="(a) GD-GLN against SVM-GLN")
     b.set(ylabel="validation error", title="(b) GD-GLN (solid), SVM-GLN (dashed)")
     return fig
