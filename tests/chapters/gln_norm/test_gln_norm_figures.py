@@ -168,7 +168,9 @@ def test_best_model_figures():
     fig = figures.fig3c(analysis.best_relu(relu, frame))
     assert _titles(fig) == ["Fig. 3c: best models"]
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == list(analysis.RELU_BEST_LABELS.values())
+    # the frames' labels, their comparison words typeset ("H ≤ 50", not "H <= 50")
+    assert labels == [v.replace("<=", "≤") for v in analysis.RELU_BEST_LABELS.values()]
+    assert not any("<=" in label for label in labels)
     assert np.all(np.isfinite(fig.axes[0].get_xlim()))
 
 
