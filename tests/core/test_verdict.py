@@ -132,16 +132,21 @@ def test_a_figures_line_names_the_books_checks_and_audits_as_such_and_never_quot
     assert verdict.figure_run([book, audit]).endswith("(the book's own and audits) pass.")
     missed = {**book, "status": "known deviation", "cause": "target_missed", "region": "< 0"}
     line = verdict.figure_run([book, missed])
-    assert line.startswith(
-        "1 of the 2 checks of the book's own on this figure pass (1 target missed); first target "
-        "missed: the book's own check of the residual's drift (ours 0.5, needs < 0)"
+    # its count names the kind; the first other row by its measure, with its reason, short
+    assert line == (
+        "1 of the 2 checks of the book's own on this figure pass (1 target missed); first: the "
+        "residual's drift (ours 0.5, needs < 0); why: a target the book set itself is missed; "
+        "not a finding against the paper."
     )
     assert "For almost" not in line and "reproduce" not in line
-    assert "the audit of the residual's drift" in verdict.figure_run([{**missed, "audit_of": "a"}])
+    alone = verdict.figure_run([{**missed, "audit_of": "a"}])
+    assert alone.startswith("target missed: the audit of the residual's drift (ours 0.5")
+    long_measure = {**missed, "measure": "the measured decay exponent of the residual's distance"}
+    assert "first: the measured decay exponent…" in verdict.figure_run([book, long_measure])
     # the paper's claims keep their words and their verb
     paper = verdict.figure_run([row("a", "pass"), {**missed, "origin": "paper", "cause": None}])
     assert paper.startswith("1 of the 2 claims of the paper it checks reproduce")
-    assert "first known deviation: “For almost all data sets" in paper
+    assert "(1 known deviation); first: “For almost all data sets" in paper
 
 
 KNOWN = {"status": "known deviation", "region": "< 0.05", "value": 0.0716}

@@ -256,13 +256,14 @@ def _first_clause(sentence: str, ends: re.Pattern) -> str:
     return sentence
 
 
-def reason(row: dict) -> str:
+def reason(row: dict, words: int = MAX_REASON_WORDS) -> str:
     """Why a known deviation that is not a finding against the paper (a transcription error,
     a limit not reached, a setting that cannot test it, a target of the book's missed) is not
     one, in a clause: the row's statement of its cause in its evidence ("Cause (...): ..."), or
     else its evidence's first sentence, whole or its first clause where that is long; the
-    cause's meaning (`tally.CAUSE_MEANINGS`) where the evidence gives none that short or points
-    to a file. '' for every other row."""
+    cause's meaning (`tally.CAUSE_MEANINGS`, without its brackets where `words` is below the
+    usual) where the evidence gives none of at most `words` words or points to a file. '' for
+    every other row."""
     cause = row.get("cause")
     if row.get("status") != tally.KNOWN or cause not in tally.CAUSE_MEANINGS:
         return ""
@@ -272,17 +273,20 @@ def reason(row: dict) -> str:
     stated = CAUSE_SENTENCE.search(evidence)
     sentence = first_sentence(evidence[stated.end() :] if stated else evidence)
     sentence = _without_claim_ids(sentence).rstrip(".")
+    meaning = tally.CAUSE_MEANINGS[cause]
+    if words < MAX_REASON_WORDS:  # a figure's line: the meaning without its examples
+        meaning = re.sub(r" \([^()]*\)", "", meaning)
     if not sentence or FILE_REFERENCE.search(sentence):  # "see the file's header"
-        return tally.CAUSE_MEANINGS[cause]
+        return meaning
     candidates = (sentence, *(_first_clause(sentence, e) for e in (CLAUSE_ENDS, FINER_CLAUSE_ENDS)))
     for said in candidates:
         said = said.strip().rstrip(",;:")
-        if MIN_REASON_WORDS <= len(said.split()) <= MAX_REASON_WORDS and not CLAIM_ID.search(said):
+        if MIN_REASON_WORDS <= len(said.split()) <= words and not CLAIM_ID.search(said):
             first = said.split(" ", 1)[0]
             if first[1:] == first[1:].lower() and not NAMED.match(said):  # "GaLU", "Theorem 3"
                 said = said[:1].lower() + said[1:]
             return said
-    return tally.CAUSE_MEANINGS[cause]
+    return meaning
 
 
 def finding(row: dict) -> str:
@@ -461,12 +465,22 @@ def verdict_html(report: dict) -> str:
 RUN_QUOTE_WORDS = 10
 
 
+# words a cut never ends on ("the measured decay exponent of the…")
+DANGLING = {"a", "an", "the", "of", "to", "its", "at", "in", "on", "for", "by", "and", "or"}
+
+
 def _first_words(text: str, n: int = RUN_QUOTE_WORDS) -> str:
-    """The first `n` words of `text`, "…" where more follow, never cut inside a formula."""
+    """The first `n` words of `text`, "…" where more follow, never cut inside a formula nor
+    after a word that needs the next."""
     words = " ".join(text.split()).split(" ")
     while n < len(words) and " ".join(words[:n]).count("$") % 2:  # a formula cut open
         n += 1
-    return " ".join(words[:n]).rstrip(".,;:") + ("…" if len(words) > n else "")
+    if n >= len(words):
+        return " ".join(words).rstrip(".,;:")
+    kept = words[:n]
+    while len(kept) > 1 and kept[-1].lower() in DANGLING:
+        kept.pop()
+    return " ".join(kept).rstrip(".,;:") + "…"
 
 
 def _short_quote(row: dict) -> str:
@@ -496,16 +510,23 @@ RUN_KINDS = {
 }
 
 
-def _subject(row: dict) -> str:
+# a figure's line is one line of the caption: a check's measure and a reason in few words
+RUN_MEASURE_WORDS, RUN_REASON_WORDS = 6, 10
+
+
+def _subject(row: dict, named: bool) -> str:
     """What a figure's line names a row by: a claim of the paper by its words; a check of the
-    book's own or an audit as such, by what it measures (the paper's words it stands beside
-    are not what it checks)."""
+    book's own or an audit by what it measures (the paper's words it stands beside are not
+    what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
     if kind == "paper":
         return _short_quote(row)
-    what = "the book's own check" if kind == "book" else "the audit"
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
-    return f"{what} of {_first_words(measure)}" if measure else what
+    short = _first_words(measure, RUN_MEASURE_WORDS) if measure else ""
+    if named and short:
+        return short
+    what = "the book's own check" if kind == "book" else "the audit"
+    return f"{what} of {short}" if short else what
 
 
 def figure_run(rows: list[dict]) -> str:
@@ -550,13 +571,14 @@ def figure_run(rows: list[dict]) -> str:
         ours = measured(other)
     elif interval:
         ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
-    said = f"{tally.state(other)}: {_subject(other)} (ours {ours}, needs {target})"
-    why = reason(other)
+    said = f"{_subject(other, n > 1)} (ours {ours}, needs {target})"
+    why = reason(other, RUN_REASON_WORDS)
     said += f"; why: {why}" if why else ""
     if n == 1:
-        return said + "."
+        return f"{tally.state(other)}: {said}."
     states: dict[str, int] = {}
     for r in others:
         states[tally.state(r)] = states.get(tally.state(r), 0) + 1
-    states_said = tally.states_text(states)
-    return f"{len(held)} of the {n} {many} {hold} ({states_said}); first {said}."
+    # one state beside the passes: its count names it, the first of them is not named again
+    first = "first" if len(states) == 1 else f"first {tally.state(other)}"
+    return f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: {said}."
