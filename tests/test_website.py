@@ -1177,7 +1177,11 @@ def run_findings_problems(page: str) -> list[str]:
             problems.append(f"figure {number}: checks {len(claims)} claims, says nothing of them")
         elif (
             found
-            and re.match(r"(all \d+|both) [\w' ]+ reproduce\.|the claim it", found.group(1))
+            # all hold: "both claims ... reproduce.", "the audit on this figure passes: ..."
+            and re.match(
+                r"(all \d+|both) [\w'() ]+ (reproduce|pass)\.|the [\w' ]+ (reproduces|passes):",
+                found.group(1),
+            )
             and any(
                 str(state) not in found.group(1)
                 and tally.PLURAL.get(str(state), str(state)) not in found.group(1)
@@ -1218,6 +1222,12 @@ def test_the_run_findings_check_can_fail():
     failed = row.replace("status-{0}", "status-does-not-reproduce").format("does not reproduce")
     assert run_findings_problems(beside + failed) == []
     assert "says all" in run_findings_problems(beside + row.format("inconclusive"))[0]
+    # a check of the book's own passes; the same check applies to its line
+    passes = figure.format(
+        said.format("the check of the book's own on this figure passes: ours 1.")
+    )
+    assert run_findings_problems(passes + provenance + row.format("pass")) == []
+    assert "says all" in run_findings_problems(passes + provenance + row.format("inconclusive"))[0]
 
 
 def test_every_figure_has_a_written_caption_with_this_runs_finding_and_the_papers(built_site):
@@ -1688,7 +1698,8 @@ def parse_counts(text: str) -> dict[str, dict[str, int]]:
     for m in re.finditer(rf"(\d+) ({COUNT_KINDS}): ([^;.(]+)", text):
         found = re.findall(r"(\d+) ([a-z][a-z ]*[a-z])", m.group(3))
         # a state's plural words are its badge's (tally.PLURAL)
-        states = {s.replace("do not reproduce", "does not reproduce"): int(n) for n, s in found}
+        singular = {many: one for one, many in tally.PLURAL.items()}
+        states = {singular.get(s, s): int(n) for n, s in found}
         assert sum(states.values()) == int(m.group(1)), m.group(0)
         out[m.group(2).split()[0].rstrip("s")] = states
     return out
@@ -1771,6 +1782,9 @@ def test_the_count_check_can_fail():
     assert page_count_problems("c", intro, page.replace("verdict-box", "x"), status) == [
         "c: no counts in the verdict box"
     ]
+    # a count's plural ("2 errata") is its badge's state
+    plural = sentence.replace("2 pass, 1 erratum", "1 pass, 2 errata")
+    assert parse_counts(plural)["claim"] == {"pass": 1, "erratum": 2}
 
 
 PHONE = 390

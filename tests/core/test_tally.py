@@ -41,6 +41,37 @@ def test_three_kinds_are_counted_apart_and_a_deviation_by_its_cause():
         "2 audits: 1 pass, 1 inconclusive"
     )
     assert tally.states_text({"does not reproduce": 2}) == "2 do not reproduce"
+
+
+def test_a_count_says_its_states_in_the_plural_and_the_badges_keep_their_word():
+    counts = {
+        "erratum": 2,
+        "transcription error": 3,
+        "target missed": 9,
+        "limit not reached": 1,
+        "does not reproduce": 2,
+    }
+    assert tally.states_text(counts) == (
+        "2 do not reproduce, 2 errata, 3 transcription errors, 1 limit not reached, "
+        "9 targets missed"
+    )
+    assert tally.states_text({"erratum": 1, "known deviation": 3}) == (
+        "1 erratum, 3 known deviations"
+    )
+    # a badge is one row's: its word stays singular
+    assert tally.state(row("known deviation", cause="erratum")) == "erratum"
+    assert tally.state(row("known deviation", cause="target_missed")) == "target missed"
+
+
+def test_the_decision_page_defines_each_cause_as_the_counts_do():
+    """The decision page's table of causes gives each badge the meaning the verdict boxes'
+    glosses and the claims files' schema give it (`tally.CAUSE_MEANINGS`)."""
+    from implicit_bias.core.engine.paths import project_root
+
+    page = (project_root() / "book" / "decision-rule.md").read_text()
+    for cause, name in tally.CAUSE_STATES.items():
+        line = next((x for x in page.splitlines() if x.startswith(f"| **{name}** |")), "")
+        assert tally.CAUSE_MEANINGS[cause] in line, f"{name}: {line[:160]!r}"
     # a report written before causes were recorded still counts, as a plain known deviation
     assert tally.tally([row("known deviation")])["paper"] == {"known deviation": 1}
 
@@ -121,10 +152,17 @@ def test_passes_on_exploratory_seeds_alone_are_said_apart():
     ]
     assert tally.exploratory_passes(rows) == {"paper": 2, "book": 1, "audit": 0}
     text = tally.tally_text(rows)
+    # said in full once, and briefly for the next kind
     assert text.startswith(
         "4 claims of the paper: 4 pass (2 of the passes rest on exploratory seeds alone, with "
         "no registered plan in force behind them); 1 check of the book's own: 1 pass (that pass "
-        "rests on exploratory seeds alone, with no registered plan in force behind it)"
+        "likewise on exploratory seeds alone)"
+    )
+    assert text.count("exploratory seeds alone") == 2 and text.count("registered plan") == 1
+    alone = tally.tally_text(rows[-1:])  # the book's alone: in full
+    assert alone == (
+        "1 check of the book's own: 1 pass (that pass rests on exploratory seeds alone, with no "
+        "registered plan in force behind it)"
     )
     assert "exploratory" not in tally.tally_text(rows[:1])  # can fail: none, nothing said
 
@@ -140,3 +178,17 @@ def test_exploratory_and_second_stage_clauses_share_one_parenthesis():
     assert "(1 of the passes rests on exploratory seeds alone, with no registered plan in " in text
     assert "force behind it; 1 of these verdicts decided at a second registered stage" in text
     assert ") (" not in text
+
+
+def test_second_stage_verdicts_of_two_kinds_give_their_bound_once():
+    seeds = {"n": 3}
+    rows = [
+        {"status": "pass", "stage": "second stage", "seeds": seeds},
+        {"status": "fail", "stage": "confirmatory", "seeds": seeds},
+        {"status": "pass", "stage": "second stage", "seeds": seeds, "audit_of": "c"},
+    ]
+    text = tally.tally_text(rows)
+    assert text.count("false-pass bound 5%") == 1
+    assert text.endswith(
+        "1 audit: 1 pass (this verdict likewise at a second registered stage: 1 pass)"
+    )

@@ -31,7 +31,7 @@ def test_counts_and_findings_put_problems_first_and_stay_within_five():
     ]
     rows += [row("i1", "inconclusive", seeds=SEEDS, region="in [-0.01, 0.01]"), row("f1", "fail")]
     assert verdict.counts_text(rows) == (
-        "11 claims of the paper: 6 pass, 3 known deviation, 1 inconclusive, 1 fail"
+        "11 claims of the paper: 6 pass, 3 known deviations, 1 inconclusive, 1 fail"
     )
     chosen = [r["id"] for r in verdict.findings(rows)]
     assert len(chosen) == 5 and chosen[0] == "f1"
@@ -115,7 +115,97 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     assert undecided.startswith("inconclusive: ") and "needs in [0, 1]" in undecided
     # a figure that checks only the book's own checks says so
     own = verdict.figure_run([row("a", "pass", origin="book"), row("b", "pass", origin="book")])
-    assert own == "both checks of the book's own on this figure reproduce."
+    assert own == "both checks of the book's own on this figure pass."
+
+
+def test_a_figures_line_names_the_books_checks_and_audits_as_such_and_never_quotes_the_paper():
+    """A check of the book's own or an audit passes (only a claim of the paper reproduces), and
+    the line names it by what it measures, not by the paper's words it stands beside."""
+    quote = "For almost all data sets the residual is bounded"
+    book = row("b", "pass", origin="book", quote=quote, measure="the residual's drift")
+    assert (
+        verdict.figure_run([book]) == "the check of the book's own on this figure passes: ours 0.5."
+    )
+    audit = {**book, "origin": "paper", "audit_of": "a"}
+    assert verdict.figure_run([audit]) == "the audit on this figure passes: ours 0.5."
+    assert verdict.figure_run([audit, audit]) == "both audits on this figure pass."
+    assert verdict.figure_run([book, audit]).endswith("(the book's own and audits) pass.")
+    missed = {**book, "status": "known deviation", "cause": "target_missed", "region": "< 0"}
+    line = verdict.figure_run([book, missed])
+    # its count names the kind; the first other row by its measure, with its reason, short
+    assert line == (
+        "1 of the 2 checks of the book's own on this figure pass (1 target missed); first: the "
+        "residual's drift (ours 0.5, needs < 0); why: a target the book set itself is missed; "
+        "not a finding against the paper."
+    )
+    assert "For almost" not in line and "reproduce" not in line
+    alone = verdict.figure_run([{**missed, "audit_of": "a"}])
+    assert alone.startswith("target missed: the audit of the residual's drift (ours 0.5")
+    long_measure = {**missed, "measure": "the measured decay exponent of the residual's distance"}
+    assert "first: the measured decay exponent…" in verdict.figure_run([book, long_measure])
+    # the paper's claims keep their words and their verb
+    paper = verdict.figure_run([row("a", "pass"), {**missed, "origin": "paper", "cause": None}])
+    assert paper.startswith("1 of the 2 claims of the paper it checks reproduce")
+    assert "(1 known deviation); first: “For almost all data sets" in paper
+
+
+KNOWN = {"status": "known deviation", "region": "< 0.05", "value": 0.0716}
+
+
+def test_a_deviation_not_against_the_paper_says_why_in_a_clause_of_its_evidence():
+    """The box's finding and the figure's line of a transcription error, a limit not reached, a
+    setting that cannot test the claim or a target missed give its reason: the evidence's own
+    statement of its cause, or its first sentence (its first clause where that is long), with no
+    claim id; the cause's meaning where the evidence has no such clause or points to a file."""
+    from implicit_bias.core.verdicts import tally
+
+    bounded = row(
+        "t",
+        **KNOWN,
+        cause="not_testable",
+        evidence="Not testable in a finite run: the theorem bounds the residual over all time, "
+        "and every run of finite length has a bounded residual, so no run can show the "
+        "statement false or true. The proxy moves 7%.",
+    )
+    said = verdict.finding(bounded)
+    assert said.endswith("the claim needs < 0.05; why: not testable in a finite run.")
+    assert verdict.figure_run([bounded]).endswith(
+        "needs < 0.05); why: not testable in a finite run."
+    )
+    short = {**bounded, "evidence": "The printed v₂ repeats v₁'s bracket. More follows here."}
+    assert verdict.reason(short) == "the printed v₂ repeats v₁'s bracket"
+    # the row's own statement of its cause, its aside naming another claim left out
+    stated = {
+        **bounded,
+        "cause": "limit_not_reached",
+        "evidence": "Decided on every run: 2 of 11 runs end above 0.01. Cause (limit not "
+        "reached): the statement is asymptotic (check cor2_direction_keeps_converging: every "
+        "gap falls), and the gap still shrinks.",
+    }
+    assert verdict.reason(stated) == "the statement is asymptotic, and the gap still shrinks"
+    # a pointer to a file, or no evidence: the cause's meaning
+    header = {
+        **bounded,
+        "cause": "transcription",
+        "evidence": "Lost symbols (see the file's header).",
+    }
+    assert verdict.reason(header) == tally.CAUSE_MEANINGS["transcription"]
+    assert verdict.reason({**bounded, "evidence": None}) == tally.CAUSE_MEANINGS["not_testable"]
+    # a finding against the paper, and every other state, give none
+    assert verdict.reason({**bounded, "cause": "paper_fails"}) == ""
+    assert "why:" not in verdict.finding({**bounded, "cause": "erratum"})
+    assert verdict.reason(row("p", "pass", evidence="Holds.")) == ""
+
+
+def test_no_committed_reason_names_a_claim_or_a_file_or_runs_long():
+    problems = []
+    for r in paper_rows_with_current_claims():
+        said = verdict.reason(r)
+        if verdict.CLAIM_ID.search(said) or verdict.FILE_REFERENCE.search(said):
+            problems.append(f"{r['id']}: {said!r}")
+        if len(said.split()) > 40:  # a clause, or the cause's meaning
+            problems.append(f"{r['id']}: {len(said.split())} words")
+    assert not problems, "\n".join(problems)
 
 
 def paper_rows_with_current_claims():
@@ -234,6 +324,35 @@ def test_a_written_takeaway_is_labelled_the_papers_and_this_run_says_what_it_fou
     alone = report_findings(figure("none"), report)
     assert "<em>This run:</em> no claim is decided on this figure" in alone
     assert alone.index("<em>This run:</em>") < alone.index("<em>Expected:</em>")
+
+
+def test_the_box_headline_gives_the_qualifiers_every_count_gives():
+    """The headline of the box says which passes rest on exploratory seeds alone and which
+    verdicts came at a second registered stage, as the claims footer does (`tally`)."""
+    from implicit_bias.core.verdicts import tally
+
+    seeds = {"n": 3, "interval": [0.1, 0.2]}
+    rows = [
+        row("a", "pass", seeds=seeds, stage="exploratory"),
+        row("b", "pass", seeds=seeds, stage="confirmatory"),
+        row("c", "pass", seeds=seeds, stage="second stage"),
+        row("d", "pass", seeds=seeds, stage=None, origin="book"),
+    ]
+    box = verdict.verdict_html({"profile": "paper", "claims": rows})
+    title = box.split("<p class='verdict-title'>")[1].split("</p>")[0]
+    qualifier = tally.qualifiers(rows)["paper"]
+    assert qualifier and qualifier in title
+    assert "1 of the passes rests on exploratory seeds alone" in title
+    assert "this verdict" not in title and "second registered stage, false-pass bound 5%" in title
+    # the book's check beside it, briefly: said in full once
+    assert (
+        "1 check of the book's own: 1 pass (that pass likewise on exploratory seeds alone)" in box
+    )
+    footer = tally.tally_text(rows)
+    assert footer.split("; 1 check")[0].endswith(qualifier)
+    plain = verdict.verdict_html({"profile": "paper", "claims": rows[1:2]})
+    plain_title = plain.split("<p class='verdict-title'>")[1].split("</p>")[0]
+    assert "exploratory" not in plain_title and "second" not in plain_title
 
 
 def test_the_box_links_the_papers_findings_page():

@@ -177,9 +177,9 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
             "",
             "A transcription error of the source this book had, a limit the runs approach but "
             "do not reach within the book's finite tolerance, or a setting that cannot test "
-            "the claim (a floor or a ceiling, round-off, runs that are not the paper's "
-            "algorithm): each is reported with its whole evidence, none counts against the "
-            "paper.",
+            "the claim (a floor or a ceiling, runs that are not the paper's algorithm or "
+            "budget, a bound over all time): each is reported with its whole evidence, none "
+            "counts against the paper.",
             "",
         ]
         lines += [_item(r, chapter, _evidence(r, None)) for r in other] + [""]

@@ -203,10 +203,97 @@ def measured(row: dict) -> str:
     return ours
 
 
+# the reason a known deviation not against the paper gives: a clause a reader can take in
+MAX_REASON_WORDS, MIN_REASON_WORDS = 25, 4
+# a row's own statement of its cause in its evidence: "Cause (not testable here): ..."
+CAUSE_SENTENCE = re.compile(r"\bCause \([^)]*\):\s*")
+# a claim's id ("svm_l2_much_worse"): the claims table's key, no word a reader can follow
+CLAIM_ID = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", re.A)
+# a pointer to a file ("see the file's header", a path): nothing a reader of the page has
+FILE_REFERENCE = re.compile(
+    r"\bthe file\b|\bheader\b|\b(?:data|lib|book|results|tests)/\S+"
+    r"|\b[\w-]+\.(?:py|ya?ml|json|md|ipynb)\b",
+    re.I,
+)
+# the paper's named parts, which keep their capital inside a sentence
+NAMED = re.compile(r"(?:Theorem|Thm|Corollary|Cor|Lemma|Proposition|Fig|Figure|Eq|Table|Sec)\b")
+# where a sentence's first clause ends: at a colon or semicolon, or, finer, at ", and" too
+CLAUSE_ENDS = re.compile(r"[;:] ")
+FINER_CLAUSE_ENDS = re.compile(r"[;:] |, (?:and|so|but) ")
+
+
+def _top_level(text: str) -> list[int]:
+    """The depth of brackets at each character of `text` (0: outside every bracket)."""
+    depth, out = 0, []
+    for char in text:
+        depth -= char in ")]"
+        out.append(max(depth, 0))
+        depth += char in "(["
+    return out
+
+
+def _without_claim_ids(text: str) -> str:
+    """`text` without its brackets that name a claim by its id ("(check thm1_residual_decreases:
+    ...)"): an aside that points to another row of the table."""
+    depth, start, cut = 0, None, []
+    for i, char in enumerate(text):
+        if char == "(":
+            start, depth = (i if depth == 0 else start), depth + 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0 and start is not None and CLAIM_ID.search(text[start : i + 1]):
+                cut.append((start, i + 1))
+    for start, end in reversed(cut):
+        text = text[:start].rstrip() + text[end:]
+    return text
+
+
+def _first_clause(sentence: str, ends: re.Pattern) -> str:
+    depth = _top_level(sentence)
+    for found in ends.finditer(sentence):
+        if depth[found.start()] == 0:
+            return sentence[: found.start()]
+    return sentence
+
+
+def reason(row: dict, words: int = MAX_REASON_WORDS) -> str:
+    """Why a known deviation that is not a finding against the paper (a transcription error,
+    a limit not reached, a setting that cannot test it, a target of the book's missed) is not
+    one, in a clause: the row's statement of its cause in its evidence ("Cause (...): ..."), or
+    else its evidence's first sentence, whole or its first clause where that is long; the
+    cause's meaning (`tally.CAUSE_MEANINGS`, without its brackets where `words` is below the
+    usual) where the evidence gives none of at most `words` words or points to a file. '' for
+    every other row."""
+    cause = row.get("cause")
+    if row.get("status") != tally.KNOWN or cause not in tally.CAUSE_MEANINGS:
+        return ""
+    if cause in tally.AGAINST_PAPER:  # a finding against the paper: its state says it all
+        return ""
+    evidence = " ".join(str(row.get("evidence") or "").split())
+    stated = CAUSE_SENTENCE.search(evidence)
+    sentence = first_sentence(evidence[stated.end() :] if stated else evidence)
+    sentence = _without_claim_ids(sentence).rstrip(".")
+    meaning = tally.CAUSE_MEANINGS[cause]
+    if words < MAX_REASON_WORDS:  # a figure's line: the meaning without its examples
+        meaning = re.sub(r" \([^()]*\)", "", meaning)
+    if not sentence or FILE_REFERENCE.search(sentence):  # "see the file's header"
+        return meaning
+    candidates = (sentence, *(_first_clause(sentence, e) for e in (CLAUSE_ENDS, FINER_CLAUSE_ENDS)))
+    for said in candidates:
+        said = said.strip().rstrip(",;:")
+        if MIN_REASON_WORDS <= len(said.split()) <= words and not CLAIM_ID.search(said):
+            first = said.split(" ", 1)[0]
+            if first[1:] == first[1:].lower() and not NAMED.match(said):  # "GaLU", "Theorem 3"
+                said = said[:1].lower() + said[1:]
+            return said
+    return meaning
+
+
 def finding(row: dict) -> str:
     """One sentence for a claim, led by its badge's own word: where the paper says it and its
     words (whole sentences), this run's value with its interval, what the claim needs and the
-    paper's own value where it gives one."""
+    paper's own value where it gives one, and for a known deviation not against the paper the
+    reason (`reason`)."""
     name = tally.state(row)
     where, quote = row.get("where") or "", _quote(row.get("display") or row.get("quote") or "")
     target = _maths_words(row.get("region") or str(row.get("expect") or ""))
@@ -220,6 +307,8 @@ def finding(row: dict) -> str:
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
     if row.get("origin") == "book" and not row.get("audit_of"):
         text += " (a check of the book's own, not a claim of the paper)"
+    why = reason(row)
+    text += f"; why: {why}" if why else ""
     return text + "."  # the state's meaning: the gloss under the box, the findings' sections
 
 
@@ -329,10 +418,14 @@ def verdict_html(report: dict) -> str:
     rows = report.get("claims") or []
     if not rows:
         return ""
-    counted = tally.tally(rows)
+    counted, qualified = tally.tally(rows), tally.qualifiers(rows)
     paper = sum(counted["paper"].values())
     states = " ".join(f"{badge(s)} {n}" for s, n in counted["paper"].items())
-    apart = "; ".join(t for t in (tally.kind_text(k, counted[k]) for k in ("book", "audit")) if t)
+    # the qualifiers every count sentence gives (`tally.qualifiers`): the box says no less
+    states += html.escape(qualified["paper"], quote=False)
+    apart = "; ".join(
+        t for t in (tally.kind_text(k, counted[k], qualified[k]) for k in ("book", "audit")) if t
+    )
     items = "".join(
         f"<li>{math_html(finding(r)) if has_maths(r) else html.escape(finding(r), False)} "
         f"<a href='#claim-{html.escape(r['id'])}'>(claim)</a></li>"
@@ -372,33 +465,86 @@ def verdict_html(report: dict) -> str:
 RUN_QUOTE_WORDS = 10
 
 
+# words a cut never ends on ("the measured decay exponent of the…")
+DANGLING = {"a", "an", "the", "of", "to", "its", "at", "in", "on", "for", "by", "and", "or"}
+
+
+def _first_words(text: str, n: int = RUN_QUOTE_WORDS) -> str:
+    """The first `n` words of `text`, "…" where more follow, never cut inside a formula nor
+    after a word that needs the next."""
+    words = " ".join(text.split()).split(" ")
+    while n < len(words) and " ".join(words[:n]).count("$") % 2:  # a formula cut open
+        n += 1
+    if n >= len(words):
+        return " ".join(words).rstrip(".,;:")
+    kept = words[:n]
+    while len(kept) > 1 and kept[-1].lower() in DANGLING:
+        kept.pop()
+    return " ".join(kept).rstrip(".,;:") + "…"
+
+
 def _short_quote(row: dict) -> str:
     """The claim's first words, quoted: from its display form where it has one (its maths as
     `$...$`, which the page typesets: `math_html`), never cut inside a formula."""
     text = str(row.get("display") or "") or str(row.get("quote") or "").replace("_", " ")
-    words = " ".join(text.split()).split(" ")
-    n = RUN_QUOTE_WORDS
-    while n < len(words) and " ".join(words[:n]).count("$") % 2:  # a formula cut open
-        n += 1
-    short = " ".join(words[:n]).rstrip(".,;:")
-    return f"“{short}{'…' if len(words) > n else ''}”"
+    return f"“{_first_words(text)}”"
+
+
+# what a figure's line calls the rows it counts, by kind (a check of the book's own and an
+# audit pass; only a claim of the paper reproduces): one, many, held (one, many)
+RUN_KINDS = {
+    "paper": ("claim it checks", "claims of the paper it checks", "reproduces", "reproduce"),
+    "book": (
+        "check of the book's own on this figure",
+        "checks of the book's own on this figure",
+        "passes",
+        "pass",
+    ),
+    "audit": ("audit on this figure", "audits on this figure", "passes", "pass"),
+    "apart": (
+        "check on this figure",
+        "checks on this figure (the book's own and audits)",
+        "passes",
+        "pass",
+    ),
+}
+
+
+# a figure's line is one line of the caption: a check's measure and a reason in few words
+RUN_MEASURE_WORDS, RUN_REASON_WORDS = 6, 10
+
+
+def _subject(row: dict, named: bool) -> str:
+    """What a figure's line names a row by: a claim of the paper by its words; a check of the
+    book's own or an audit by what it measures (the paper's words it stands beside are not
+    what it checks), as such unless the line's count names its kind already (`named`)."""
+    kind = tally.kind(row)
+    if kind == "paper":
+        return _short_quote(row)
+    measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
+    short = _first_words(measure, RUN_MEASURE_WORDS) if measure else ""
+    if named and short:
+        return short
+    what = "the book's own check" if kind == "book" else "the audit"
+    return f"{what} of {short}" if short else what
 
 
 def figure_run(rows: list[dict]) -> str:
     """What this run found of the claims a figure checks, in one sentence (plain text): how
-    many of the paper's claims reproduce (the book's own checks and audits only where the
-    figure checks no claim of the paper), the others by state, and the first of them with its
-    value against the region it is decided on."""
+    many of the paper's claims reproduce (the book's own checks and audits, which pass, only
+    where the figure checks no claim of the paper), the others by state, and the first of them
+    with its value against the region it is decided on, and the reason of a known deviation
+    not against the paper (`reason`)."""
     if not rows:
         return ""
     paper = [r for r in rows if tally.kind(r) == "paper"]
     apart = [r for r in rows if tally.kind(r) != "paper" and r["status"] != "pass"]
-    # the noun the counts read with: "both claims of the paper it checks reproduce"
-    rows, what = (
-        (paper, "claims of the paper it checks")
-        if paper
-        else (rows, "checks of the book's own on this figure")
-    )
+    if paper:
+        rows, kind = paper, "paper"
+    else:
+        kinds = {tally.kind(r) for r in rows}
+        kind = kinds.pop() if len(kinds) == 1 else "apart"
+    one, many, holds, hold = RUN_KINDS[kind]
     held = [r for r in rows if r["status"] == "pass"]
     n = len(rows)
     if len(held) == n:
@@ -413,9 +559,9 @@ def figure_run(rows: list[dict]) -> str:
             value = rows[0].get("paper_value")
             versus = f" (the paper {_number(value)})" if value is not None else ""
             ours = _number(rows[0].get("value"))
-            return f"the claim it checks reproduces: ours {ours}{versus}{also}."
+            return f"the {one} {holds}: ours {ours}{versus}{also}."
         every = "both" if n == 2 else f"all {n}"
-        return f"{every} {what} reproduce{also}."
+        return f"{every} {many} {hold}{also}."
     others = [r for r in rows if r["status"] != "pass"]
     other = others[0]
     ours = _number(other.get("value"))
@@ -425,11 +571,14 @@ def figure_run(rows: list[dict]) -> str:
         ours = measured(other)
     elif interval:
         ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
-    said = f"{tally.state(other)}: {_short_quote(other)} (ours {ours}, needs {target})"
+    said = f"{_subject(other, n > 1)} (ours {ours}, needs {target})"
+    why = reason(other, RUN_REASON_WORDS)
+    said += f"; why: {why}" if why else ""
     if n == 1:
-        return said + "."
+        return f"{tally.state(other)}: {said}."
     states: dict[str, int] = {}
     for r in others:
         states[tally.state(r)] = states.get(tally.state(r), 0) + 1
-    states_said = tally.states_text(states)
-    return f"{len(held)} of the {n} {what} reproduce ({states_said}); first {said}."
+    # one state beside the passes: its count names it, the first of them is not named again
+    first = "first" if len(states) == 1 else f"first {tally.state(other)}"
+    return f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: {said}."

@@ -19,8 +19,9 @@ paper, and only a claim of the paper (or an audit of one) can have them:
   tensor_networks source is a third party's slide deck);
 - `limit_not_reached`: a limit the runs approach but do not reach within the book's finite
   tolerance;
-- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room,
-  round-off hides it, or the runs are not the paper's algorithm);
+- `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room, the
+  runs are not the paper's algorithm or budget, or the claim is a bound over all time, which no
+  finite run can test);
 - `target_missed`: a target the book set itself (a match with the authors' published numbers,
   a check, a control) is missed; only the book's own checks can have it.
 
@@ -51,8 +52,11 @@ CAUSE_MEANINGS: dict[str, str] = {
     "transcription": "an error of the source text this book had, not shown to be the paper's",
     "limit_not_reached": "a limit the runs approach but do not reach within the book's finite "
     "tolerance",
+    # what the claims files' not-testable rows use, and nothing more (the decision page's
+    # table says the same: tests/core/test_tally.py)
     "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room, "
-    "round-off hides it, or the runs are not the paper's algorithm)",
+    "the runs are not the paper's algorithm or budget, or the claim is a bound over all time, "
+    "which no finite run can test)",
     "target_missed": "a target the book set itself (a match with the authors' published numbers, "
     "a check, a control) is missed; not a finding against the paper",
 }
@@ -123,11 +127,22 @@ def against_paper(counts: Mapping[str, int]) -> int:
     return sum(counts.get(s, 0) for s in AGAINST_STATES)
 
 
-PLURAL = {"does not reproduce": "do not reproduce"}  # a state's words after a number above 1
+# a state's words after a number above 1 in a count ("2 errata"); its badge keeps its word
+PLURAL = {
+    "does not reproduce": "do not reproduce",
+    "erratum": "errata",
+    "transcription error": "transcription errors",
+    "limit not reached": "limits not reached",
+    "target missed": "targets missed",
+    KNOWN: "known deviations",
+    "unexpected pass": "unexpected passes",
+    "missing metric": "missing metrics",
+}
 
 
 def states_text(counts: Mapping[str, int]) -> str:
-    """'32 pass, 3 do not reproduce, 10 inconclusive' (the states present, in order)."""
+    """'32 pass, 3 do not reproduce, 2 errata, 10 inconclusive' (the states present, in
+    order)."""
     return ", ".join(f"{n} {PLURAL.get(s, s) if n != 1 else s}" for s, n in ordered(counts).items())
 
 
@@ -155,48 +170,68 @@ def exploratory_passes(rows: Iterable[Mapping]) -> dict[str, int]:
     return out
 
 
-def kind_text(
-    name: str,
-    counts: Mapping[str, int],
-    second: Mapping[str, int] | None = None,
-    exploratory: int = 0,
-) -> str:
-    """'54 claims of the paper: 32 pass, ...' ('' where there are none); with `second` (the
-    same kind's second-stage counts) the verdicts of a second stage said apart, and with
-    `exploratory` the passes that rest on exploratory seeds alone."""
+def _exploratory_clause(n: int, passes: int, again: bool) -> str:
+    """The passes of a kind that rest on exploratory seeds alone; `again`: said in full for an
+    earlier kind of the same count, so said briefly."""
+    who = "that pass" if passes == 1 else f"{n} of the passes"
+    if again:
+        return f"{who} likewise on exploratory seeds alone"
+    verb = "rests" if passes == 1 or n == 1 else "rest"
+    return f"{who} {verb} on exploratory seeds alone, with no registered plan in force behind " + (
+        "it" if n == 1 else "them"
+    )
+
+
+def _second_clause(second: Mapping[str, int], total: int, again: bool) -> str:
+    """The verdicts of a kind decided at a second registered stage, with their bound (`again`:
+    said for an earlier kind, so briefly)."""
+    who = "this verdict" if total == 1 else f"{sum(second.values())} of these verdicts"
+    how = "likewise at" if again else "decided at"
+    bound = "" if again else ", false-pass bound 5%"
+    return f"{who} {how} a second registered stage{bound}: {states_text(second)}"
+
+
+def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[str, str]:
+    """{kind: " (...)" or ""}: what a kind's count says apart, in one parenthesis after its
+    states: its passes that rest on exploratory seeds alone, and its verdicts decided at a
+    second registered stage (with their 5% bound). Each is said in full for the first kind of
+    `kinds` that has it and briefly for the others, so a count sentence says it once. The
+    verdict box's headline and every count sentence (`tally_text`) take them from here."""
+    rows, kinds = list(rows), tuple(kinds)
+    counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
+    out: dict[str, str] = {}
+    said: set[str] = set()
+    for k in kinds:
+        apart = []  # clauses of their own, in one parenthesis: these rows are among the states
+        # audits are never decisions: which seeds they rest on is their claim's affair
+        n = explored[k] if k != "audit" else 0
+        if n:
+            apart.append(_exploratory_clause(n, counted[k].get("pass", 0), "explored" in said))
+            said.add("explored")
+        if second[k]:
+            apart.append(_second_clause(second[k], sum(counted[k].values()), "second" in said))
+            said.add("second")
+        out[k] = f" ({'; '.join(apart)})" if apart else ""
+    return out
+
+
+def kind_text(name: str, counts: Mapping[str, int], qualifier: str = "") -> str:
+    """'54 claims of the paper: 32 pass, ...' ('' where there are none), with the kind's
+    `qualifier` (`qualifiers`) after its states."""
     total = sum(counts.values())
     if not total:
         return ""
     one, many = KIND_NAMES[name]
-    apart = []  # clauses of their own, in one parenthesis: these rows are among the states
-    if exploratory:
-        apart.append(
-            "that pass rests on exploratory seeds alone, with no registered plan in force behind it"
-            if counts.get("pass", 0) == 1
-            else f"{exploratory} of the passes rest"
-            + ("s" if exploratory == 1 else "")
-            + " on exploratory seeds alone, with no registered plan in force behind "
-            + ("it" if exploratory == 1 else "them")
-        )
-    if second:
-        n = sum(second.values())
-        apart.append(
-            f"{'this verdict' if total == 1 else f'{n} of these verdicts'} decided at a second "
-            f"registered stage, false-pass bound 5%: {states_text(second)}"
-        )
-    clauses = f" ({'; '.join(apart)})" if apart else ""
-    return f"{total} {one if total == 1 else many}: {states_text(counts)}{clauses}"
+    return f"{total} {one if total == 1 else many}: {states_text(counts)}{qualifier}"
 
 
 def tally_text(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> str:
     """The count of `rows` in one sentence, each kind apart: '54 claims of the paper: 32 pass,
-    ...; 7 checks of the book's own: 7 pass; 16 audits: 12 pass, ...', with the verdicts of a
-    second stage said apart within their kind."""
-    rows = list(rows)
-    counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
-    # audits are never decisions: which seeds they rest on is their claim's affair
-    texts = (kind_text(k, counted[k], second[k], explored[k] if k != "audit" else 0) for k in kinds)
-    return "; ".join(t for t in texts if t)
+    ...; 7 checks of the book's own: 7 pass; 16 audits: 12 pass, ...', with each kind's
+    qualifiers (`qualifiers`)."""
+    rows, kinds = list(rows), tuple(kinds)
+    counted, said = tally(rows), qualifiers(rows, kinds)
+    return "; ".join(t for t in (kind_text(k, counted[k], said[k]) for k in kinds) if t)
 
 
 def paper_total(rows: Iterable[Mapping]) -> int:
