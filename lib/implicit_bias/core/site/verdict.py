@@ -235,14 +235,14 @@ def _top_level(text: str) -> list[int]:
 def _without_claim_ids(text: str) -> str:
     """`text` without its brackets that name a claim by its id ("(check thm1_residual_decreases:
     ...)"): an aside that points to another row of the table."""
-    depth, start, cut = 0, None, []
+    depth, start, cut = _top_level(text), None, []
     for i, char in enumerate(text):
-        if char == "(":
-            start, depth = (i if depth == 0 else start), depth + 1
-        elif char == ")" and depth:
-            depth -= 1
-            if depth == 0 and start is not None and CLAIM_ID.search(text[start : i + 1]):
+        if char == "(" and depth[i] == 0:
+            start = i
+        elif char == ")" and depth[i] == 0 and start is not None:
+            if CLAIM_ID.search(text[start : i + 1]):
                 cut.append((start, i + 1))
+            start = None
     for start, end in reversed(cut):
         text = text[:start].rstrip() + text[end:]
     return text
