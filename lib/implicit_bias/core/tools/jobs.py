@@ -43,6 +43,10 @@ def run_jobs(jobs: int, selected, start, report, execute=None) -> None:
                 try:
                     summary = future.result()
                 except BrokenProcessPool:
+                    # the pool's own thread reaps the dead worker: read its exit code only once
+                    # that thread is done (two threads waiting on one pid race, and the loser
+                    # reads no exit code)
+                    pool.shutdown(wait=True)
                     summary = _killed_worker(chapter, process, time.monotonic() - began)
                 pool.shutdown(wait=True)
                 report(chapter, summary)
