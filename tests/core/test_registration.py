@@ -12,6 +12,8 @@ import yaml
 
 from implicit_bias.core.chapter import chapters
 from implicit_bias.core.verdicts.registration import (
+    decided_on_new_seeds,
+    format_registrations,
     history_available,
     plan_registrations,
     registrations,
@@ -145,6 +147,28 @@ def test_a_seed_plan_is_registered_before_its_confirmatory_verdict(tmp_path):
     _plan_file(tmp_path, [3, 4, 5, 6])
     _commit_after(tmp_path, rows=[_confirmatory_row([3, 4, 5, 6])])
     assert plan_registrations("demo", tmp_path)["a"].pre_registered is False
+
+
+def test_a_claim_redefined_after_its_data_is_decided_on_new_seeds_only_if_they_ran_after(tmp_path):
+    """Redefined once its exploratory value was stored: its verdict rests on new data when its
+    confirmatory seeds were first stored after the new definition, on seen data otherwise."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    a = {"id": "a", "metric": "m", "expect": "< 0"}
+    _commit_after(tmp_path, claims=[a], rows=[a])  # its exploratory value, seen
+    redefined = {**a, "expect": "< -1"}
+    _commit_after(tmp_path, claims=[redefined])
+    _plan_file(tmp_path, [3, 4, 5])
+    _commit(tmp_path, "plan")
+    _commit_after(tmp_path, rows=[{**_confirmatory_row([3, 4, 5]), "expect": "< -1"}])
+    regs = registrations("demo", tmp_path)
+    assert regs["a"].after_data and decided_on_new_seeds("demo", regs, tmp_path) == {"a"}
+    assert "decided on seeds run after" in format_registrations(["demo"], tmp_path)
+    # redefined again after those seeds were stored: the same seeds now decide on seen data
+    _commit_after(tmp_path, claims=[{**a, "expect": "< -2"}])
+    _commit_after(tmp_path, rows=[{**_confirmatory_row([3, 4, 5]), "expect": "< -2"}])
+    regs = registrations("demo", tmp_path)
+    assert regs["a"].after_data and decided_on_new_seeds("demo", regs, tmp_path) == set()
+    assert "decided on values seen before" in format_registrations(["demo"], tmp_path)
 
 
 def test_every_confirmatory_verdict_was_planned_first():

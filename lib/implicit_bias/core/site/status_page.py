@@ -94,21 +94,23 @@ def _html(text: str) -> str:
 def _registrations(chapter: str) -> dict[str, str]:
     """Per claim: the commit that registered its current definition, and whether it came before
     its first stored paper value (from git), as words."""
-    from ..verdicts.registration import HistoryError, registrations
+    from ..verdicts.registration import HistoryError, decided_on_new_seeds, registrations
 
     try:
         regs = registrations(chapter)
+        fresh = decided_on_new_seeds(chapter, regs)
     except HistoryError:
         return {}
     words = {True: "before its result", False: "with or after its result", None: "no result yet"}
 
     def said(r) -> str:
-        if r.after_data:  # registered before this render, but its data were seen before
-            return (
-                f"after its data were first stored (at commit {(r.data_seen or '')[:12]}): "
-                "decided again on data seen before"
-            )
-        return words[r.pre_registered]
+        if not r.after_data:
+            return words[r.pre_registered]
+        # redefined once a value of it was stored: what decides it now is new data or not
+        first = f"after a value of it was first stored (at commit {(r.data_seen or '')[:12]})"
+        if r.claim in fresh:
+            return f"{first}; decided on seeds run after it"
+        return f"{first}; decided on values seen before it"
 
     # the hash as long as the figures' provenance and the run record give theirs (12)
     return {

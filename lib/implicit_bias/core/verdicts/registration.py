@@ -174,29 +174,80 @@ def registrations(chapter: str, root: Path | None = None) -> dict[str, Registrat
     return out
 
 
+def deciding_values_first_stored(chapter: str, root: Path | None = None) -> dict[str, str]:
+    """Per row of the chapter's committed paper report decided at a registered stage (its
+    confirmatory seeds, or a second stage's; an audit, on the seeds of the claim it audits):
+    the first commit that stored a verdict of that row at that stage on the same seeds. The
+    values that decide it were first seen then, whatever was stored of the claim before."""
+    root = root or project_root()
+    results = _versions(f"results/paper/claims/{chapter}.json", root)
+    if not results:
+        return {}
+    current: dict[str, tuple] = {}
+    for stage in ("confirmatory", SECOND):
+        current.update(
+            {cid: (stage, key) for cid, key in _confirmed_at(results[-1][1], stage).items()}
+        )
+    first: dict[str, str] = {}
+    for commit, text in results:
+        for stage in ("confirmatory", SECOND):
+            for cid, key in _confirmed_at(text, stage).items():
+                if cid not in first and current.get(cid) == (stage, key):
+                    first[cid] = commit
+    return first
+
+
+def decided_on_new_seeds(
+    chapter: str, regs: dict[str, Registration], root: Path | None = None
+) -> set[str]:
+    """The claims defined after their first data were stored (`after_data`) whose verdict
+    still rests on values first stored after that definition: a registered stage's seeds, run
+    once the definition was committed. The rest of them are decided on data seen before."""
+    root = root or project_root()
+    order = {c: i for i, c in enumerate(_git(["rev-list", "--reverse", "HEAD"], root).split())}
+    first = deciding_values_first_stored(chapter, root)
+    return {
+        cid
+        for cid, r in regs.items()
+        if r.after_data
+        and cid in first
+        and r.defined in order
+        and order[r.defined] < order.get(first[cid], -1)
+    }
+
+
 def format_registrations(chapters: list[str], root: Path | None = None) -> str:
     lines = []
     for chapter in chapters:
         regs = registrations(chapter, root)
+        fresh = decided_on_new_seeds(chapter, regs, root)
+        seen_before = {c for c, r in regs.items() if r.after_data and c not in fresh}
         counts = {
-            "pre-registered": sum(r.pre_registered is True for r in regs.values()),
-            "stored with or before its definition": sum(
-                r.pre_registered is False for r in regs.values()
+            "defined before their first stored value": sum(
+                r.pre_registered is True and not r.after_data for r in regs.values()
+            ),
+            "redefined after a value was stored, decided on seeds run after": len(fresh),
+            "redefined after a value was stored, decided on values seen before": len(seen_before),
+            "stored with or before the definition": sum(
+                r.pre_registered is False and not r.after_data for r in regs.values()
             ),
             "no stored paper value": sum(r.pre_registered is None for r in regs.values()),
         }
-        lines.append(f"{chapter}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        lines.append(f"{chapter}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
         for r in regs.values():
-            state = {True: "pre-registered", False: "NOT pre-registered", None: "not stored"}[
-                r.pre_registered
-            ]
+            state = {
+                True: "defined before it was stored",
+                False: "stored with or before its definition",
+                None: "not stored",
+            }[r.pre_registered]
+            if r.claim in fresh:
+                state = "redefined after a value was stored; decided on seeds run after"
+            elif r.claim in seen_before:
+                state = "redefined after a value was stored; decided on values seen before"
             again = (
                 f" (a value of this definition was stored before, at {(r.earlier_value or '')[:7]})"
             )
-            seen = (
-                f" (redefined after its data were first stored, at {(r.data_seen or '')[:7]}:"
-                " decided on seen data)"
-            )
+            seen = f" (first value stored at {(r.data_seen or '')[:7]})"
             lines.append(
                 f"  {r.claim:<56} defined {r.short}  stored {(r.stored or '-')[:7]:<7}  {state}"
                 + (again if r.earlier_value else "")
