@@ -326,3 +326,11 @@ def test_an_audit_without_a_plan_is_decided_on_its_claims_seeds():
     voided = stages.audits_on_their_claims_seeds([bare, {**audit, "seed_plan": own}])[1]
     assert voided["seed_plan"]["void"].startswith("an audit of a_better, which has no live")
     assert evaluate(voided, metrics, "paper")["stage"] != "confirmatory"
+    # where the claim's plan is void, the audit is read on that plan's exploratory seeds, as the
+    # claim is, with or without a plan of its own (can fail: alone, it reads all 12 seeds)
+    gone = {**CLAIM, "seed_plan": {**PLAN, "void": "its protocol changed"}}
+    for own in (None, {**PLAN, "seeds": [7, 8, 9]}):
+        given = [gone, {**audit, **({"seed_plan": own} if own else {})}]
+        read = evaluate(stages.audits_on_their_claims_seeds(given)[1], metrics, "paper")
+        assert read["stage"] == "exploratory"
+        assert sorted(read["seeds"]["seeds"]) == sorted(PLAN["exploratory_seeds"])

@@ -143,9 +143,10 @@ def audits_on_their_claims_seeds(claims: list[dict]) -> list[dict]:
     all run, else its exploratory ones; a second stage's seeds where the first stage left it
     open). Read on every seed it would pool seeds seen before the plan with seeds never seen
     (4.7% false passes by the decision rule's simulation, not 2.5%); read on the first seeds
-    only it would ignore runs made since. Where the claim has none, a plan of the audit's own
-    is void (in memory: the file keeps what was registered), so both are read on their
-    exploratory seeds. Either way the audit is never counted as a decision
+    only it would ignore runs made since. Where the claim's plan is void, the audit is read on
+    that plan's exploratory seeds, as the claim is; where the claim has none, a plan of the
+    audit's own is void (in memory: the file keeps what was registered), so both are read on
+    their exploratory seeds. Either way the audit is never counted as a decision
     (`tally.multiplicity_text` counts the paper's claims only)."""
     by_id = {c["id"]: c for c in claims}
     out = []
@@ -159,6 +160,13 @@ def audits_on_their_claims_seeds(claims: list[dict]) -> list[dict]:
         if isinstance(theirs, dict) and not theirs.get("void"):
             borrowed = {k: v for k, v in theirs.items() if k != "replacement"}
             claim = {**claim, "seed_plan": {**borrowed, "borrowed_from": target["id"]}}
+        elif isinstance(theirs, dict):  # the claim's plan is void: it reads its exploratory seeds
+            reason = (
+                f"an audit of {target['id']}, whose plan is void: read on that claim's "
+                "exploratory seeds, as the claim is"
+            )
+            seeds = {k: theirs[k] for k in ("exploratory_seeds", "seeds")}
+            claim = {**claim, "seed_plan": {**seeds, "void": reason, "borrowed_from": target["id"]}}
         elif isinstance(own, dict) and not active_plan(own).get("void"):
             reason = (
                 f"an audit of {target['id']}, which has no live plan: an audit is never a "
