@@ -529,6 +529,30 @@ def _subject(row: dict, named: bool) -> str:
     return f"{what} of {short}" if short else what
 
 
+def seed_list(seeds) -> str:
+    """Seeds as a reader reads them: sorted, runs of consecutive ones as ranges ("3–9, 20")."""
+    ordered, runs = sorted({int(s) for s in seeds}), []
+    for seed in ordered:
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in runs)
+
+
+def seed_scope(row: dict) -> str:
+    """Which seeds a row's value rests on, where a seed plan chose them (" on the registered
+    seeds 10–12"), else "": a figure draws the runs its caption says (often the mean over every
+    seed the profile ran), and the value a figure's line quotes next to it must not read as the
+    figure's own aggregate (0.816 on seeds 10–12 beside a mean of 0.73 over 30 seeds)."""
+    decided = (row.get("seeds") or {}).get("seeds")
+    if not decided or not row.get("seed_plan"):
+        return ""
+    which = "exploratory" if row.get("stage") == "exploratory" else "registered"
+    plural = "s" if len(decided) != 1 else ""
+    return f" on the {which} seed{plural} {seed_list(decided)}"
+
+
 def figure_run(rows: list[dict]) -> str:
     """What this run found of the claims a figure checks, in one sentence (plain text): how
     many of the paper's claims reproduce (the book's own checks and audits, which pass, only
@@ -558,13 +582,13 @@ def figure_run(rows: list[dict]) -> str:
         if n == 1:
             value = rows[0].get("paper_value")
             versus = f" (the paper {_number(value)})" if value is not None else ""
-            ours = _number(rows[0].get("value"))
+            ours = _number(rows[0].get("value")) + seed_scope(rows[0])
             return f"the {one} {holds}: ours {ours}{versus}{also}."
         every = "both" if n == 2 else f"all {n}"
         return f"{every} {many} {hold}{also}."
     others = [r for r in rows if r["status"] != "pass"]
     other = others[0]
-    ours = _number(other.get("value"))
+    ours = _number(other.get("value")) + seed_scope(other)
     target = _maths_words(other.get("region") or str(other.get("expect") or ""))
     interval = _interval(other)
     if (other.get("seeds") or {}).get("scope") == "every_run":
