@@ -369,12 +369,18 @@ def test_a_figures_line_says_which_seeds_its_value_rests_on():
     decided = {**SEEDS, "seeds": [12, 10, 11]}
     registered = row("a", "pass", seeds=decided, seed_plan=plan, stage="confirmatory")
     assert verdict.figure_run([registered]) == (
-        "the claim it checks reproduces: ours 0.5 on the registered seeds 10–12."
+        "the claim it checks reproduces: ours 0.5 on registered seeds 10–12."
     )
-    failing = {**registered, "status": "inconclusive", "region": "> 0"}
-    assert "(ours 0.5 on the registered seeds 10–12, interval [" in verdict.figure_run([failing])
+    # a line that names the seeds quotes fewer of the claim's words: it stays one line
+    words = " ".join(f"w{i}" for i in range(12))
+    failing = {**registered, "status": "inconclusive", "region": "> 0", "quote": words}
+    line = verdict.figure_run([failing])
+    assert "“w0 w1 w2 w3 w4 w5…” (ours 0.5 on registered seeds 10–12, interval [" in line
+    assert "“w0 w1 w2 w3 w4 w5 w6 w7 w8 w9…” (ours 0.5, interval [" in verdict.figure_run(
+        [{**failing, "seed_plan": None}]
+    )
     early = {**registered, "stage": "exploratory", "seeds": {**SEEDS, "seeds": [0, 1, 2, 7]}}
-    assert "ours 0.5 on the exploratory seeds 0–2, 7." in verdict.figure_run([early])
+    assert "ours 0.5 on exploratory seeds 0–2, 7." in verdict.figure_run([early])
     # no plan: the value rests on every seed the profile ran, as the figure's does
     assert verdict.figure_run([row("b", "pass", seeds=decided)]).endswith("ours 0.5.")
     assert verdict.seed_list([3, 10, 4, 5, 6, 7, 8, 9, 20]) == "3–10, 20"
