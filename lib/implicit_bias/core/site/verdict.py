@@ -531,8 +531,8 @@ def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
 
 def seed_list(seeds) -> str:
     """Seeds as a reader reads them: sorted, runs of consecutive ones as ranges ("3–9, 20")."""
-    ordered, runs = sorted({int(s) for s in seeds}), []
-    for seed in ordered:
+    runs: list[list[int]] = []
+    for seed in sorted({int(s) for s in seeds}):
         if runs and seed == runs[-1][1] + 1:
             runs[-1][1] = seed
         else:
