@@ -1065,14 +1065,16 @@ def test_the_status_link_check_can_fail():
     assert status_link_problems(status, lambda c: "<tr id='claim-other'>") == (["c#claim-a_b"], 1)
 
 
-# A figure that scrolls sideways (a wide image kept legible on a phone: book.css) is measured
-# by its own box, which must fit the screen; any other by its image.
+# Every image a figure shows is measured by its own right edge, also inside a figure that
+# scrolls sideways (book.css gives an image its legible width, `--phone-min`, and lets the
+# figure scroll): measured by the scrolling box, tensor_networks' Fig. 5, 468 px wide at 390,
+# passed while it ran 94 px past the screen. A figure is drawn to fit instead (at most about 5
+# inches for one panel; wider ones are cut into panels for a phone: `figure_panels`).
 PHONE_FIGURES = (
     "const width = document.documentElement.clientWidth;"
     "result = [...document.querySelectorAll('figure.book-figure img')]"
     ".filter(i => i.getClientRects().length).map(i => {"
-    "const f = i.closest('figure'); const scrolls = getComputedStyle(f).overflowX === 'auto';"
-    "const right = (scrolls ? f : i).getBoundingClientRect().right; return ["
+    "const right = i.getBoundingClientRect().right; return ["
     "i.getAttribute('src'), Math.round(right - width),"
     "i.parentElement.tagName === 'A'"
     " && i.parentElement.getAttribute('href') === i.getAttribute('src')"
@@ -1104,6 +1106,30 @@ def test_figures_fit_a_phone_and_open_full_size(built_site, measured):
 def test_the_phone_check_can_fail():
     assert phone_problems("p", [("a.png", 0, True)]) == []
     assert len(phone_problems("p", [("a.png", 30, True), ("b.png", 0, False)])) == 2
+
+
+def test_the_phone_measure_sees_an_image_past_the_screen_inside_a_scrolling_figure(tmp_path):
+    """A synthetic page as book.css lays out a figure on a phone: the figure scrolls sideways
+    and its image keeps a legible width wider than the screen (468 px, as tensor_networks' Fig.
+    5 did). Its box fits; its image does not, and the measure says so; a narrow one fits."""
+    page = tmp_path / "synthetic.html"
+    figure = (
+        "<figure class='book-figure' style='overflow-x: auto; margin: 0 16px'>"
+        "<a href='{0}.png'><img src='{0}.png' width='{1}' style='min-width: {1}px; height: 20px;"
+        " display: block'></a></figure>"
+    )
+    page.write_text(
+        "<!DOCTYPE html><html><body style='margin: 0'><article>"
+        + figure.format("wide", 468)
+        + figure.format("narrow", 300)
+        + "</article></body></html>"
+    )
+    found = probe(page, PHONE_PX, tmp_path, PHONE_FIGURES)
+    beyond = {src: right for src, right, _ in found}
+    assert beyond["wide.png"] == 16 + 468 - PHONE_PX and beyond["narrow.png"] < 0
+    assert phone_problems("synthetic", found) == [
+        f"synthetic: wide.png sticks out {16 + 468 - PHONE_PX} px beyond the screen"
+    ]
 
 
 # Written captions (`caption=` of `Chapter.save_figure`): prose that says what is plotted, then

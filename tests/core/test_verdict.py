@@ -360,3 +360,27 @@ def test_the_box_links_the_papers_findings_page():
     box = verdict.verdict_html({"profile": "paper", "chapter": "demo", "claims": rows})
     assert "href='../findings/demo.html'" in box
     assert "findings/" not in verdict.verdict_html({"profile": "paper", "claims": rows})
+
+
+def test_a_figures_line_says_which_seeds_its_value_rests_on():
+    """A value decided on a seed plan's seeds is quoted with them: the figure beside it may
+    average every seed the profile ran (0.816 on seeds 10-12 beside a mean of 0.73 over 30)."""
+    plan = {"exploratory_seeds": list(range(10)), "seeds": [10, 11, 12]}
+    decided = {**SEEDS, "seeds": [12, 10, 11]}
+    registered = row("a", "pass", seeds=decided, seed_plan=plan, stage="confirmatory")
+    assert verdict.figure_run([registered]) == (
+        "the claim it checks reproduces: ours 0.5 on registered seeds 10–12."
+    )
+    # a line that names the seeds quotes fewer of the claim's words: it stays one line
+    words = " ".join(f"w{i}" for i in range(12))
+    failing = {**registered, "status": "inconclusive", "region": "> 0", "quote": words}
+    line = verdict.figure_run([failing])
+    assert "“w0 w1 w2 w3 w4 w5…” (ours 0.5 on registered seeds 10–12, interval [" in line
+    assert "“w0 w1 w2 w3 w4 w5 w6 w7 w8 w9…” (ours 0.5, interval [" in verdict.figure_run(
+        [{**failing, "seed_plan": None}]
+    )
+    early = {**registered, "stage": "exploratory", "seeds": {**SEEDS, "seeds": [0, 1, 2, 7]}}
+    assert "ours 0.5 on exploratory seeds 0–2, 7." in verdict.figure_run([early])
+    # no plan: the value rests on every seed the profile ran, as the figure's does
+    assert verdict.figure_run([row("b", "pass", seeds=decided)]).endswith("ours 0.5.")
+    assert verdict.seed_list([3, 10, 4, 5, 6, 7, 8, 9, 20]) == "3–10, 20"

@@ -116,7 +116,8 @@ def test_argument_figure():
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].collections) == 2
     # one column per case (architecture and depth), its runs over it: diag L = 2 at x near 1
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks == ["convolutional\nL = 2", "diagonal\nL = 2"]
+    assert ticks == ["conv\nL=2", "diag\nL=2"]  # abbreviated: 5 inches wide, it fits a phone
+    assert fig.get_figwidth() <= 5.0
     xs = [float(x) for c in fig.axes[0].collections for x, _ in c.get_offsets()]
     assert sorted(round(x) for x in xs) == [0, 1, 1]
     fig.canvas.draw()  # the y label lies inside the figure (it was cut at the old height)

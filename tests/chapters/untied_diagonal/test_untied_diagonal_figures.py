@@ -77,29 +77,63 @@ def test_regimes():
         assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log"
 
 
-def test_fig7_1():
-    alphas, shapes = [1e-4, 1e-2, 1.0], [0.1, 1.0, 10.0]
-    table = pd.DataFrame(
+def _fig71_frame(stopped=()):
+    """Two data seeds on a 3 x 3 grid; the runs at (alpha, shape, seed) in `stopped` did not
+    converge."""
+    return pd.DataFrame(
         [
             {
+                "seed": seed,
                 "alpha": a,
                 "shape": s,
                 "m": a * (s + 1 / s),
-                "pop_error_gd": a + abs(np.log(s)),
+                "pop_error_gd": a + abs(np.log(s)) + seed,
                 "pop_error_q": a + abs(np.log(s)),
                 "pop_error_l1": 0.1,
                 "pop_error_l2": 0.9,
+                "converged": (a, s, seed) not in stopped,
             }
-            for a in alphas
-            for s in shapes
+            for seed in (0, 1)
+            for a in [1e-4, 1e-2, 1.0]
+            for s in [0.1, 1.0, 10.0]
         ]
     )
-    fig = figures.fig7_1(table)
+
+
+def test_fig7_1():
+    frame = _fig71_frame()
+    fig = figures.fig7_1(figures.fig7_1_data(frame, analysis.fig71_table(frame)))
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3  # heatmap, its colorbar, the collapse on m
     assert fig.axes[0].get_title() == "Fig. 7.1: population error (GD)\ndashed: balanced, s = 1"
     assert fig.axes[0].get_legend() is None  # a legend on the heatmap hid its cells
     assert fig.axes[1].get_title() == "the same runs against m"
+
+
+def test_fig7_1_marks_the_points_the_step_cap_stopped():
+    """A grid point with a run stopped by the step cap (unconverged, left out of the claims) is
+    marked: a cross on its heatmap cell, an open circle against m, each named in a legend under
+    its panel."""
+    stopped = {(1e-4, 1.0, 0), (1e-4, 1.0, 1), (1e-4, 10.0, 1)}
+    frame = _fig71_frame(stopped)
+    data = figures.fig7_1_data(frame, analysis.fig71_table(frame))
+    counts = data.set_index(["alpha", "shape"])[figures.STOPPED]
+    assert counts[1e-4, 1.0] == 2 and counts[1e-4, 10.0] == 1 and counts.sum() == 3
+    fig = figures.fig7_1(data)
+    heatmap, collapse = fig.axes[0], fig.axes[1]
+    crosses = [line for line in heatmap.get_lines() if line.get_marker() == "X"]
+    assert len(crosses) == 1
+    assert sorted(zip(crosses[0].get_xdata(), crosses[0].get_ydata())) == [(0.0, -4.0), (1.0, -4.0)]
+    hollow = [line for line in collapse.get_lines() if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1 and len(hollow[0].get_xdata()) == 2
+    for ax in (heatmap, collapse):
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert figures.STOPPED_LABEL in labels
+    fig.draw_without_rendering()  # the heatmap's legend is under it: it hides no cell
+    renderer = fig.canvas.get_renderer()
+    assert (
+        heatmap.get_legend().get_window_extent(renderer).y1 < heatmap.get_window_extent(renderer).y0
+    )
 
 
 def test_theorem1_step_data_raises_gf_error_to_the_floor():

@@ -92,6 +92,22 @@ def _plot_fig71(fig, ax, table: pd.DataFrame) -> None:
     mesh = ax.pcolormesh(edges(ls), edges(la), grid.to_numpy(), cmap="viridis", shading="flat")
     fig.colorbar(mesh, ax=ax, label=r"population error $\|\beta - \beta^*\|^2$")
     ax.axvline(0.0, color="white", ls="--", lw=1.2)
+    # a cross on each cell whose mean holds a run stopped by the step cap (no claim rests on
+    # it): white with a dark edge, seen on viridis' dark and light ends alike
+    stopped = table[table[STOPPED] > 0]
+    if len(stopped):
+        ax.plot(
+            np.log10(stopped["shape"]),
+            np.log10(stopped["alpha"]),
+            "X",
+            ms=5,
+            mfc="white",
+            mec="black",
+            mew=0.6,
+            ls="none",
+            label=STOPPED_LABEL,
+        )
+        legend_below(ax, offset=0.2)
     ax.set_xlabel(r"shape $\log_{10} s$,  $s = |u_0 / v_0|$")
     ax.set_ylabel(r"scale $\log_{10} \alpha$,  $\alpha = |u_0 v_0|$")
 
@@ -100,7 +116,20 @@ def _plot_collapse(ax, table: pd.DataFrame, palette) -> None:
     """Population error against m = alpha (s + 1/s): GD (dots) on Theorem 1's curve (line)."""
     t = table.sort_values("m")
     ax.semilogx(t["m"], t["pop_error_q"], "-", color=palette[1], label="Theorem 1 (argmin Q)")
-    ax.semilogx(t["m"], t["pop_error_gd"], "o", ms=3, color=palette[0], label="gradient descent")
+    done = t[STOPPED] == 0 if STOPPED in t else np.ones(len(t), bool)
+    ax.semilogx(
+        t["m"][done], t["pop_error_gd"][done], "o", ms=3, color=palette[0], label="gradient descent"
+    )
+    if not done.all():  # hollow: a run stopped by the step cap, short of its limit
+        ax.semilogx(
+            t["m"][~done],
+            t["pop_error_gd"][~done],
+            "o",
+            ms=3,
+            mfc="none",
+            color=palette[0],
+            label=STOPPED_LABEL,
+        )
     ax.axhline(t["pop_error_l1"].iloc[0], color="k", ls="--", lw=1, label="min-$\\ell_1$")
     ax.axhline(t["pop_error_l2"].iloc[0], color="k", ls=":", lw=1, label="min-$\\ell_2$")
     ax.set_xlabel(r"$m = \alpha (s + 1/s)$")
@@ -111,6 +140,25 @@ def _plot_collapse(ax, table: pd.DataFrame, palette) -> None:
 # ----------------------------------------------------------------------------------------------
 # The figures
 # ----------------------------------------------------------------------------------------------
+
+# Fig. 7.1's grid points whose gradient-descent runs did not reach the tolerance within the step
+# cap: the claims leave them out (`analysis.fig71_per_seed`), the figure marks them
+STOPPED = "stopped_runs"
+STOPPED_LABEL = "stopped by the step cap"
+
+
+def fig7_1_data(frame: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """`table` (`analysis.fig71_table`, the mean over data seeds) with, per grid point, how
+    many of its seeds' runs the step cap stopped (`STOPPED`, from `frame`'s `converged`)."""
+    stopped = (
+        (~frame["converged"].astype(bool))
+        .groupby([frame["alpha"], frame["shape"]])
+        .sum()
+        .rename(STOPPED)
+        .reset_index()
+    )
+    out = table.merge(stopped, on=["alpha", "shape"], how="left", validate="one_to_one")
+    return out.assign(**{STOPPED: out[STOPPED].fillna(0).astype(int)})
 
 
 def theorem1_step_data(frame: pd.DataFrame) -> pd.DataFrame:

@@ -483,11 +483,11 @@ def _first_words(text: str, n: int = RUN_QUOTE_WORDS) -> str:
     return " ".join(kept).rstrip(".,;:") + "…"
 
 
-def _short_quote(row: dict) -> str:
+def _short_quote(row: dict, words: int = RUN_QUOTE_WORDS) -> str:
     """The claim's first words, quoted: from its display form where it has one (its maths as
     `$...$`, which the page typesets: `math_html`), never cut inside a formula."""
     text = str(row.get("display") or "") or str(row.get("quote") or "").replace("_", " ")
-    return f"“{_first_words(text)}”"
+    return f"“{_first_words(text, words)}”"
 
 
 # what a figure's line calls the rows it counts, by kind (a check of the book's own and an
@@ -514,19 +514,43 @@ RUN_KINDS = {
 RUN_MEASURE_WORDS, RUN_REASON_WORDS = 6, 10
 
 
-def _subject(row: dict, named: bool) -> str:
+def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
     """What a figure's line names a row by: a claim of the paper by its words; a check of the
     book's own or an audit by what it measures (the paper's words it stands beside are not
     what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
     if kind == "paper":
-        return _short_quote(row)
+        return _short_quote(row, words)
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
     short = _first_words(measure, RUN_MEASURE_WORDS) if measure else ""
     if named and short:
         return short
     what = "the book's own check" if kind == "book" else "the audit"
     return f"{what} of {short}" if short else what
+
+
+def seed_list(seeds) -> str:
+    """Seeds as a reader reads them: sorted, runs of consecutive ones as ranges ("3–9, 20")."""
+    runs: list[list[int]] = []
+    for seed in sorted({int(s) for s in seeds}):
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in runs)
+
+
+def seed_scope(row: dict) -> str:
+    """Which seeds a row's value rests on, where a seed plan chose them (" on registered seeds
+    10–12"), else "": a figure draws the runs its caption says (often the mean over every
+    seed the profile ran), and the value a figure's line quotes next to it must not read as the
+    figure's own aggregate (0.816 on seeds 10–12 beside a mean of 0.73 over 30 seeds)."""
+    decided = (row.get("seeds") or {}).get("seeds")
+    if not decided or not row.get("seed_plan"):
+        return ""
+    which = "exploratory" if row.get("stage") == "exploratory" else "registered"
+    plural = "s" if len(decided) != 1 else ""
+    return f" on {which} seed{plural} {seed_list(decided)}"
 
 
 def figure_run(rows: list[dict]) -> str:
@@ -558,20 +582,23 @@ def figure_run(rows: list[dict]) -> str:
         if n == 1:
             value = rows[0].get("paper_value")
             versus = f" (the paper {_number(value)})" if value is not None else ""
-            ours = _number(rows[0].get("value"))
+            ours = _number(rows[0].get("value")) + seed_scope(rows[0])
             return f"the {one} {holds}: ours {ours}{versus}{also}."
         every = "both" if n == 2 else f"all {n}"
         return f"{every} {many} {hold}{also}."
     others = [r for r in rows if r["status"] != "pass"]
     other = others[0]
-    ours = _number(other.get("value"))
+    scope = seed_scope(other)
+    ours = _number(other.get("value")) + scope
     target = _maths_words(other.get("region") or str(other.get("expect") or ""))
     interval = _interval(other)
     if (other.get("seeds") or {}).get("scope") == "every_run":
         ours = measured(other)
     elif interval:
         ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
-    said = f"{_subject(other, n > 1)} (ours {ours}, needs {target})"
+    # the seeds take the room of four words of the quote: the line stays one line
+    words = RUN_QUOTE_WORDS - 4 if scope else RUN_QUOTE_WORDS
+    said = f"{_subject(other, n > 1, words)} (ours {ours}, needs {target})"
     why = reason(other, RUN_REASON_WORDS)
     said += f"; why: {why}" if why else ""
     if n == 1:
