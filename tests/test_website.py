@@ -465,6 +465,20 @@ def page_measures() -> dict[str, str]:
     }
 
 
+# The measures the tests read in dark mode and at the laptop widths besides 1280 px; every
+# other request measures everything. Each measure runs on every page of a browser run, and the
+# contrast walk over every text node is most of it: the chapters at 1366 px took 20 s instead
+# of 37 with the clipping measure alone (2 loaded cores), dark mode 20 s instead of 37.
+ONLY_AT = {"dark": ("contrast", "colours"), 960: ("clipping",), 1366: ("clipping",)}
+
+
+def measures_at(width: int, dark: bool) -> dict[str, str]:
+    """`page_measures`, less those no test reads at `width` px (or in dark mode)."""
+    every = page_measures()
+    only = ONLY_AT["dark"] if dark else ONLY_AT.get(width)
+    return {name: every[name] for name in only} if only else every
+
+
 def all_of(measures: dict[str, str]) -> str:
     """One measure that runs each of `measures` in its own scope: result[name] is its result,
     or {"probe error": message} where its script threw."""
@@ -477,7 +491,7 @@ def all_of(measures: dict[str, str]) -> str:
 
 @pytest.fixture(scope="session")
 def measured(built_site, tmp_path_factory):
-    """`measured(page, width=1280, dark=False)`: every measure of `page_measures` on `page`
+    """`measured(page, width=1280, dark=False)`: the measures of `measures_at` on `page`
     opened in Chromium at `width` px (in the theme's dark mode with `dark`), and its rendered
     DOM ("dom"). The first request of a page at a width and mode measures every page of its
     folder at once, in one browser run (`probe_pages_with_dom`), shared by the tests that read
@@ -488,7 +502,7 @@ def measured(built_site, tmp_path_factory):
     def measure(page: Path, width: int = 1280, dark: bool = False) -> dict:
         if (page, width, dark) not in runs:
             batch = sorted({page, *(HTML / p for p in pages() if (HTML / p).parent == page.parent)})
-            measures = all_of(page_measures())
+            measures = all_of(measures_at(width, dark))
             for each, (found, dom) in probe_pages_with_dom(
                 batch, width, profile, measures, dark
             ).items():
