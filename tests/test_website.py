@@ -445,6 +445,7 @@ def page_measures() -> dict[str, str]:
         "open folds": OPEN_FOLDS,
         "overflow": OVERFLOW,
         "figures": FIGURE_SIZES,
+        "figure modes": FIGURE_MODES,
         "phone figures": PHONE_FIGURES,
         "caption math": CAPTION_MATH,
         "tables": TABLE_FIT,
@@ -1867,7 +1868,8 @@ SHOW_FIRST_FIGURE = (
     " position: fixed !important; top: 20px; left: 20px; z-index: 9999; }"
     " *, *::before, *::after { transition: none !important; }';"
     "document.head.appendChild(style);"
-    "const img = document.querySelector('figure.book-figure a.figure-full img');"
+    "const img = [...document.querySelectorAll('figure.book-figure a.figure-full img')]"
+    ".find(i => i.getClientRects().length);"  # the one its mode shows
     "if (img) { img.loading = 'eager'; img.classList.add('shown'); }"
 )
 
@@ -1933,6 +1935,59 @@ def figure_luminances(pages: list[Path], tmp_path: Path, dark: bool) -> dict[Pat
         linear = np.where(box <= 0.03928, box / 12.92, ((box + 0.055) / 1.055) ** 2.4)
         found[page] = float((linear @ [0.2126, 0.7152, 0.0722]).mean())
     return found
+
+
+# Each figure comes drawn for a white page and for the dark one (core.site.dark_figure); a
+# mode shows its own image (the dark one's files end `-dark.png`, its phone pieces
+# `-dark-panel<k>.png`) and hides the other (book.css), and no filter redraws it.
+FIGURE_MODES = (
+    "result = [...document.querySelectorAll('figure.book-figure')].map(f =>"
+    " [...f.querySelectorAll('img')].filter(i => i.getClientRects().length)"
+    ".map(i => [i.getAttribute('src'), getComputedStyle(i).filter]))"
+)
+DARK_IMAGE = re.compile(r"-dark(?:-panel\d+)?\.png$")
+
+
+def figure_mode_problems(page: str, dark: bool, figures: list) -> list[str]:
+    """Figures of `page` that show no image, or an image drawn for the other mode, or one
+    redrawn by a CSS filter (the light image inverted was the dark mode's figure before)."""
+    mode = "dark" if dark else "light"
+    problems = []
+    for number, shown in enumerate(figures, 1):
+        if not shown:
+            problems.append(f"{page}: figure {number} shows no image in {mode} mode")
+        for src, drawn in shown:
+            if bool(DARK_IMAGE.search(src)) != dark:
+                problems.append(f"{page}: figure {number} shows {src} in {mode} mode")
+            if drawn != "none":
+                problems.append(f"{page}: figure {number}: {src} filtered ({drawn})")
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("width", "dark"),
+    [(1280, False), (1280, True), (PHONE_PX, False)],
+    ids=["light", "dark", "phone"],
+)
+def test_each_mode_shows_the_figure_drawn_for_it(built_site, measured, width, dark):
+    """In light mode every figure shows its light image (on a phone its light pieces), in
+    dark mode the image drawn for the dark page, unfiltered; never both."""
+    problems, seen = [], 0
+    for page in chapter_pages(built_site):
+        figures = measured(page, width, dark=dark)["figure modes"]
+        seen += len(figures)
+        problems += figure_mode_problems(page.name, dark, figures)
+    assert seen and not problems, "\n".join(problems[:20])
+
+
+def test_the_figure_mode_check_can_fail():
+    dark = [[["p_files/f-dark.png", "none"]]]
+    assert figure_mode_problems("p", True, dark) == []
+    assert figure_mode_problems("p", False, [[["p_files/f-panel1.png", "none"]]]) == []
+    assert figure_mode_problems("p", False, dark)  # the dark image in light mode
+    filtered = [[["p_files/f.png", "invert(0.88) hue-rotate(180deg)"]]]
+    assert len(figure_mode_problems("p", True, filtered)) == 2  # light, and inverted
+    assert figure_mode_problems("p", True, [[]])  # none shown
 
 
 def test_dark_mode_figures_are_not_white_slabs(built_site, tmp_path, capsys):

@@ -4,6 +4,8 @@ a figure given no caption keeps the caption generated from its panels."""
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 import pytest
 
@@ -33,6 +35,11 @@ def test_a_written_caption_is_marked_and_its_math_is_inline_math(tmp_path):
     page = figure_html(png, 3, "fig_x", caption, fig, ["some_claim"])
     plt.close(fig)
     assert page.startswith("<figure class='book-figure' id='figure-fig_x'><img src=")
+    # then the figure drawn for dark mode, hidden here (the website shows it in dark mode)
+    images = re.findall(r"<img src='data:image/png;base64,[^']+' class='(figure-\w+)' (.*?)>", page)
+    assert [cls for cls, _ in images] == ["figure-light", "figure-dark"]
+    assert images[0][1] == images[1][1].replace("display:none;", "")  # the same alt text
+    assert "style='display:none;" in images[1][1] and "alt='" in images[0][1]
     assert "<figcaption><strong>Figure 3.</strong> <span class='written-caption'>" in page
     assert 'class="math notranslate nohighlight">\\(\\|w\\|_2^2\\)</span>' in page
     assert "\\(\\alpha &lt; 1\\)" in page and "seeds &amp; a band" in page  # escaped

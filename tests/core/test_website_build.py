@@ -5,6 +5,7 @@ import json
 import re
 
 import pandas as pd
+from PIL import Image
 
 from implicit_bias.core.site.plotting import figure, save_figure
 from implicit_bias.core.site.website import externalize, site_size
@@ -136,3 +137,47 @@ def test_a_figure_is_cut_into_its_panels_at_its_gutters():
     ax.plot([0, 1], [1, 0])
     assert panel_boxes(png(fig), [1.0]) == []  # 3.7 in fits a phone
     assert Image.open(io.BytesIO(png(fig))).width < 920
+
+
+def test_a_figure_drawn_for_dark_mode_becomes_files_shown_in_dark_mode(demo_project, tmp_path):
+    """The second image of a figure (`core.chapter.figure_html`: drawn for the dark page) is
+    written beside the light one, linked to itself, no longer hidden inline (book.css shows
+    one image a mode, by its class), with its pieces for a phone cut where the light one's are."""
+    from implicit_bias.core.site.dark_figure import dark_png
+    from implicit_bias.core.site.plotting import SAVE_DPI
+
+    fig, axes = figure(1, 2)
+    for ax in axes.ravel():
+        ax.plot([0, 1], [1, 0])
+    png = save_figure(fig, "demo", "fig1", pd.DataFrame({"x": [1.5]}), "smoke")
+    dark = dark_png(fig, SAVE_DPI)
+    light64, dark64 = (base64.b64encode(b).decode() for b in (png.read_bytes(), dark))
+    page = tmp_path / "chapter.html"
+    page.write_text(
+        f"<figure class='book-figure' id='figure-fig1'><img src='data:image/png;base64,{light64}'"
+        " class='figure-light' alt='two panels' style='max-width:100%;height:auto'>"
+        f"<img src='data:image/png;base64,{dark64}' class='figure-dark' alt='two panels'"
+        " style='display:none;max-width:100%;height:auto'><figcaption>x</figcaption></figure>"
+    )
+    assert externalize(page) == 2
+    text, files = page.read_text(), tmp_path / "chapter_files"
+    assert (files / "fig1-dark.png").read_bytes() == dark and "base64" not in text
+    assert "<a class='figure-full figure-light' href='chapter_files/fig1.png'>" in text
+    dark_tag = re.search(
+        r"<a class='figure-full figure-dark' href='chapter_files/fig1-dark.png'>"
+        r"<img src='chapter_files/fig1-dark.png'([^>]*)></a>",
+        text,
+    )
+    assert dark_tag and "alt='two panels'" in dark_tag.group(1)
+    assert "display:none" not in text and "data-legibility=" in dark_tag.group(1)
+    spans = re.findall(r"<span class='figure-panels (figure-\w+)'>(.*?)</span>", text)
+    assert [mode for mode, _ in spans] == ["figure-light", "figure-dark"]
+    pieces = [re.findall(r"href='chapter_files/([^']+)'", body) for _, body in spans]
+    assert pieces == [
+        ["fig1-panel1.png", "fig1-panel2.png"],
+        ["fig1-dark-panel1.png", "fig1-dark-panel2.png"],
+    ]
+    for light_piece, dark_piece in zip(*pieces):
+        with Image.open(files / light_piece) as a, Image.open(files / dark_piece) as b:
+            assert a.size == b.size and b.getpixel((0, 0))[3] == 0  # its ground transparent
+    assert text.index("id='figure-fig1'><a class='figure-full figure-light'") > 0

@@ -647,11 +647,17 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     `<span class='written-caption'>`.
     Without one, the caption says what the panels plot (`generated-caption`). The figure tag
     itself stays `<figure class='book-figure' id='figure-<id>'>`, right before its image, as
-    `core.site.website.externalize` finds it."""
+    `core.site.website.externalize` finds it.
+
+    A second image follows the first: the figure drawn for a dark page
+    (`core.site.dark_figure.dark_png`, class `figure-dark`), hidden here (`display:none`, so
+    neither shown nor read out twice); the website shows it in dark mode instead of the light
+    one (book.css). It recolours `fig`, so it is drawn last."""
     import base64
     import html
 
-    from .site.plotting import alt_text, describe_panels
+    from .site.dark_figure import dark_png
+    from .site.plotting import SAVE_DPI, alt_text, describe_panels
     from .site.verdict import EXPECTED
 
     esc = html.escape
@@ -678,11 +684,15 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
                 f"<span class='figure-expectation'><br><em>{EXPECTED}</em> "
                 f"{prose(expected.strip())}</span>"
             )
-    payload = base64.b64encode(png.read_bytes()).decode()
+    alt = esc(alt_text(fig), quote=True)
+    light = base64.b64encode(png.read_bytes()).decode()
+    dark = base64.b64encode(dark_png(fig, SAVE_DPI)).decode()
     return (
         f"<figure class='book-figure' id='figure-{esc(fig_id)}'>"
-        f"<img src='data:image/png;base64,{payload}' alt='{esc(alt_text(fig), quote=True)}' "
+        f"<img src='data:image/png;base64,{light}' class='figure-light' alt='{alt}' "
         "style='max-width:100%;height:auto'>"
+        f"<img src='data:image/png;base64,{dark}' class='figure-dark' alt='{alt}' "
+        "style='display:none;max-width:100%;height:auto'>"
         f"<figcaption><strong>Figure {number}.</strong> <span class='{kind}'>{body}</span>"
         "</figcaption></figure>"
     )

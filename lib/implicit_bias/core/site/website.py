@@ -7,6 +7,8 @@ every such figure and data link of a page is written as a file into `<page>_file
 page and referenced from there; a figure's image gets the width it is drawn for
 (`plotting.DISPLAY_DPI` CSS pixels per figure inch, its PNG holding two pixels per CSS pixel)
 and its legibility measurements (`plotting.legibility`, from the PNG) as `data-legibility`.
+A figure drawn for dark mode as well (`dark_figure`) gets its image and phone pieces beside
+the light ones (`<id>-dark.png`), marked for book.css to show one mode's.
 
 Data tables too wide for the text column are laid out again to fit it (`web_tables`).
 
@@ -77,14 +79,25 @@ def _image_tag(data: bytes, fig_id: str, folder: Path) -> tuple[str, dict]:
     return _img(f"{folder.name}/{name}", record), record
 
 
-def phone_panels(data: bytes, fig_id: str, folder: Path, record: dict, alt: str) -> str:
+def phone_panels(
+    data: bytes,
+    fig_id: str,
+    folder: Path,
+    record: dict,
+    alt: str,
+    dark: bytes | None = None,
+    mode: str = "",
+) -> str:
     """The figure's panels one under the other, for a phone (`figure_panels`), each a file
-    beside the page linking to itself; empty where the figure does not cut."""
+    beside the page linking to itself; empty where the figure does not cut. `dark`: the
+    figure drawn for dark mode (the same layout), cut where its light image cuts, its pieces
+    `<fig_id>-dark-panel<k>.png`. `mode`: a class of the panels' span (`figure-light`)."""
     boxes = panel_boxes(data, record.get("panels") or [])
+    source, stem = (data, fig_id) if dark is None else (dark, f"{fig_id}-dark")
     tags = []
     for k, box in enumerate(boxes, 1):
-        name = f"{fig_id}-panel{k}.png"
-        (folder / name).write_bytes(crop(data, box))
+        name = f"{stem}-panel{k}.png"
+        (folder / name).write_bytes(crop(source, box))
         width_px = box[2] - box[0]
         piece = {
             "width_in": round(width_px / SAVE_DPI, 4),
@@ -100,7 +113,8 @@ def phone_panels(data: bytes, fig_id: str, folder: Path, record: dict, alt: str)
         src = f"{folder.name}/{name}"
         rest = f" alt='{html.escape(said, quote=True)}'>"
         tags.append(f"<a class='figure-panel' href='{src}'>{_img(src, piece, rest)}</a>")
-    return f"<span class='figure-panels'>{''.join(tags)}</span>" if tags else ""
+    classes = f"figure-panels {mode}".strip()
+    return f"<span class='{classes}'>{''.join(tags)}</span>" if tags else ""
 
 
 # The executed chapter `book/chapters/<id>.ipynb` (and its record page, `book/records/<id>.ipynb`:
@@ -397,6 +411,18 @@ def report_findings(text: str, report: dict | None) -> str:
     return FIGURE_WITH_PROVENANCE.sub(add, text)
 
 
+def _dark_image(text: str, at: int) -> tuple[bytes, str, int] | None:
+    """The figure drawn for dark mode (`core.chapter.figure_html`), an inlined image of class
+    `figure-dark` right at `at` (after the light one): its PNG, the rest of its tag (its
+    class, alt text and style, no longer hidden: book.css shows it in dark mode) and its end."""
+    second = IMAGE.match(text, at)
+    if second is None or "class='figure-dark'" not in text[second.end() : second.end() + 40]:
+        return None
+    end = text.index(">", second.end()) + 1
+    rest = text[second.end() : end].replace("display:none;", "")
+    return base64.b64decode(second.group(2)), rest, end
+
+
 def externalize(page: Path) -> int:
     """Write the inlined figures and data of `page` into `<page stem>_files/` and reference
     them from there (and `retarget_source_links`, `breakable_headers`, `web_tables.fit_tables`,
@@ -431,15 +457,29 @@ def externalize(page: Path) -> int:
         tag, record = _image_tag(data, fig_id, folder)
         alt = re.search(r"alt=(['\"])(.*?)\1", text[image.end() : end], re.S)
         alt_text = html.unescape(alt.group(2)) if alt else ""
+        dark = _dark_image(text, end)
+        mode = " figure-light" if dark else ""
         pieces += [
             text[last : image.start()],
-            f"<a class='figure-full' href='{src}'>",
+            f"<a class='figure-full{mode}' href='{src}'>",
             tag,
             text[image.end() : end],
             "</a>",
-            phone_panels(data, fig_id, folder, record, alt_text),
+            phone_panels(data, fig_id, folder, record, alt_text, mode=mode.strip()),
         ]
         last = end
+        if dark:
+            data_dark, rest, last = dark
+            dark_src = f"{folder.name}/{fig_id}-dark.png"
+            (folder / f"{fig_id}-dark.png").write_bytes(data_dark)
+            pieces += [
+                f"<a class='figure-full figure-dark' href='{dark_src}'>",
+                _img(dark_src, record),
+                rest,
+                "</a>",
+                phone_panels(data, fig_id, folder, record, alt_text, data_dark, "figure-dark"),
+            ]
+            written += 1
         written += 1
     text = "".join(pieces) + text[last:]
 
