@@ -33,7 +33,11 @@ def test_a_page_gets_its_figures_and_data_as_files(demo_project, tmp_path):
         "<a class='figure-full' href='chapter_files/fig1.png'><img src='chapter_files/fig1.png'"
         in text
     )
-    assert "width='740'" in text and re.search(r"<img [^>]*height:auto'></a><span", text)
+    assert "width='740'" in text and re.search(r"<img [^>]*></a><span", text)
+    # one style attribute a tag, the notebook's own kept in it (a second one is dropped)
+    tags = re.findall(r"<img [^>]*>", text)
+    assert tags and all(t.count(" style=") == 1 for t in tags), tags[0][:300]
+    assert "max-width:100%" in tags[0] and "--phone-min" in tags[0]
     # for a phone, its two panels one under the other, each a file linking to itself
     panels = re.findall(r"<a class='figure-panel' href='([^']+)'><img src='\1' width='(\d+)'", text)
     assert [src for src, _ in panels] == [f"chapter_files/fig1-panel{k}.png" for k in (1, 2)]

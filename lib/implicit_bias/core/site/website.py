@@ -60,13 +60,19 @@ def _img(src: str, record: dict, rest: str = "") -> str:
     width = record["display_width_px"]
     phone = PHONE_TEXT_PX * 72 * record["width_in"] / record["min_font_pt"]
     attribute = html.escape(json.dumps(record), quote=True)
+    # one style attribute: a second one (the notebook tag's own) would be dropped by the browser
+    style = f"--phone-min: {phone:.0f}px"
+    found = re.search(r"""\sstyle=(['"])(.*?)\1""", rest)
+    if found:
+        style += "; " + found.group(2)
+        rest = rest[: found.start()] + rest[found.end() :]
     return (
-        f"<img src='{src}' width='{width}' loading='lazy' style='--phone-min: {phone:.0f}px'"
+        f"<img src='{src}' width='{width}' loading='lazy' style='{style}'"
         f" data-legibility='{attribute}'{rest}"
     )
 
 
-def _image_tag(data: bytes, fig_id: str, folder: Path) -> tuple[str, dict]:
+def _image_tag(data: bytes, fig_id: str, folder: Path, rest: str = "") -> tuple[str, dict]:
     name = f"{fig_id}.png"
     (folder / name).write_bytes(data)
     record = png_legibility(data)
@@ -76,7 +82,7 @@ def _image_tag(data: bytes, fig_id: str, folder: Path) -> tuple[str, dict]:
     record.setdefault("min_font_pt", 9.0)
     record["display_width_px"] = width
     record["save_dpi"] = SAVE_DPI
-    return _img(f"{folder.name}/{name}", record), record
+    return _img(f"{folder.name}/{name}", record, rest), record
 
 
 def phone_panels(
@@ -454,7 +460,7 @@ def externalize(page: Path) -> int:
         fig_id = figure.group(3)
         src = f"{folder.name}/{fig_id}.png"
         data = base64.b64decode(image.group(2))
-        tag, record = _image_tag(data, fig_id, folder)
+        tag, record = _image_tag(data, fig_id, folder, text[image.end() : end])
         alt = re.search(r"alt=(['\"])(.*?)\1", text[image.end() : end], re.S)
         alt_text = html.unescape(alt.group(2)) if alt else ""
         dark = _dark_image(text, end)
@@ -463,7 +469,6 @@ def externalize(page: Path) -> int:
             text[last : image.start()],
             f"<a class='figure-full{mode}' href='{src}'>",
             tag,
-            text[image.end() : end],
             "</a>",
             phone_panels(data, fig_id, folder, record, alt_text, mode=mode.strip()),
         ]
@@ -474,8 +479,7 @@ def externalize(page: Path) -> int:
             (folder / f"{fig_id}-dark.png").write_bytes(data_dark)
             pieces += [
                 f"<a class='figure-full figure-dark' href='{dark_src}'>",
-                _img(dark_src, record),
-                rest,
+                _img(dark_src, record, rest),
                 "</a>",
                 phone_panels(data, fig_id, folder, record, alt_text, data_dark, "figure-dark"),
             ]
