@@ -289,8 +289,9 @@ def reason(row: dict, words: int = MAX_REASON_WORDS) -> str:
     return meaning
 
 
-def finding(row: dict) -> str:
-    """One sentence for a claim, led by its badge's own word: where the paper says it and its
+def finding(row: dict, stated: bool = True) -> str:
+    """One sentence for a claim, led by its badge's own word (without it where `stated` is
+    false: a paragraph that names the state says it once): where the paper says it and its
     words (whole sentences), this run's value with its interval, what the claim needs and the
     paper's own value where it gives one, and for a known deviation not against the paper the
     reason (`reason`)."""
@@ -302,7 +303,8 @@ def finding(row: dict) -> str:
     paper = row.get("paper_value")
     value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
     end = "" if re.search(r"[.!?…\]]$", quote) else "."  # the quote closes a sentence
-    text = f"{name[:1].upper()}{name[1:]}. {where}: “{quote}”{end} This run: {value}"
+    lead = f"{name[:1].upper()}{name[1:]}. " if stated else ""
+    text = f"{lead}{where}: “{quote}”{end} This run: {value}"
     text += f"; the claim needs {target}" if target else ""
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
     if row.get("origin") == "book" and not row.get("audit_of"):
