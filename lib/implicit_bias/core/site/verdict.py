@@ -156,8 +156,11 @@ MATH_SPAN = '<span class="math notranslate nohighlight">'
 
 
 def has_maths(row: dict) -> bool:
-    """Whether a claim's sentence carries `$...$` maths: from its `display`, or its `where`."""
-    return bool(row.get("display")) or "$" in str(row.get("where") or "")
+    """Whether a claim's sentence carries `$...$` maths: from its `display`, its `where` or
+    its `measure`."""
+    return bool(row.get("display")) or any(
+        "$" in str(row.get(k) or "") for k in ("where", "measure")
+    )
 
 
 def math_html(text: str) -> str:
