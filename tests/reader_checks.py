@@ -255,19 +255,19 @@ def console_problems(page: str, messages: list[str]) -> list[str]:
     return [f"{page}: console: {m[:160]}" for m in messages]
 
 
-# ---- no word cut mid-word: in the status page's rows and the claims tables' cells (titles,
-# values, what a claim needs, metric names), a word that fits its cell's width is never set on
-# two lines; a break at a space, a hyphen or a slash is a line break, not a cut. A word wider
-# than its cell may break (it could not fit otherwise), and is not counted. --------------------
+# ---- no word cut mid-word: in the status page's row titles (its first column), a word that
+# fits its cell's width is never set on two lines; a break at a space, a hyphen, a slash or a
+# bar (where Unicode allows a line break) is not a cut. A word wider than its cell may break (it
+# could not fit otherwise), and is not counted. ------------------------------------------------
 MID_WORD = (
     "result = [];"
-    "for (const td of document.querySelectorAll('.status-table td, table.claims-table td')) {"
+    "for (const td of document.querySelectorAll('.status-table td:first-child')) {"
     " const s = getComputedStyle(td);"
     " const room = td.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);"
     " const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);"
     " for (let n = walk.nextNode(); n; n = walk.nextNode()) {"
     "  if (n.parentElement.closest('mjx-container')) continue;"
-    "  for (const m of n.textContent.matchAll(/[^\\s\\-\u2010-\u2014\\/]+/g)) {"
+    "  for (const m of n.textContent.matchAll(/[^|\\s\\-\u2010-\u2014\\/]+/g)) {"
     "   const r = document.createRange(); r.setStart(n, m.index);"
     "   r.setEnd(n, m.index + m[0].length);"
     "   const boxes = [...r.getClientRects()].filter(b => b.width > 0);"

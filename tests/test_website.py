@@ -528,19 +528,6 @@ def test_the_status_page_fits_a_laptop_and_a_phone(built_site, width, measured):
         assert measures["height"] <= STATUS_PAGE_PX, f"the status page is {measures['height']} px"
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_no_word_of_a_claims_table_is_cut_mid_word(built_site, width, measured):
-    """A chapter's claims table (its titles, values, what each claim needs, metric names) sets
-    no word that fits its cell on two lines, on a laptop or a phone."""
-    from implicit_bias.core.chapter import chapters
-
-    problems = []
-    for chapter in chapters():
-        found = measured(built_site / "book" / "chapters" / f"{chapter}.html", width)
-        problems += mid_word_problems(f"{chapter} at {width} px", found["mid word"])
-    assert not problems, "\n".join(problems)
-
-
 def test_every_figure_shows_its_provenance(built_site):
     """Under each figure: its data to download, what drew it, the sweeps behind it, the
     claims it checks (each link lands on its row of the claims table, and shows the status that
