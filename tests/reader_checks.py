@@ -255,22 +255,31 @@ def console_problems(page: str, messages: list[str]) -> list[str]:
     return [f"{page}: console: {m[:160]}" for m in messages]
 
 
-# ---- the status page: claim ids break after an underscore, never inside a word -------------
-# Each piece of an id between its break points (<wbr>) is a text node of its own: one that
-# spans two lines is a word broken in the middle.
+# ---- no word cut mid-word: in the status page's row titles (its first column), a word that
+# fits its cell's width is never set on two lines; a break at a space, a hyphen, a slash or a
+# bar (where Unicode allows a line break) is not a cut. A word wider than its cell may break (it
+# could not fit otherwise), and is not counted. ------------------------------------------------
 MID_WORD = (
     "result = [];"
-    "for (const a of document.querySelectorAll('.status-table td:first-child > a')) {"
-    " for (const n of a.childNodes) { if (n.nodeType !== 3 || !n.textContent.trim()) continue;"
-    " const r = document.createRange(); r.selectNodeContents(n);"
-    " const tops = new Set([...r.getClientRects()].map(b => Math.round(b.top)));"
-    " if (tops.size > 1) result.push(a.textContent); } }"
+    "for (const td of document.querySelectorAll('.status-table td:first-child')) {"
+    " const s = getComputedStyle(td);"
+    " const room = td.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);"
+    " const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);"
+    " for (let n = walk.nextNode(); n; n = walk.nextNode()) {"
+    "  if (n.parentElement.closest('mjx-container')) continue;"
+    "  for (const m of n.textContent.matchAll(/[^|\\s\\-\u2010-\u2014\\/]+/g)) {"
+    "   const r = document.createRange(); r.setStart(n, m.index);"
+    "   r.setEnd(n, m.index + m[0].length);"
+    "   const boxes = [...r.getClientRects()].filter(b => b.width > 0);"
+    "   const tops = new Set(boxes.map(b => Math.round(b.top)));"
+    "   const wide = boxes.reduce((a, b) => a + b.width, 0);"
+    "   if (tops.size > 1 && wide <= room) result.push(m[0]); } } }"
 )
 
 
 def mid_word_problems(page: str, broken: list[str]) -> list[str]:
     return (
-        [f"{page}: {len(broken)} claim ids broken inside a word, e.g. {broken[:3]}"]
+        [f"{page}: {len(broken)} words cut mid-word in table cells, e.g. {broken[:3]}"]
         if broken
         else []
     )

@@ -120,3 +120,56 @@ def test_every_state_of_the_papers_claims_is_told_and_listed():
     assert "not the paper's SGD" in page  # the cause's reason, past the first sentence
     errata = findings_page.errata_page({"demo": {"claims": claims}}, {"demo": "Demo"})
     assert "not the paper's SGD" in errata
+
+
+def prose_problems(page: str) -> list[str]:
+    """Where a findings page is a list, not a report: a section with no paragraph of prose
+    (only list items, or nothing), or a list that no paragraph introduces."""
+    problems = []
+    for section in page.split("\n## "):
+        head, blocks = section.splitlines()[0], section.split("\n\n")[1:]
+        prose = [b for b in blocks if b.strip() and not b.lstrip().startswith("- ")]
+        if not prose:
+            problems.append(f"{head}: no paragraph, only a list")
+        for before, block in zip(blocks, blocks[1:]):
+            if block.lstrip().startswith("- ") and (not before.strip() or before.startswith("- ")):
+                problems.append(f"{head}: a list no paragraph introduces")
+    return problems
+
+
+def test_a_findings_page_is_prose_with_each_claim_linked():
+    """A short group's claims are sentences of its paragraph; a long one's, a compact list
+    under the paragraph that introduces it; every claim of the paper linked to its row."""
+    page = findings_page.paper_findings("demo", "Demo paper", REPORT)
+    assert prose_problems(page) == []
+    assert not [line for line in page.splitlines() if line.startswith("- ")]  # short: prose
+    lead = page.split("\n\n")[1]
+    assert "Of 4 claims of the paper" in lead and "The weightiest result that reproduces" in lead
+    many = {"profile": "paper", "claims": [row(f"p{i}", "pass") for i in range(5)]}
+    long = findings_page.paper_findings("demo", "Demo", many)
+    assert prose_problems(long) == [] and long.count("\n- ") == 5
+    assert "Of the paper's claims, 5 reproduce.\n\n- " in long
+    # can fail: the old page, a heading over bare items, and a list with no paragraph over it
+    assert prose_problems("# T\n\nLead.\n\n## What reproduces\n\n- a (claim)\n- b (claim)\n")
+    assert prose_problems("# T\n\nLead.\n\n## X\n\nSome words.\n\n- a\n\n- b\n")
+
+
+def test_every_committed_report_gives_a_findings_page_in_prose():
+    """The pages the site shows, from the committed paper reports: prose in every section,
+    every claim of the paper linked once at least, and the count the tally gives."""
+    import json
+
+    from implicit_bias.core.engine.paths import claims_results
+    from implicit_bias.core.verdicts import tally
+
+    reports = {p.stem: json.loads(p.read_text()) for p in claims_results("paper").glob("*.json")}
+    assert reports
+    for chapter, report in reports.items():
+        page = findings_page.paper_findings(chapter, chapter, report)
+        assert prose_problems(page) == [], chapter
+        assert tally.tally_text(report["claims"]) in page, chapter
+        for r in report["claims"]:
+            if tally.kind(r) == "paper":
+                assert f"#claim-{r['id']}'>" in page, (chapter, r["id"])
+    index = findings_page.errata_page(reports, {c: c for c in reports})
+    assert prose_problems(index) == []

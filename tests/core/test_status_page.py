@@ -29,7 +29,9 @@ def test_first_sentence():
         "At s = 1 the gap is 0.11 (Fig. 2)."
     )
     assert first_sentence("No full stop here") == "No full stop here"
-    assert len(first_sentence("word " * 100)) == 160 and first_sentence("a " * 150).endswith("...")
+    long = first_sentence("words " * 100)
+    assert len(long) <= 160 and long.endswith("words…")  # cut at a word, never inside one
+    assert first_sentence("a " * 150).endswith("a…")
 
 
 def test_counts_in_a_fixed_order():
@@ -81,9 +83,37 @@ def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
     assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
     assert "Every claim below was registered 1111111, before its result" in page
     assert "(the commit of its wording and expectation; each figure names" in page
-    assert "a_<wbr>b</a>" in page
+    assert "a_<wbr>b" not in page and ">a_b</a>" not in page  # titled in words, not by id
     # can fail: with every claim registered alike, no row repeats it
     monkeypatch.setattr(
         status_page, "_registrations", lambda chapter: {k: regs["a_b"] for k in regs}
     )
     assert "<small>registered" not in status_page.status_markdown(rows)
+
+
+# a claim id or a config key: snake_case with two underscores or more
+ID_SHAPED = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+){2,}\b")
+
+
+def title_problems(page: str) -> list[str]:
+    """Rows of the status page's tables whose title (the first cell's link text) is shaped
+    like a claim id."""
+    titles = re.findall(r"^\| <a href='chapters/[^']*'>(.*?)</a>", page, re.M)
+    return [t for t in titles if ID_SHAPED.search(re.sub(r"<[^>]+>", "", t))]
+
+
+def test_rows_are_titled_in_words_not_by_claim_ids(monkeypatch):
+    monkeypatch.setattr(status_page, "_registrations", lambda chapter: {})
+    measured = row(measure="the gap between $\\|w\\|_2$ and the bound (error rate)")
+    quoted = row(id="fig2_algorithm1_closes_gap", quote="The algorithm closes the gap. More.")
+    audit = row(id="svm_gln_audit_of_it", audit_of="svm_gln_matches_gd_gln", quote="Again.")
+    page = status_page.status_markdown([measured, quoted, audit])
+    assert title_problems(page) == []
+    assert '>The gap between <span class="math notranslate nohighlight">\\\\(' in page
+    # the maths survives markdown: its backslashes doubled, its bars and underscores entities
+    assert "\\\\&#124;w\\\\&#124;&#95;2\\\\)</span> and the bound</a>" in page
+    assert ">The algorithm closes the gap</a>" in page
+    audited = "<a href='chapters/gln_norm.html#claim-svm_gln_matches_gd_gln'>The gap"
+    assert f"an audit of {audited}" in page
+    # can fail: a row titled by its id
+    assert title_problems("| <a href='chapters/c.html#claim-a_b_c'>fig2_a_<wbr>b</a> | x |")

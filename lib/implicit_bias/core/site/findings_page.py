@@ -26,16 +26,22 @@ def _escape(text: str) -> str:
     return "".join(marks.get(c, c) for c in text)
 
 
-def _item(row: dict, chapter: str, extra: str = "") -> str:
+def _sentence(row: dict, chapter: str, extra: str = "", stated: bool = False) -> str:
+    """A claim as sentences a reader can quote, linked to its row: without its state's word
+    where the paragraph around it names the state (`stated` false)."""
     # raw HTML: an anchor inside a page is no document MyST could resolve
     link = f"<a href='../chapters/{chapter}.html#claim-{row['id']}'>(claim)</a>"
-    said = verdict.finding(row)
+    said = verdict.finding(row, stated=stated)
     if verdict.has_maths(row):  # its maths as MyST's dollar maths, the words literal
         parts = verdict.MATH.split(said)
         said = "".join(_escape(p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(parts))
     else:
         said = _escape(said)
-    return f"- {said}{_escape(extra)} {link}"
+    return f"{said}{_escape(extra)} {link}"
+
+
+def _item(row: dict, chapter: str, extra: str = "") -> str:
+    return f"- {_sentence(row, chapter, extra, stated=True)}"
 
 
 def _evidence(row: dict, sentences: int | None = 2) -> str:
@@ -85,40 +91,109 @@ def _below_practical(row: dict) -> str:
     )
 
 
-# the sections of a paper's report, in order: (state, heading, lead, how an item is told)
-SECTION_LEADS = {
-    "no practical effect": "The paper claims a difference; these seeds find one within the "
-    "negligible size of its unit, in either direction.",
-    "below practical size": "The paper claims a difference; these seeds find one in its "
-    "direction, but too small to be the paper's effect.",
+# each state's paragraph opens with its count: "Of the paper's claims, 2 {verb}." (one, many)
+STATE_VERBS = {
+    "pass": ("reproduces", "reproduce"),
+    "does not reproduce": ("fails in this reproduction", "fail in this reproduction"),
+    "erratum": (
+        "rests on an error in the paper's algebra, shown numerically here",
+        "rest on errors in the paper's algebra, shown numerically here",
+    ),
+    "transcription error": (
+        "is an error of the source text this book had, not shown to be the paper's",
+        "are errors of the source text this book had, not shown to be the paper's",
+    ),
+    "limit not reached": (
+        "states a limit the runs approach but do not reach within the book's finite tolerance",
+        "state limits the runs approach but do not reach within the book's finite tolerance",
+    ),
+    "not testable here": (
+        "cannot be tested in this setting",
+        "cannot be tested in this setting",
+    ),
+    tally.KNOWN: (
+        "is a known deviation whose cause this report does not record",
+        "are known deviations whose cause this report does not record",
+    ),
+    "no practical effect": (
+        "claims a difference these seeds find only within the negligible size of its unit, "
+        "in either direction",
+        "claim a difference these seeds find only within the negligible size of its unit, "
+        "in either direction",
+    ),
+    "below practical size": (
+        "claims a difference these seeds find in its direction, but too small to be the "
+        "paper's effect",
+        "claim a difference these seeds find in their direction, but too small to be the "
+        "paper's effect",
+    ),
+    "inconclusive": (
+        "stays open: these seeds cannot decide it, and its sentence says what deciding it "
+        "would take",
+        "stay open: these seeds cannot decide them, and each sentence says what deciding it "
+        "would take",
+    ),
 }
+PROSE_MAX = 3  # a group of more claims than this is a compact list under its paragraph
+
+
+def _lead(state: str, n: int, whose: str = "the paper's claims") -> str:
+    one, many = STATE_VERBS.get(state, (f"is in the state {state}", f"are in the state {state}"))
+    return f"Of {whose}, {n} {one if n == 1 else many}."
+
+
+def _paragraphs(lead: str, rows: list[dict], chapter: str, extra) -> list[str]:
+    """A group of claims as prose: its lead, then each claim as sentences in the same
+    paragraph; where there are more than `PROSE_MAX`, a compact list under the lead."""
+    told = [_sentence(r, chapter, extra(r)) for r in rows]
+    if len(rows) <= PROSE_MAX:
+        return [" ".join([lead, *told]), ""]
+    return [lead, "", *(f"- {t}" for t in told), ""]
+
+
+def _by_state(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: tally.rank(tally.state(r))):
+        out.setdefault(tally.state(r), []).append(r)
+    return out
+
+
+def _headline(against: list[dict], held: list[dict], chapter: str) -> str:
+    """The result to cite first, in sentences: the weightiest finding against the paper (an
+    erratum first) and the weightiest claim that reproduces (a figure, theorem or table, a
+    comparison, a number of the paper's first: `verdict._weight`)."""
+    said = []
+    if against:
+        top = min(against, key=verdict._weight)
+        said.append(f"The weightiest finding against the paper ({tally.state(top)}): ")
+        said[-1] += _sentence(top, chapter)
+    if held:
+        top = min(held, key=verdict._weight)
+        said.append("The weightiest result that reproduces: " + _sentence(top, chapter))
+    return " ".join(said)
 
 
 def paper_findings(chapter: str, title: str, report: dict) -> str:
-    """The findings page of one chapter's paper, from its claims report."""
+    """The findings page of one chapter's paper, from its claims report: a lead paragraph with
+    the book's one count (`verdicts.tally`) and the headline results, then a paragraph per
+    state under what it says of the paper."""
     rows = report.get("claims") or []
     paper = [r for r in rows if tally.kind(r) == "paper"]
     counted = tally.tally(rows)
     mine = counted["paper"]
-    held = [r for r in paper if r["status"] == "pass"]
-    against = [r for r in paper if tally.state(r) in tally.AGAINST_STATES]
-    other = [
-        r
-        for r in paper
-        if r["status"] == tally.KNOWN and tally.state(r) not in tally.AGAINST_STATES
-    ]
-    open_ = [r for r in paper if r["status"] == "inconclusive"]
-    nil = [r for r in paper if r["status"] == "no practical effect"]
+    by_state = _by_state(paper)
+    held = by_state.get("pass", [])
+    against = [r for s in tally.AGAINST_STATES for r in by_state.get(s, [])]
+    other_states = [s for s in by_state if s in (*tally.CAUSE_STATES.values(), tally.KNOWN)]
+    other_states = [s for s in other_states if s not in tally.AGAINST_STATES]
     problems = [r for r in rows if r["status"] in tally.PROBLEMS]
     profile = report.get("profile", "")
-    bps = [r for r in paper if r["status"] == "below practical size"]
     told = {
         "pass": ("reproduces", "reproduce"),
         "against": (
             "does not (a failure here or an erratum in the paper's algebra)",
             "do not (failures here or errata in the paper's algebra)",
         ),
-        "other": ("", ""),  # told by their own states below
         "no practical effect": (
             "shows no effect of practical size",
             "show no effect of practical size",
@@ -132,69 +207,84 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
     groups = {
         "pass": held,
         "against": against,
-        "other": other,
-        "no practical effect": nil,
-        "below practical size": bps,
-        "inconclusive": open_,
+        "no practical effect": by_state.get("no practical effect", []),
+        "below practical size": by_state.get("below practical size", []),
+        "inconclusive": by_state.get("inconclusive", []),
     }
-    phrases = [_n(len(g), *told[k]) for k, g in groups.items() if g and k != "other"]
+    phrases = [_n(len(g), *told[k]) for k, g in groups.items() if g]
+    other = [r for s in other_states for r in by_state[s]]
     if other:  # by their own states: a transcription error, a limit not reached, ...
-        each: dict[str, int] = {}
-        for r in other:
-            each[tally.state(r)] = each.get(tally.state(r), 0) + 1
+        each = {s: len(by_state[s]) for s in other_states}
         phrases.insert(
             bool(held) + bool(against),
             f"{tally.states_text(each)} (not "
             + ("a finding" if len(other) == 1 else "findings")
             + " against the paper)",
         )
-    said = sum(len(g) for g in groups.values())
+    said = sum(len(g) for g in groups.values()) + len(other)
     if said != len(paper):  # a state no group tells: named, never dropped
         phrases.append(_n(len(paper) - said, "is in another state", "are in other states"))
     summary = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
+    headline = _headline(against, held, chapter)
     lines = [
         f"# Findings: {title}",
         "",
-        "What this book found of the paper's claims, as its "
+        "This is what this book found of the paper's claims, as its "
         f"[chapter](../chapters/{chapter}.ipynb) decides them ({profile} profile). "
         f"Of {sum(mine.values())} claims of the paper, {summary}. "
-        f"In full: {tally.tally_text(rows)}. "
+        f"In full: {tally.tally_text(rows)}. " + (f"{headline} " if headline else "") + ""
         "Each sentence below can be quoted as it stands; each links to its claim's row, with "
         "the per-seed evidence ([how claims are decided](../decision-rule.md)).",
         "",
     ]
     if problems:
         lines += ["## Problems of this run", ""]
-        lines += [_item(r, chapter) for r in problems] + [""]
+        lead = (
+            f"This run has {_n(len(problems), 'problem', 'problems')} of its own (a claim "
+            "that fails without a known cause, passes against its declared deviation, or "
+            "misses its metric or tasks): its verdicts are not final until it is fixed."
+        )
+        lines += _paragraphs(lead, problems, chapter, lambda r: "")
     lines += ["## What does not reproduce", ""]
-    if against:
-        lines += [_item(r, chapter, _evidence(r)) for r in against] + [""]
-    else:
+    for state in tally.AGAINST_STATES:
+        if by_state.get(state):
+            lead = _lead(state, len(by_state[state]))
+            lines += _paragraphs(lead, by_state[state], chapter, _evidence)
+    if not against:
         lines += ["No claim of the paper fails here, and no erratum was found.", ""]
     if other:
         lines += [
             "## Known deviations that are not findings against the paper",
             "",
-            "A transcription error of the source this book had, a limit the runs approach but "
-            "do not reach within the book's finite tolerance, or a setting that cannot test "
-            "the claim (a floor or a ceiling, runs that are not the paper's algorithm or "
-            "budget, a bound over all time): each is reported with its whole evidence, none "
-            "counts against the paper.",
+            f"{_n(len(other), 'claim', 'claims')} of the paper "
+            + ("deviates" if len(other) == 1 else "deviate")
+            + " for a cause that is not the paper's: a transcription error of the source "
+            "this book had, a limit the runs approach but do not reach within the book's "
+            "finite tolerance, or a setting that cannot test the claim. Each is told with its "
+            "whole evidence; none counts against the paper.",
             "",
         ]
-        lines += [_item(r, chapter, _evidence(r, None)) for r in other] + [""]
-    if nil:
-        lines += ["## No effect of practical size", "", SECTION_LEADS["no practical effect"], ""]
-        lines += [_item(r, chapter, " " + _negligible(r)) for r in nil] + [""]
-    if bps:
-        lines += ["## Below practical size", "", SECTION_LEADS["below practical size"], ""]
-        lines += [_item(r, chapter, " " + _below_practical(r)) for r in bps] + [""]
-    if open_:
+        for state in other_states:
+            lead = _lead(state, len(by_state[state]))
+            lines += _paragraphs(lead, by_state[state], chapter, lambda r: _evidence(r, None))
+    if groups["no practical effect"]:
+        lines += ["## No effect of practical size", ""]
+        rows_ = groups["no practical effect"]
+        lead = _lead("no practical effect", len(rows_))
+        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _negligible(r))
+    if groups["below practical size"]:
+        lines += ["## Below practical size", ""]
+        rows_ = groups["below practical size"]
+        lead = _lead("below practical size", len(rows_))
+        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _below_practical(r))
+    if groups["inconclusive"]:
         lines += ["## What stays open", ""]
-        lines += [_item(r, chapter, " " + verdict.why_inconclusive(r)) for r in open_] + [""]
+        rows_ = groups["inconclusive"]
+        lead = _lead("inconclusive", len(rows_))
+        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + verdict.why_inconclusive(r))
     if held:
         lines += ["## What reproduces", ""]
-        lines += [_item(r, chapter) for r in held] + [""]
+        lines += _paragraphs(_lead("pass", len(held)), held, chapter, lambda r: "")
     apart = "; ".join(t for t in (tally.kind_text(k, counted[k]) for k in ("book", "audit")) if t)
     if apart:
         lines += [
@@ -208,9 +298,41 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
     return "\n".join(lines)
 
 
+def _book_lead(reports: dict[str, dict]) -> str:
+    """The book's count of what its papers' claims say against them, from the one count."""
+    rows = [r for rep in reports.values() for r in rep.get("claims") or []]
+    mine = tally.tally(rows)["paper"]
+    against = {s: n for s, n in mine.items() if s in tally.AGAINST_STATES}
+    others = {
+        s: n
+        for s, n in mine.items()
+        if s in (*tally.CAUSE_STATES.values(), tally.KNOWN) and s not in tally.AGAINST_STATES
+    }
+    total = sum(mine.values())
+    n_against, n_other = sum(against.values()), sum(others.values())
+    text = (
+        f"Across its {_n(len(reports), 'chapter', 'chapters')}, this book decides "
+        f"{_n(total, 'claim', 'claims')} of the papers. "
+    )
+    text += (
+        f"Of them, {n_against} {'is a finding' if n_against == 1 else 'are findings'} against "
+        f"a paper ({tally.states_text(against)}), "
+        if n_against
+        else "None of them is a finding against a paper, "
+    )
+    text += (
+        f"and {n_other} {'deviates' if n_other == 1 else 'deviate'} for a cause that is not "
+        f"the paper's ({tally.states_text(others)})."
+        if n_other
+        else "and no claim deviates for another cause."
+    )
+    return text
+
+
 def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
-    """The whole book's page of what does not reproduce: per paper, its failures here and its
-    errata, then the known deviations that are not findings against a paper."""
+    """The whole book's page of what does not reproduce: a lead with the book's count, then per
+    paper a paragraph of its failures here and its errata, then of the known deviations that
+    are not findings against a paper."""
     rows = [(c, r) for c, rep in reports.items() for r in rep.get("claims") or []]
     paper = [(c, r) for c, r in rows if tally.kind(r) == "paper"]
     against = [(c, r) for c, r in paper if tally.state(r) in tally.AGAINST_STATES]
@@ -222,10 +344,12 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
     lines = [
         "# What does not reproduce",
         "",
-        "Every claim of the papers that this book finds failing, or finds an error in (an "
-        "erratum of the paper's algebra, shown numerically), across the chapters, as their "
-        "pages show them; then the known deviations that are not findings against a paper. Each "
-        "paper's own report: " + ", ".join(f"[{titles[c]}]({c}.md)" for c in reports) + ".",
+        _book_lead(reports) + " Every claim of the papers that this book finds failing, or "
+        "finds an error in (an erratum of the paper's algebra, shown numerically), is told "
+        "below as the chapters' pages show it; then the known deviations that are not findings "
+        "against a paper. Each paper's own report: "
+        + ", ".join(f"[{titles[c]}]({c}.md)" for c in reports)
+        + ".",
         "",
         "## Failures here and errata",
         "",
@@ -233,19 +357,34 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
     for chapter in reports:
         mine = [r for c, r in against if c == chapter]
         if mine:
-            lines += [f"**{titles[chapter]}**", ""]
-            lines += [_item(r, chapter, _evidence(r, 1)) for r in mine] + [""]
+            lead = _lead_of_paper(titles[chapter], chapter, mine, "against")
+            lines += _paragraphs(lead, mine, chapter, lambda r: _evidence(r, 1))
     if not against:
-        lines += ["None.", ""]
+        lines += ["No claim of any paper fails here, and no erratum was found.", ""]
     lines += ["## Known deviations that are not findings against a paper", ""]
     for chapter in reports:
         mine = [r for c, r in other if c == chapter]
         if mine:
-            lines += [f"**{titles[chapter]}**", ""]
-            lines += [_item(r, chapter, _evidence(r, None)) for r in mine] + [""]
+            lead = _lead_of_paper(titles[chapter], chapter, mine, "other")
+            lines += _paragraphs(lead, mine, chapter, lambda r: _evidence(r, None))
     if not other:
-        lines += ["None.", ""]
+        lines += ["None: every deviation found is a finding against its paper.", ""]
     return "\n".join(lines)
+
+
+def _lead_of_paper(title: str, chapter: str, rows: list[dict], which: str) -> str:
+    counts = tally.ordered({s: len(g) for s, g in _by_state(rows).items()})
+    one, many = {
+        "against": ("is a finding against the paper", "are findings against the paper"),
+        "other": (
+            "deviates for a cause that is not the paper's",
+            "deviate for a cause that is not the paper's",
+        ),
+    }[which]
+    return (
+        f"In **{_escape(title)}** ([its report]({chapter}.md)), {len(rows)} of the paper's "
+        f"claims {one if len(rows) == 1 else many}: {tally.states_text(counts)}."
+    )
 
 
 def write_findings_pages(

@@ -14,7 +14,8 @@ from ..engine.paths import claims_results, known_chapters, project_root
 from ..engine.profiles import PROFILES
 from ..verdicts import claims as claims_module
 from ..verdicts import tally
-from .verdict import ORDER  # one order of the states for the whole site
+from . import claims_table
+from .verdict import MATH, MATH_SPAN, ORDER  # ORDER: one order of the states for the site
 
 INTRO = (
     "Every quantitative claim of the papers, as each chapter's claims file "
@@ -63,11 +64,15 @@ def short_title(chapter: str) -> str:
 
 def first_sentence(text: str | None, limit: int = 160) -> str:
     """The first sentence of `text` (up to a full stop, ! or ? followed by a capital, an opening
-    bracket or the end), at most `limit` characters."""
+    bracket or the end), at most `limit` characters: a longer one cut at a word, marked "…"."""
     text = " ".join((text or "").split())
     found = re.match(r"(.+?[.!?])(?=\s+[A-Z(\"']|$)", text)
     sentence = found.group(1) if found else text
-    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: limit - 1]
+    cut = cut[: cut.rfind(" ")] if " " in cut else cut  # never inside a word
+    return cut.rstrip(".,;: ") + "…"
 
 
 def counts_text(rows: list[dict]) -> str:
@@ -119,16 +124,30 @@ def _registrations(chapter: str) -> dict[str, str]:
     }
 
 
-def _breakable(cid: str) -> str:
-    """A claim id that a narrow column breaks after an underscore, never inside a word."""
-    return html.escape(cid).replace("_", "_<wbr>")
+def _markdown_maths(text: str) -> str:
+    """`$...$` maths of a title in a markdown table cell: the spans MathJax typesets, their
+    backslashes doubled and the characters a table or emphasis would read as entities, so
+    markdown hands MathJax the maths as written."""
+    parts = MATH.split(text)
+    return "".join(
+        _html(part)
+        if i % 2 == 0
+        else f"{MATH_SPAN}\\\\({_html(part.replace(chr(92), chr(92) * 2))}\\\\)</span>"
+        for i, part in enumerate(parts)
+    )
 
 
-def claim_row(row: dict, registered: str) -> str:
-    """One claim's row; `registered`: its registration, where it differs from its chapter's."""
+def row_title(row: dict) -> str:
+    """A claim's row title in words (`claims_table.title`: what it measures, else its quote
+    cut at a word), never its id, which stays the link's anchor."""
+    return _markdown_maths(claims_table.title(row))
+
+
+def claim_row(row: dict, registered: str, titles: dict[str, str] | None = None) -> str:
+    """One claim's row; `registered`: its registration, where it differs from its chapter's;
+    `titles`: the row titles of its chapter's claims by id (an audit names its claim's)."""
     chapter, cid = row["chapter"], row["id"]
-    # snake_case: markdown reads no emphasis inside a word
-    claim = f"<a href='chapters/{chapter}.html#claim-{html.escape(cid)}'>{_breakable(cid)}</a>"
+    claim = f"<a href='chapters/{chapter}.html#claim-{html.escape(cid)}'>{row_title(row)}</a>"
     if registered:
         claim += f"<br><small>{registered}</small>"
     paper = "" if row["paper_value"] is None else f" ({_cell(row['paper_value'])})"
@@ -138,8 +157,10 @@ def claim_row(row: dict, registered: str) -> str:
         if t
     )
     ours = _cell(row["value"]) + (f"<br><small>{_cell(seeds)}</small>" if seeds else "")
-    if row.get("audit_of"):
-        claim += f"<br><small>audit of {html.escape(row['audit_of'])}</small>"
+    if row.get("audit_of"):  # the audited claim by its title, linked
+        audited = (titles or {}).get(row["audit_of"])
+        target = f"<a href='chapters/{chapter}.html#claim-{html.escape(row['audit_of'])}'>"
+        claim += f"<br><small>an audit of {target}{audited or 'another claim'}</a></small>"
     status = status_badge(tally.state(row)) + (" (stale)" if row["stale"] else "")
     if row["status"] == "known deviation" and row.get("evidence"):  # in the widest column
         claim += f"<br><small><em>Why:</em> {_html(first_sentence(row['evidence']))}</small>"
@@ -207,6 +228,7 @@ def status_markdown(rows: list[dict]) -> str:
             out += [f":::::{{dropdown}} Each chapter at the {profile} profile", ""]
         for chapter in dict.fromkeys(r["chapter"] for r in prof_rows):
             ch_rows = [r for r in prof_rows if r["chapter"] == chapter]
+            titles = {r["id"]: row_title(r) for r in ch_rows}
             registered = _registrations(chapter)
             # the registration most claims share is said once; a claim that differs says its own
             said = [registered.get(r["id"], "") for r in ch_rows]
@@ -236,7 +258,7 @@ def status_markdown(rows: list[dict]) -> str:
                 ":::{div} status-table",
                 "| claim | where | ours | expected (paper) | status |",
                 "|---|---|---|---|---|",
-                *(claim_row(r, "" if s == common else s) for r, s in zip(ch_rows, said)),
+                *(claim_row(r, "" if s == common else s, titles) for r, s in zip(ch_rows, said)),
                 ":::",
                 "::::",
                 "",

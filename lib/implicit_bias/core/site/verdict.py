@@ -156,8 +156,11 @@ MATH_SPAN = '<span class="math notranslate nohighlight">'
 
 
 def has_maths(row: dict) -> bool:
-    """Whether a claim's sentence carries `$...$` maths: from its `display`, or its `where`."""
-    return bool(row.get("display")) or "$" in str(row.get("where") or "")
+    """Whether a claim's sentence carries `$...$` maths: from its `display`, its `where` or
+    its `measure`."""
+    return bool(row.get("display")) or any(
+        "$" in str(row.get(k) or "") for k in ("where", "measure")
+    )
 
 
 def math_html(text: str) -> str:
@@ -289,8 +292,9 @@ def reason(row: dict, words: int = MAX_REASON_WORDS) -> str:
     return meaning
 
 
-def finding(row: dict) -> str:
-    """One sentence for a claim, led by its badge's own word: where the paper says it and its
+def finding(row: dict, stated: bool = True) -> str:
+    """One sentence for a claim, led by its badge's own word (without it where `stated` is
+    false: a paragraph that names the state says it once): where the paper says it and its
     words (whole sentences), this run's value with its interval, what the claim needs and the
     paper's own value where it gives one, and for a known deviation not against the paper the
     reason (`reason`)."""
@@ -302,7 +306,8 @@ def finding(row: dict) -> str:
     paper = row.get("paper_value")
     value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
     end = "" if re.search(r"[.!?…\]]$", quote) else "."  # the quote closes a sentence
-    text = f"{name[:1].upper()}{name[1:]}. {where}: “{quote}”{end} This run: {value}"
+    lead = f"{name[:1].upper()}{name[1:]}. " if stated else ""
+    text = f"{lead}{where}: “{quote}”{end} This run: {value}"
     text += f"; the claim needs {target}" if target else ""
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
     if row.get("origin") == "book" and not row.get("audit_of"):
