@@ -275,3 +275,12 @@ def test_a_plan_below_the_power_floor_is_refused(monkeypatch):
         "paper",
     )
     assert "had no power estimate" in claims_module.plan_summary(blind)
+    # left open by that plan, and refused a second stage by the floor: the row says both (it
+    # said only the refusal; can fail: drop `registered` from `planning.undecidable`)
+    spread = {s: (-1) ** s * 0.01 - 0.0001 for s in range(0, 23)}
+    both = claims_module.evaluate(
+        {**claim, "seed_plan": plan}, {"m": decision.per_seed(spread)}, "paper"
+    )
+    assert both["status"] == "inconclusive"
+    said = claims_module.plan_summary(both)
+    assert "its registered plan of 20 seeds had power 0.05" in said and "undecidable at" in said

@@ -462,7 +462,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
                 stage == "confirmatory" and not (registered or {}).get("second_stage")
             )
             if planned.undecidable and unplanned and profile == "paper":
-                undecidable = planning.undecidable(planned)
+                undecidable = planning.undecidable(planned, undecidable)
                 undecidable["second_stage"] = stage == "confirmatory"  # what it would be
         value = seeds["estimate"]
     else:

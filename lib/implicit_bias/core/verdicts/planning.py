@@ -272,10 +272,12 @@ def plan(
 # ---- a plan that cannot decide, in its claim's row -------------------------------------------
 
 
-def undecidable(planned: SeedPlan) -> dict:
+def undecidable(planned: SeedPlan, registered: dict | None = None) -> dict:
     """The row's reading of a plan refused by the power floor: its power at the cap and how it
-    was sized."""
+    was sized; with `registered`, the row's reading of a registered plan that was below the
+    floor too (kept, so the row says both)."""
     return {
+        **({"registered_plan": registered} if registered else {}),
         "registered": False,
         "power": round(planned.power, 3),
         "seeds": planned.new_seeds,
@@ -291,6 +293,12 @@ def undecidable_text(row: dict) -> str:
     u = row.get("undecidable")
     if not u:
         return ""
+    if u.get("registered_plan"):  # a registered plan below the floor, then a refused one
+        earlier = undecidable_text({"undecidable": u["registered_plan"]})
+        later = undecidable_text(
+            {"undecidable": {k: v for k, v in u.items() if k != "registered_plan"}}
+        )
+        return f"{earlier}; {later}"
     if u.get("registered"):  # said whatever the verdict: a plan the floor would refuse now
         power = u.get("power")
         if power is None or not math.isfinite(float(power)):
