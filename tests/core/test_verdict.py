@@ -285,7 +285,10 @@ def test_a_quote_that_is_part_of_a_sentence_is_marked_so():
 def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
     every = {"scope": "every_run", "runs": 20, "outside": 7, "worst": 0.00112}
     said = verdict.finding(row("a", "known deviation", seeds=every, expect="<= 1e-3"))
-    assert "This run: 0.00112 at the worst of 20 runs (7 outside); the claim needs ≤ 1e−3" in said
+    assert (
+        "This run: 0.00112 at the worst of 20 seeds (7 outside), each seed at its worst run; "
+        "the claim needs ≤ 1e−3" in said
+    )
 
 
 def test_an_exploratory_verdict_of_a_planned_claim_says_so():

@@ -193,7 +193,11 @@ def measured(row: dict) -> str:
     seeds = row.get("seeds") or {}
     if seeds.get("scope") == "every_run":  # a statement about each run: its worst run
         runs, outside = seeds.get("runs"), seeds.get("outside")
-        return f"{_number(seeds.get('worst'))} at the worst of {runs} runs ({outside} outside)"
+        # one value a seed, its worst run: the count is of seeds (a seed holds several runs)
+        return (
+            f"{_number(seeds.get('worst'))} at the worst of {runs} seeds ({outside} outside), "
+            "each seed at its worst run"
+        )
     interval = _interval(row)
     # a claim with a registered plan decided on its exploratory seeds says so: the verdict is
     # not the confirmatory one (its plan void, or its seeds not all run)
@@ -303,6 +307,8 @@ def finding(row: dict, stated: bool = True) -> str:
     target = _maths_words(row.get("region") or str(row.get("expect") or ""))
     if target == "similar":  # a single value against the margin of its unit's "similar"
         target = "a value within the margin its unit gives “similar”"
+    if target in ("true", "false"):  # a yes-or-no statement
+        target = f"it to be {target}"
     paper = row.get("paper_value")
     value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
     end = "" if re.search(r"[.!?…\]]$", quote) else "."  # the quote closes a sentence

@@ -81,9 +81,9 @@ def seeds_summary(seeds: dict | None) -> str:
     if not seeds:
         return ""
     if seeds.get("scope") == "every_run":
-        return (
-            f"every run decides: {seeds['outside']} of {seeds['runs']} runs outside the "
-            f"region; worst run {seeds['worst']:.3g}"
+        return (  # one value a seed (its worst run): the counts are of seeds
+            f"every run decides: {seeds['outside']} of {seeds['runs']} seeds outside the "
+            f"region at their worst run; worst {seeds['worst']:.3g}"
         )
     low, high = seeds["interval"]
     interval = "–" if low is None else f"[{low:.3g}, {high:.3g}]"
