@@ -113,6 +113,12 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     assert "“SVM L2 performs much worse” (ours 0.5, needs > 0.02)" in strict
     undecided = verdict.figure_run([row("i", "inconclusive", seeds=SEEDS, region="in [0, 1]")])
     assert undecided.startswith("inconclusive: ") and "needs in [0, 1]" in undecided
+    # a quote too long for the line is not cut short (a misquote): the claim is named by what
+    # it measures instead (can fail: the first ten words and an ellipsis)
+    long = "For larger output dimensions GaLU is slightly better than ReLU at every width we tried"
+    cut = {**failing, "quote": long, "measure": "the MSE difference GaLU minus ReLU"}
+    said = verdict.figure_run([cut])
+    assert "the MSE difference GaLU minus ReLU (ours" in said and "…”" not in said, said
     # a figure that checks only the book's own checks says so
     own = verdict.figure_run([row("a", "pass", origin="book"), row("b", "pass", origin="book")])
     assert own == "both checks of the book's own on this figure pass."

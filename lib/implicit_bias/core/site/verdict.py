@@ -530,10 +530,12 @@ def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
     book's own or an audit by what it measures (the paper's words it stands beside are not
     what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
-    if kind == "paper":
-        return _short_quote(row, words)
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
     short = _first_words(measure, RUN_MEASURE_WORDS) if measure else ""
+    if kind == "paper":
+        quoted = _short_quote(row, words)
+        # a quote is given whole or not at all: one cut short misquotes; by what it measures
+        return quoted if not quoted.endswith("…”") or not short else short
     if named and short:
         return short
     what = "the book's own check" if kind == "book" else "the audit"
