@@ -124,6 +124,14 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     assert own == "both checks of the book's own on this figure pass."
 
 
+def test_numbers_in_e_notation_read_as_powers_of_ten():
+    """As the page's typeset tables write them (a reader met '2.22e−16' beside '2.2 × 10⁻¹⁶');
+    can fail: the plain '.3g' format."""
+    assert verdict._number(2.220446049250313e-16) == "2.22 × 10⁻¹⁶"
+    assert verdict._maths_words("<= 1e-10") == "≤ 10⁻¹⁰" and verdict._number(0.5) == "0.5"
+    assert verdict._maths_words("in [0.8, 1.2]") == "in [0.8, 1.2]"
+
+
 def test_a_figures_line_names_the_books_checks_and_audits_as_such_and_never_quotes_the_paper():
     """A check of the book's own or an audit passes (only a claim of the paper reproduces), and
     the line names it by what it measures, not by the paper's words it stands beside."""
@@ -293,7 +301,7 @@ def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
     said = verdict.finding(row("a", "known deviation", seeds=every, expect="<= 1e-3"))
     assert (
         "This run: 0.00112 at the worst of 20 seeds (7 outside), each seed at its worst run; "
-        "the claim needs ≤ 1e−3" in said
+        "the claim needs ≤ 10⁻³" in said
     )
 
 

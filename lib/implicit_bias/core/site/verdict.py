@@ -33,13 +33,29 @@ def counts_text(rows: list[dict]) -> str:
     return tally.tally_text(rows)
 
 
+SUPERSCRIPT = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
+E_NOTATION = re.compile(r"\b(\d+(?:\.\d+)?)e([+-]?)0*(\d+)\b")
+
+
+def powers_of_ten(text: str) -> str:
+    """Numbers in e-notation as a reader writes them, like the page's typeset tables:
+    '2.22e-16' as '2.22 × 10⁻¹⁶', '1e-10' as '10⁻¹⁰'."""
+
+    def written(match: re.Match) -> str:
+        mantissa, sign, exponent = match.groups()
+        power = f"10{(('-' if sign == '-' else '') + exponent).translate(SUPERSCRIPT)}"
+        return power if mantissa == "1" else f"{mantissa} × {power}"
+
+    return E_NOTATION.sub(written, text)
+
+
 def _number(value) -> str:
     if value is None:
         return "–"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.3g}".replace("-", "−")
+        return powers_of_ten(f"{value:.3g}").replace("-", "−")
     return str(value)
 
 
@@ -178,7 +194,7 @@ def math_html(text: str) -> str:
 def _maths_words(region: str) -> str:
     """A region as a reader writes it: '≤ 0.001', not '<= 0.001'."""
     region = region.replace("<=", "≤").replace(">=", "≥").replace("==", "=")
-    return region.replace("-", "−")
+    return powers_of_ten(region).replace("-", "−")
 
 
 def _exploratory(row: dict) -> bool:
