@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
-from .verdict import first_sentence, math_html
+from .verdict import CLAIM_ID, first_sentence, math_html
 
 HEADER = re.compile(r"<thead><tr><th>claim</th><th>ours</th><th>expected</th><th>status</th>", re.S)
 NEW_HEADER = "<thead><tr><th>claim</th><th>this run</th><th>the claim needs</th><th>state</th>"
@@ -45,6 +46,30 @@ def title(row: dict) -> str:
     return words[:1].upper() + words[1:]
 
 
+def link_claims(
+    text: str, titles: dict[str, str], href: Callable[[str], str], escape: Callable[[str], str]
+) -> str:
+    """`text` in a page's markup (`escape`), each id of a claim of `titles` in it a link to
+    that claim's row (`href(id)`) whose text is the claim's title (`titles[id]`, already in
+    the page's markup): a note that names another claim reads as words a reader can quote."""
+    out, last = [], 0
+    for found in CLAIM_ID.finditer(text):
+        if found.group(0) not in titles:
+            continue
+        cid = found.group(0)
+        out += [escape(text[last : found.start()]), f"<a href='{href(cid)}'>{titles[cid]}</a>"]
+        last = found.end()
+    return "".join(out) + escape(text[last:])
+
+
+def unit_words(row: dict) -> str:
+    """A claim's effect word and unit, in words ("“much”, error rate"); '' without them."""
+    extra = [f"“{row['effect']}”"] if row.get("effect") else []
+    if row.get("unit"):
+        extra.append(UNITS.get(str(row["unit"]), str(row["unit"]).replace("_", " ")))
+    return ", ".join(extra)
+
+
 def _number(text: str) -> str:
     """A bound as a reader writes it: a minus sign, not a hyphen."""
     return re.sub(r"(?<![\w.])-(?=\d)", "−", text)
@@ -65,11 +90,8 @@ def needs(row: dict) -> str:
             if found
             else target.replace("<=", "≤").replace(">=", "≥").replace("==", "=")
         )
-    extra = [f"“{row['effect']}”"] if row.get("effect") else []
-    if row.get("unit"):
-        extra.append(UNITS.get(str(row["unit"]), str(row["unit"]).replace("_", " ")))
-    if extra:
-        phrase += f" ({', '.join(extra)})"
+    if unit_words(row):
+        phrase += f" ({unit_words(row)})"
     return _number(phrase)
 
 
