@@ -126,15 +126,21 @@ def needs_cell(row: dict) -> str:
 
 
 ORIGIN = re.compile(r"</b>((?: <small>\([^<]*\)</small>)*)")
+WHY = re.compile(r"<tr class='claim-why'>.*?</tr>", re.S)  # a row's evidence, folded
 
 
 def rewrite(text: str, report: dict | None) -> str:
     """The claims table of a chapter page (`text`) in words, from `report` (the claims report
     the page shows): its header, and each row's first and "expected" cells; a boolean value
-    as yes or no. Rows the report does not hold stay as they are."""
+    as yes or no; a claim of the chapter that a row's text names by id, by its title, linked
+    to its row. Rows the report does not hold stay as they are."""
     if not report or "<tr id='claim-" not in text:
         return text
     rows = {row["id"]: row for row in report["claims"]}
+    titles = {cid: math_html(title(row)) for cid, row in rows.items()}
+
+    def linked(part: str) -> str:  # already HTML: ids have no character it escapes
+        return link_claims(part, titles, lambda cid: f"#claim-{cid}", lambda t: t)
 
     def row_html(match: re.Match) -> str:
         row = rows.get(match.group(1))
@@ -142,10 +148,12 @@ def rewrite(text: str, report: dict | None) -> str:
         if row is None or len(cells) < 4:
             return match.group(0)
         origin = ORIGIN.search(cells[0])  # "(the book's own check)", "(an audit of ...)"
-        cells[0] = first_cell(row, origin.group(1) if origin else "")
+        cells[0] = first_cell(row, linked(origin.group(1)) if origin else "")
         if isinstance(row.get("value"), bool):
             cells[1] = cells[1].replace(f"<td>{row['value']}", f"<td>{_value(row['value'])}", 1)
+        cells[1] = linked(cells[1])  # a plan borrowed from the claim an audit audits
         cells[2] = needs_cell(row)
         return f"<tr id='claim-{match.group(1)}'>{''.join(cells)}</tr>"
 
-    return HEADER.sub(NEW_HEADER, ROW.sub(row_html, text))
+    text = WHY.sub(lambda m: linked(m.group(0)), ROW.sub(row_html, text))
+    return HEADER.sub(NEW_HEADER, text)
