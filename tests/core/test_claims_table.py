@@ -60,3 +60,21 @@ def test_a_short_quote_keeps_its_formula_whole_for_mathjax():
     assert verdict._short_quote(long).endswith("$a + b$…”")  # not cut inside the formula
     html = verdict.math_html(verdict._short_quote(row))
     assert '<span class="math notranslate nohighlight">\\(' in html and "||" not in html
+
+
+def test_a_row_that_names_another_claim_by_id_says_its_title_linked():
+    """The folded evidence and the cells of a chapter's table say a claim of the chapter by
+    its title, linked to its row, where the notebook's table names it by id."""
+    why = (
+        "<tr class='claim-why'><td colspan='4'><details><summary>why: fail</summary><small>"
+        "Follows from (svm_l2_much_worse).</small></details></td></tr>"
+    )
+    audit = TABLE.replace("svm_l2_much_worse", "svm_l2_gap_audit", 2).replace(
+        "(the book's own check)", "(an audit of svm_l2_much_worse)"
+    )
+    other = {**ROW, "id": "svm_l2_gap_audit", "audit_of": "svm_l2_much_worse"}
+    page = claims_table.rewrite(audit + why, {"claims": [ROW, other]})
+    link = "<a href='#claim-svm_l2_much_worse'>The validation-error difference SVM-L2 minus"
+    assert f"Follows from ({link}" in page and f"(an audit of {link}" in page
+    text = page.replace("href='#claim-svm_l2_much_worse'", "")
+    assert "svm_l2_much_worse" not in text.replace("id='claim-svm_l2_gap_audit'", "")

@@ -82,7 +82,7 @@ def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
     )
     assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
     assert "Every claim below was registered 1111111, before its result" in page
-    assert "(the commit of its wording and expectation; each figure names" in page
+    assert "(its wording and expectation), except where its row says otherwise" in page
     assert "a_<wbr>b" not in page and ">a_b</a>" not in page  # titled in words, not by id
     # can fail: with every claim registered alike, no row repeats it
     monkeypatch.setattr(
@@ -117,3 +117,54 @@ def test_rows_are_titled_in_words_not_by_claim_ids(monkeypatch):
     assert f"an audit of {audited}" in page
     # can fail: a row titled by its id
     assert title_problems("| <a href='chapters/c.html#claim-a_b_c'>fig2_a_<wbr>b</a> | x |")
+
+
+def visible_ids(page: str, ids: set[str]) -> list[str]:
+    """Claim ids (id-shaped tokens equal to a claim's id) in a page's text, outside its
+    href, id and title attributes (markdown's and MyST's escapes of "_" undone)."""
+    text = re.sub(r"\b(?:href|id|title)=(['\"])[^'\"]*\1", "", page)
+    text = text.replace("&#95;", "_").replace("\\_", "_")
+    return [t for t in ID_SHAPED.findall(text) if t in ids]
+
+
+def test_row_texts_name_other_claims_by_their_titles_not_their_ids(monkeypatch):
+    """Evidence and a borrowed plan that name a claim of the chapter by id say its title,
+    linked to its row; the registration in words, its commit in a title attribute; the
+    expectation's effect word and unit in words."""
+    monkeypatch.setattr(
+        status_page, "_registrations", lambda c: {"svm_l2_much_worse": "<span title='x'>y</span>"}
+    )
+    named = row(
+        "known deviation",
+        id="svm_l2_weakly_correlated",
+        evidence="Follows from the SVM-L2 deviation (svm_l2_much_worse): more.",
+        expect="similar",
+        effect="matches",
+        unit="error_rate",
+    )
+    audit = row(
+        id="svm_l2_gap_largest_here",
+        audit_of="svm_l2_much_worse",
+        seed_plan={"borrowed_from": "svm_l2_much_worse"},
+        stage="confirmatory",
+    )
+    target = row(id="svm_l2_much_worse", measure="SVM-L2's error minus GD-GLN's (error rate)")
+    page = status_page.status_markdown([named, audit, target])
+    ids = {"svm_l2_weakly_correlated", "svm_l2_gap_largest_here", "svm_l2_much_worse"}
+    assert visible_ids(page, ids) == []
+    link = "<a href='chapters/gln_norm.html#claim-svm_l2_much_worse'>SVM-L2&#x27;s error"
+    assert f"deviation ({link}" in page and f"seeds of {link}" in page
+    assert "similar (“matches”, error rate)" in page and "error_rate" not in page
+    # can fail: a row that names a claim by its id, as the evidence was written
+    assert visible_ids("| x | <small>Why: (svm&#95;l2&#95;much&#95;worse)</small> |", ids)
+
+
+def test_the_committed_status_page_names_no_claim_by_id():
+    """The page the site shows, from the committed reports: no claim id in its text, no
+    commit hash outside a title attribute."""
+    rows = [r for r in status_page.dashboard_rows() if r["profile"] == "paper"]
+    assert rows
+    page = status_page.status_markdown(rows)
+    assert visible_ids(page, {r["id"] for r in rows}) == []
+    text = re.sub(r"\btitle='[^']*'", "", page)
+    assert "at commit" not in text and "registered at" not in text

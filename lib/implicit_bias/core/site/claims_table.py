@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
-from .verdict import first_sentence, math_html
+from .verdict import CLAIM_ID, first_sentence, math_html
 
 HEADER = re.compile(r"<thead><tr><th>claim</th><th>ours</th><th>expected</th><th>status</th>", re.S)
 NEW_HEADER = "<thead><tr><th>claim</th><th>this run</th><th>the claim needs</th><th>state</th>"
@@ -45,6 +46,30 @@ def title(row: dict) -> str:
     return words[:1].upper() + words[1:]
 
 
+def link_claims(
+    text: str, titles: dict[str, str], href: Callable[[str], str], escape: Callable[[str], str]
+) -> str:
+    """`text` in a page's markup (`escape`), each id of a claim of `titles` in it a link to
+    that claim's row (`href(id)`) whose text is the claim's title (`titles[id]`, already in
+    the page's markup): a note that names another claim reads as words a reader can quote."""
+    out, last = [], 0
+    for found in CLAIM_ID.finditer(text):
+        if found.group(0) not in titles:
+            continue
+        cid = found.group(0)
+        out += [escape(text[last : found.start()]), f"<a href='{href(cid)}'>{titles[cid]}</a>"]
+        last = found.end()
+    return "".join(out) + escape(text[last:])
+
+
+def unit_words(row: dict) -> str:
+    """A claim's effect word and unit, in words ("“much”, error rate"); '' without them."""
+    extra = [f"“{row['effect']}”"] if row.get("effect") else []
+    if row.get("unit"):
+        extra.append(UNITS.get(str(row["unit"]), str(row["unit"]).replace("_", " ")))
+    return ", ".join(extra)
+
+
 def _number(text: str) -> str:
     """A bound as a reader writes it: a minus sign, not a hyphen."""
     return re.sub(r"(?<![\w.])-(?=\d)", "−", text)
@@ -65,11 +90,8 @@ def needs(row: dict) -> str:
             if found
             else target.replace("<=", "≤").replace(">=", "≥").replace("==", "=")
         )
-    extra = [f"“{row['effect']}”"] if row.get("effect") else []
-    if row.get("unit"):
-        extra.append(UNITS.get(str(row["unit"]), str(row["unit"]).replace("_", " ")))
-    if extra:
-        phrase += f" ({', '.join(extra)})"
+    if unit_words(row):
+        phrase += f" ({unit_words(row)})"
     return _number(phrase)
 
 
@@ -104,15 +126,21 @@ def needs_cell(row: dict) -> str:
 
 
 ORIGIN = re.compile(r"</b>((?: <small>\([^<]*\)</small>)*)")
+WHY = re.compile(r"<tr class='claim-why'>.*?</tr>", re.S)  # a row's evidence, folded
 
 
 def rewrite(text: str, report: dict | None) -> str:
     """The claims table of a chapter page (`text`) in words, from `report` (the claims report
     the page shows): its header, and each row's first and "expected" cells; a boolean value
-    as yes or no. Rows the report does not hold stay as they are."""
+    as yes or no; a claim of the chapter that a row's text names by id, by its title, linked
+    to its row. Rows the report does not hold stay as they are."""
     if not report or "<tr id='claim-" not in text:
         return text
     rows = {row["id"]: row for row in report["claims"]}
+    titles = {cid: math_html(title(row)) for cid, row in rows.items()}
+
+    def linked(part: str) -> str:  # already HTML: ids have no character it escapes
+        return link_claims(part, titles, lambda cid: f"#claim-{cid}", lambda t: t)
 
     def row_html(match: re.Match) -> str:
         row = rows.get(match.group(1))
@@ -120,10 +148,12 @@ def rewrite(text: str, report: dict | None) -> str:
         if row is None or len(cells) < 4:
             return match.group(0)
         origin = ORIGIN.search(cells[0])  # "(the book's own check)", "(an audit of ...)"
-        cells[0] = first_cell(row, origin.group(1) if origin else "")
+        cells[0] = first_cell(row, linked(origin.group(1)) if origin else "")
         if isinstance(row.get("value"), bool):
             cells[1] = cells[1].replace(f"<td>{row['value']}", f"<td>{_value(row['value'])}", 1)
+        cells[1] = linked(cells[1])  # a plan borrowed from the claim an audit audits
         cells[2] = needs_cell(row)
         return f"<tr id='claim-{match.group(1)}'>{''.join(cells)}</tr>"
 
-    return HEADER.sub(NEW_HEADER, ROW.sub(row_html, text))
+    text = WHY.sub(lambda m: linked(m.group(0)), ROW.sub(row_html, text))
+    return HEADER.sub(NEW_HEADER, text)

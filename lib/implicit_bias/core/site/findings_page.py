@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..verdicts import tally
-from . import verdict
+from . import claims_table, verdict
 
 FINDINGS = "book/findings"
 
@@ -26,22 +26,43 @@ def _escape(text: str) -> str:
     return "".join(marks.get(c, c) for c in text)
 
 
-def _sentence(row: dict, chapter: str, extra: str = "", stated: bool = False) -> str:
+def _myst(text: str, maths: bool = True) -> str:
+    """Text as MyST reads it: its `$...$` maths as MyST's dollar maths (with `maths`), the
+    words literal."""
+    if not maths:
+        return _escape(text)
+    parts = verdict.MATH.split(text)
+    return "".join(_escape(p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(parts))
+
+
+def titles_of(chapter: str, report: dict) -> dict[str, str]:
+    """The row titles of a chapter's claims by id, as MyST reads them: what a sentence that
+    names another claim by its id says instead (`claims_table.link_claims`)."""
+    return {r["id"]: _myst(claims_table.title(r)) for r in report.get("claims") or []}
+
+
+def _words(text: str, chapter: str, titles: dict[str, str], maths: bool = False) -> str:
+    """`text` as MyST reads it, each id of a claim of the chapter in it a link to that claim's
+    row named by its title."""
+
+    def href(cid: str) -> str:  # raw HTML: an anchor inside a page is no document MyST resolves
+        return f"../chapters/{chapter}.html#claim-{cid}"
+
+    return claims_table.link_claims(text, titles, href, lambda t: _myst(t, maths))
+
+
+def _sentence(
+    row: dict, chapter: str, extra: str = "", stated: bool = False, titles: dict | None = None
+) -> str:
     """A claim as sentences a reader can quote, linked to its row: without its state's word
-    where the paragraph around it names the state (`stated` false)."""
-    # raw HTML: an anchor inside a page is no document MyST could resolve
+    where the paragraph around it names the state (`stated` false); a claim of the chapter
+    that its evidence names by id (`titles`), by its title."""
     link = f"<a href='../chapters/{chapter}.html#claim-{row['id']}'>(claim)</a>"
     said = verdict.finding(row, stated=stated)
-    if verdict.has_maths(row):  # its maths as MyST's dollar maths, the words literal
-        parts = verdict.MATH.split(said)
-        said = "".join(_escape(p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(parts))
-    else:
-        said = _escape(said)
-    return f"{said}{_escape(extra)} {link}"
-
-
-def _item(row: dict, chapter: str, extra: str = "") -> str:
-    return f"- {_sentence(row, chapter, extra, stated=True)}"
+    titles = titles or {}
+    # its maths as MyST's dollar maths, the words literal
+    said = _words(said, chapter, titles, maths=verdict.has_maths(row))
+    return f"{said}{_words(extra, chapter, titles)} {link}"
 
 
 def _evidence(row: dict, sentences: int | None = 2) -> str:
@@ -142,10 +163,12 @@ def _lead(state: str, n: int, whose: str = "the paper's claims") -> str:
     return f"Of {whose}, {n} {one if n == 1 else many}."
 
 
-def _paragraphs(lead: str, rows: list[dict], chapter: str, extra) -> list[str]:
+def _paragraphs(
+    lead: str, rows: list[dict], chapter: str, extra, titles: dict | None = None
+) -> list[str]:
     """A group of claims as prose: its lead, then each claim as sentences in the same
     paragraph; where there are more than `PROSE_MAX`, a compact list under the lead."""
-    told = [_sentence(r, chapter, extra(r)) for r in rows]
+    told = [_sentence(r, chapter, extra(r), titles=titles) for r in rows]
     if len(rows) <= PROSE_MAX:
         return [" ".join([lead, *told]), ""]
     return [lead, "", *(f"- {t}" for t in told), ""]
@@ -158,7 +181,7 @@ def _by_state(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def _headline(against: list[dict], held: list[dict], chapter: str) -> str:
+def _headline(against: list[dict], held: list[dict], chapter: str, titles: dict) -> str:
     """The result to cite first, in sentences: the weightiest finding against the paper (an
     erratum first) and the weightiest claim that reproduces (a figure, theorem or table, a
     comparison, a number of the paper's first: `verdict._weight`)."""
@@ -166,10 +189,12 @@ def _headline(against: list[dict], held: list[dict], chapter: str) -> str:
     if against:
         top = min(against, key=verdict._weight)
         said.append(f"The weightiest finding against the paper ({tally.state(top)}): ")
-        said[-1] += _sentence(top, chapter)
+        said[-1] += _sentence(top, chapter, titles=titles)
     if held:
         top = min(held, key=verdict._weight)
-        said.append("The weightiest result that reproduces: " + _sentence(top, chapter))
+        said.append(
+            "The weightiest result that reproduces: " + _sentence(top, chapter, titles=titles)
+        )
     return " ".join(said)
 
 
@@ -225,7 +250,8 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
     if said != len(paper):  # a state no group tells: named, never dropped
         phrases.append(_n(len(paper) - said, "is in another state", "are in other states"))
     summary = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
-    headline = _headline(against, held, chapter)
+    titles = titles_of(chapter, report)
+    headline = _headline(against, held, chapter, titles)
     lines = [
         f"# Findings: {title}",
         "",
@@ -244,12 +270,12 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
             "that fails without a known cause, passes against its declared deviation, or "
             "misses its metric or tasks): its verdicts are not final until it is fixed."
         )
-        lines += _paragraphs(lead, problems, chapter, lambda r: "")
+        lines += _paragraphs(lead, problems, chapter, lambda r: "", titles)
     lines += ["## What does not reproduce", ""]
     for state in tally.AGAINST_STATES:
         if by_state.get(state):
             lead = _lead(state, len(by_state[state]))
-            lines += _paragraphs(lead, by_state[state], chapter, _evidence)
+            lines += _paragraphs(lead, by_state[state], chapter, _evidence, titles)
     if not against:
         lines += ["No claim of the paper fails here, and no erratum was found.", ""]
     if other:
@@ -266,25 +292,29 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
         ]
         for state in other_states:
             lead = _lead(state, len(by_state[state]))
-            lines += _paragraphs(lead, by_state[state], chapter, lambda r: _evidence(r, None))
+            lines += _paragraphs(
+                lead, by_state[state], chapter, lambda r: _evidence(r, None), titles
+            )
     if groups["no practical effect"]:
         lines += ["## No effect of practical size", ""]
         rows_ = groups["no practical effect"]
         lead = _lead("no practical effect", len(rows_))
-        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _negligible(r))
+        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _negligible(r), titles)
     if groups["below practical size"]:
         lines += ["## Below practical size", ""]
         rows_ = groups["below practical size"]
         lead = _lead("below practical size", len(rows_))
-        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _below_practical(r))
+        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + _below_practical(r), titles)
     if groups["inconclusive"]:
         lines += ["## What stays open", ""]
         rows_ = groups["inconclusive"]
         lead = _lead("inconclusive", len(rows_))
-        lines += _paragraphs(lead, rows_, chapter, lambda r: " " + verdict.why_inconclusive(r))
+        lines += _paragraphs(
+            lead, rows_, chapter, lambda r: " " + verdict.why_inconclusive(r), titles
+        )
     if held:
         lines += ["## What reproduces", ""]
-        lines += _paragraphs(_lead("pass", len(held)), held, chapter, lambda r: "")
+        lines += _paragraphs(_lead("pass", len(held)), held, chapter, lambda r: "", titles)
     apart = "; ".join(t for t in (tally.kind_text(k, counted[k]) for k in ("book", "audit")) if t)
     if apart:
         lines += [
@@ -358,7 +388,9 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
         mine = [r for c, r in against if c == chapter]
         if mine:
             lead = _lead_of_paper(titles[chapter], chapter, mine, "against")
-            lines += _paragraphs(lead, mine, chapter, lambda r: _evidence(r, 1))
+            lines += _paragraphs(
+                lead, mine, chapter, lambda r: _evidence(r, 1), titles_of(chapter, reports[chapter])
+            )
     if not against:
         lines += ["No claim of any paper fails here, and no erratum was found.", ""]
     lines += ["## Known deviations that are not findings against a paper", ""]
@@ -366,7 +398,13 @@ def errata_page(reports: dict[str, dict], titles: dict[str, str]) -> str:
         mine = [r for c, r in other if c == chapter]
         if mine:
             lead = _lead_of_paper(titles[chapter], chapter, mine, "other")
-            lines += _paragraphs(lead, mine, chapter, lambda r: _evidence(r, None))
+            lines += _paragraphs(
+                lead,
+                mine,
+                chapter,
+                lambda r: _evidence(r, None),
+                titles_of(chapter, reports[chapter]),
+            )
     if not other:
         lines += ["None: every deviation found is a finding against its paper.", ""]
     return "\n".join(lines)

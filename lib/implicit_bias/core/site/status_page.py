@@ -112,16 +112,20 @@ def _registrations(chapter: str) -> dict[str, str]:
         if not r.after_data:
             return words[r.pre_registered]
         # redefined once a value of it was stored: what decides it now is new data or not
-        first = f"after a value of it was first stored (at commit {(r.data_seen or '')[:12]})"
+        first = "after a value of it was first stored"
         if r.claim in fresh:
             return f"{first}; decided on seeds run after it"
         return f"{first}; decided on values seen before it"
 
-    # the hash as long as the figures' provenance and the run record give theirs (12)
-    return {
-        cid: f"registered at commit {(r.defined or 'uncommitted')[:12]}, {said(r)}"
-        for cid, r in regs.items()
-    }
+    def commits(r) -> str:
+        # as long as the figures' provenance and the run record give theirs (12)
+        text = f"registered at commit {(r.defined or 'uncommitted')[:12]}"
+        if r.after_data:
+            text += f"; a value first stored at commit {(r.data_seen or '')[:12]}"
+        return text
+
+    # in words; the commits in a title attribute, for the maintainer who looks them up
+    return {cid: f"<span title='{commits(r)}'>defined {said(r)}</span>" for cid, r in regs.items()}
 
 
 def _markdown_maths(text: str) -> str:
@@ -143,9 +147,33 @@ def row_title(row: dict) -> str:
     return _markdown_maths(claims_table.title(row))
 
 
+def expected_text(row: dict) -> str:
+    """The expectation in words: its bound, its effect word and unit ("> 0 (“much”, error
+    rate)"), the region it is decided on where that differs, and its practical size."""
+    words = {"<=": "≤", ">=": "≥", "==": "="}
+    text = re.sub(r"<=|>=|==", lambda m: words[m.group(0)], str(row["expect"]))
+    if claims_table.unit_words(row):
+        text += f" ({claims_table.unit_words(row)})"
+    if row.get("region") and row["region"] != row["expect"]:
+        text += "; decided on: " + re.sub(r"<=|>=|==", lambda m: words[m.group(0)], row["region"])
+    if row.get("practical"):  # a significant difference wholly below it is not green
+        text += f"; practical size {row['practical']:.3g}"
+    return text
+
+
+def _linked(text: str, chapter: str, titles: dict[str, str] | None) -> str:
+    """`text` for a cell, each id of a claim of the chapter in it its title, linked."""
+
+    def href(cid: str) -> str:
+        return f"chapters/{chapter}.html#claim-{html.escape(cid)}"
+
+    return claims_table.link_claims(text, titles or {}, href, _html)
+
+
 def claim_row(row: dict, registered: str, titles: dict[str, str] | None = None) -> str:
     """One claim's row; `registered`: its registration, where it differs from its chapter's;
-    `titles`: the row titles of its chapter's claims by id (an audit names its claim's)."""
+    `titles`: the row titles of its chapter's claims by id (an audit names its claim's, and a
+    text that names a claim by id says its title)."""
     chapter, cid = row["chapter"], row["id"]
     claim = f"<a href='chapters/{chapter}.html#claim-{html.escape(cid)}'>{row_title(row)}</a>"
     if registered:
@@ -156,17 +184,19 @@ def claim_row(row: dict, registered: str, titles: dict[str, str] | None = None) 
         for t in (claims_module.seeds_summary(row.get("seeds")), claims_module.plan_summary(row))
         if t
     )
-    ours = _cell(row["value"]) + (f"<br><small>{_cell(seeds)}</small>" if seeds else "")
+    seeds = _linked(seeds, chapter, titles)
+    ours = _cell(row["value"]) + (f"<br><small>{seeds}</small>" if seeds else "")
     if row.get("audit_of"):  # the audited claim by its title, linked
         audited = (titles or {}).get(row["audit_of"])
         target = f"<a href='chapters/{chapter}.html#claim-{html.escape(row['audit_of'])}'>"
         claim += f"<br><small>an audit of {target}{audited or 'another claim'}</a></small>"
     status = status_badge(tally.state(row)) + (" (stale)" if row["stale"] else "")
     if row["status"] == "known deviation" and row.get("evidence"):  # in the widest column
-        claim += f"<br><small><em>Why:</em> {_html(first_sentence(row['evidence']))}</small>"
+        why = _linked(first_sentence(row["evidence"]), chapter, titles)
+        claim += f"<br><small><em>Why:</em> {why}</small>"
     return (
         f"| {claim} | {_cell(row['where'])} | {ours} | "
-        f"{_cell(claims_module.expect_text(row))}{paper} | {status} |"
+        f"{_html(expected_text(row))}{paper} | {status} |"
     )
 
 
@@ -235,9 +265,8 @@ def status_markdown(rows: list[dict]) -> str:
             common = max(set(said), key=said.count) if said else ""
             shared = (
                 [
-                    f"Every claim below was {common} (the commit of its wording and expectation"
-                    "; each figure names the commit of its data), except where its row says "
-                    "otherwise.",
+                    f"Every claim below was {common} (its wording and expectation), except "
+                    "where its row says otherwise.",
                     "",
                 ]
                 if common
