@@ -209,3 +209,17 @@ def test_a_sentence_names_another_claim_by_its_title_linked():
     assert visible_ids(findings_page.errata_page(reports, {c: c for c in reports}), every) == []
     # can fail: the sentence as it was written
     assert visible_ids("deviation (svm\\_l2\\_much\\_worse)", {"svm_l2_much_worse"})
+
+
+def test_the_count_of_the_books_own_checks_keeps_its_qualifiers():
+    """The findings page counts the book's checks as the chapter's box does, with what its
+    passes rest on (a blind reader found the box's '2 of the passes ... exploratory seeds
+    alone' dropped here); can fail: `kind_text` without qualifiers."""
+    from implicit_bias.core.verdicts import tally
+    from implicit_bias.core.verdicts.claims import load_report
+
+    report = load_report("deep_matrix_factorization", "paper")
+    assert report is not None, "the committed paper report of deep_matrix_factorization"
+    page = findings_page.paper_findings("deep_matrix_factorization", "DMF", report)
+    apart = tally.tally_text(report["claims"], ("book", "audit"))
+    assert "exploratory seeds alone" in apart and apart in page

@@ -315,7 +315,7 @@ def paper_findings(chapter: str, title: str, report: dict) -> str:
     if held:
         lines += ["## What reproduces", ""]
         lines += _paragraphs(_lead("pass", len(held)), held, chapter, lambda r: "", titles)
-    apart = "; ".join(t for t in (tally.kind_text(k, counted[k]) for k in ("book", "audit")) if t)
+    apart = tally.tally_text(rows, ("book", "audit"))  # with their qualifiers
     if apart:
         lines += [
             "## Counted apart",
