@@ -185,3 +185,98 @@ def test_a_figure_drawn_for_dark_mode_becomes_files_shown_in_dark_mode(demo_proj
         with Image.open(files / light_piece) as a, Image.open(files / dark_piece) as b:
             assert a.size == b.size and b.getpixel((0, 0))[3] == 0  # its ground transparent
     assert text.index("id='figure-fig1'><a class='figure-full figure-light'") > 0
+
+
+def _texts_cut(png: bytes, fig, pieces) -> list[str]:
+    """The texts of `fig` (drawn as in `png`) that no piece holds whole, but for the title of
+    the whole figure (left out of the pieces: the caption says it)."""
+    import io
+
+    import numpy as np
+    from matplotlib.text import Text
+
+    from implicit_bias.core.site.plotting import SAVE_DPI
+    from implicit_bias.core.site.plotting import _drawn_labels as _drawn
+
+    ink = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 250
+    fig.set_dpi(SAVE_DPI)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    ticks = {t for ax in fig.axes for a in (ax.xaxis, ax.yaxis) for t in a.get_ticklabels()}
+    drawn = {t for ax in fig.axes for a in (ax.xaxis, ax.yaxis) for t in _drawn(ax, a, renderer)}
+    cut = []
+    for text in fig.findobj(Text):
+        if not (text.get_visible() and text.get_text().strip()):
+            continue
+        if text in ticks and text not in drawn:
+            continue  # a tick label outside the axes' span, not drawn
+        e = text.get_window_extent(renderer)
+        box = (e.x0, renderer.height - e.y1, e.x1, renderer.height - e.y0)
+        assert ink[int(box[1]) : int(box[3]) + 1, int(box[0]) : int(box[2]) + 1].any(), (text, box)
+        whole = any(
+            p[0] <= box[0] and p[1] <= box[1] and box[2] <= p[2] and box[3] <= p[3] for p in pieces
+        )
+        if not whole and text is not fig._suptitle:
+            cut.append(text.get_text())
+    return cut
+
+
+def test_a_figure_is_cut_for_a_phone_where_its_panels_were_drawn():
+    """A panel's long title reaching past its axes and its neighbour's y label, under a title
+    of the whole figure: the boxes of the panels as drawn (`geometry_boxes`) keep every text
+    whole in one piece; the gutters found in the pixels slice the title."""
+    import io
+
+    from implicit_bias.core.site.figure_panels import cut_boxes, geometry_boxes, panel_boxes
+    from implicit_bias.core.site.plotting import SAVE_DPI
+
+    fig, axes = figure(1, 2)
+    left, right = axes.ravel()
+    for ax in (left, right):
+        ax.plot([0, 1], [1, 0])
+    left.set_title("a long title of the left panel reaching past its axes", loc="left")
+    right.set_ylabel("the right panel's y label")
+    fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin of Q")
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=SAVE_DPI)
+    png = out.getvalue()
+    size = Image.open(io.BytesIO(png)).size
+    exact = geometry_boxes(fig, SAVE_DPI)
+    assert len(exact) == 2 and exact[0][0] < exact[1][0]
+    assert _texts_cut(png, fig, cut_boxes(exact, size)) == []
+    guessed = panel_boxes(png, [0.5, 0.5])
+    assert len(guessed) == 2 and _texts_cut(png, fig, guessed)
+    fig.legend(left.get_lines(), ["a shared legend"], loc="outside lower center")
+    # a legend of the whole figure below the panels is a piece of its own, after them
+    assert len(geometry_boxes(fig, SAVE_DPI)) == 3
+
+
+def test_the_website_cuts_a_figure_where_its_tag_says_its_panels_are(tmp_path):
+    """`figure_html` puts the panels' boxes on the figure tag; `externalize` cuts the light and
+    the dark image there (padded), not at the gutters its pixels show."""
+
+    from implicit_bias.core.chapter import figure_html
+    from implicit_bias.core.site.figure_panels import cut_boxes, geometry_boxes
+    from implicit_bias.core.site.plotting import SAVE_DPI
+
+    fig, axes = figure(1, 2)
+    left, right = axes.ravel()
+    for ax in (left, right):
+        ax.plot([0, 1], [1, 0])
+    left.set_title("a long title of the left panel reaching past its axes", loc="left")
+    right.set_ylabel("the right panel's y label")
+    png = tmp_path / "fig1.png"
+    fig.savefig(png, format="png", dpi=SAVE_DPI)
+    exact = geometry_boxes(fig, SAVE_DPI)
+    page = tmp_path / "chapter.html"
+    page.write_text(figure_html(png, 1, "fig1", "Two panels.", fig, []))
+    assert f"data-panel-boxes='{json.dumps(exact, separators=(',', ':'))}'" in page.read_text()
+    assert externalize(page) == 2
+    with Image.open(png) as image:
+        expected = [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in cut_boxes(exact, image.size)]
+    for stem in ("fig1", "fig1-dark"):
+        sizes = []
+        for k in (1, 2):
+            with Image.open(tmp_path / "chapter_files" / f"{stem}-panel{k}.png") as piece:
+                sizes.append(piece.size)
+        assert sizes == expected

@@ -647,7 +647,9 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     `<span class='written-caption'>`.
     Without one, the caption says what the panels plot (`generated-caption`). The figure tag
     itself stays `<figure class='book-figure' id='figure-<id>'>`, right before its image, as
-    `core.site.website.externalize` finds it.
+    `core.site.website.externalize` finds it; a figure of several panels adds their boxes in
+    the PNG's pixels (`data-panel-boxes`: `figure_panels.geometry_boxes`), where the website
+    cuts it for a phone.
 
     A second image follows the first: the figure drawn for a dark page
     (`core.site.dark_figure.dark_png`, class `figure-dark`), hidden here (`display:none`, so
@@ -657,6 +659,7 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
     import html
 
     from .site.dark_figure import dark_png
+    from .site.figure_panels import geometry_boxes
     from .site.plotting import SAVE_DPI, alt_text, describe_panels
     from .site.verdict import EXPECTED
 
@@ -686,9 +689,11 @@ def figure_html(png: Path, number: int, fig_id: str, caption: str | None, fig, c
             )
     alt = esc(alt_text(fig), quote=True)
     light = base64.b64encode(png.read_bytes()).decode()
+    boxes = geometry_boxes(fig, SAVE_DPI)  # before the dark drawing recolours it
     dark = base64.b64encode(dark_png(fig, SAVE_DPI)).decode()
+    cut = f" data-panel-boxes='{json.dumps(boxes, separators=(',', ':'))}'" if boxes else ""
     return (
-        f"<figure class='book-figure' id='figure-{esc(fig_id)}'>"
+        f"<figure class='book-figure' id='figure-{esc(fig_id)}'{cut}>"
         f"<img src='data:image/png;base64,{light}' class='figure-light' alt='{alt}' "
         "style='max-width:100%;height:auto'>"
         f"<img src='data:image/png;base64,{dark}' class='figure-dark' alt='{alt}' "

@@ -6,11 +6,18 @@ The cut needs the image and its grid (`plotting.legibility`'s panel widths: how 
 so how many rows): panels of the book's figures sit on a grid separated by blank gutters.
 Rows are cut at the widest full-width blank band near each expected boundary, then each row
 at the widest full-height blank column near its own; a figure whose gutters are not found is
-shown whole, as is a figure of one panel."""
+shown whole, as is a figure of one panel.
+
+That cut is a guess from the pixels, and it can slice a text that crosses a gutter (a title
+of the whole figure, a panel's long title or its neighbour's y label). Where the figure is
+drawn (`core.chapter.figure_html`), its panels' boxes are known exactly (`geometry_boxes`, on
+the figure tag); the website cuts by those (`cut_boxes`, `crop`), the guess only where a
+figure has none."""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
 MIN_GUTTER_PX = 3  # a blank band at least this wide can separate two panels
 WINDOW = 0.15  # a cut is looked for within this share of the size around where it is expected
@@ -132,11 +139,133 @@ def panel_boxes(png: bytes, panels: list[float]) -> list[tuple[int, int, int, in
     return boxes if len(boxes) > 1 else []
 
 
-def crop(png: bytes, box: tuple[int, int, int, int]) -> bytes:
-    """The PNG of one box of `png`."""
+Box = tuple[int, int, int, int]
+GEOMETRY_PAD_PX = 6  # blank kept around a panel's box (its texts' boxes are exact)
+
+
+def _union(boxes) -> Box:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
+def _overlap(a, b) -> float:
+    return max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def geometry_boxes(fig, dpi: float) -> list[Box]:
+    """The pixel boxes (x0, y0, x1, y1, y down) of the panels of `fig` saved at `dpi` (the
+    layout `savefig` drew), row by row: each grid slot's axes (twins, insets, and the colorbars
+    beside it) with all they draw (ticks, labels, title, legend). A figure-level text or legend
+    above every panel (a title of the whole figure: the caption says it) is left out; one
+    below them all (a shared legend) is a last piece of its own; one among them goes with the
+    panel it overlaps most. Empty for a figure of one panel (`panel_boxes` cuts what stands
+    beside it)."""
+    original = fig.dpi
+    fig.set_dpi(dpi)
+    try:
+        fig.draw_without_rendering()  # the layout at the saved resolution, as savefig drew it
+        renderer = fig.canvas.get_renderer()
+        height = renderer.height
+
+        def pixels(bbox) -> Box:
+            return (
+                int(bbox.x0),
+                int(height - bbox.y1),
+                int(-(-bbox.x1 // 1)),
+                int(-(-(height - bbox.y0) // 1)),
+            )
+
+        slots: dict[tuple, list[Box]] = {}
+        loose = []  # colorbars and axes placed by hand: they join the nearest panel
+        for ax in fig.get_axes():
+            bbox = ax.get_tightbbox(renderer) if ax.get_visible() else None
+            if bbox is None or bbox.width <= 0 or bbox.height <= 0:
+                continue
+            spec = ax.get_subplotspec()
+            if spec is None or ax.get_label() == "<colorbar>":
+                loose.append((ax.get_window_extent(renderer), pixels(bbox)))
+                continue
+            top = spec.get_topmost_subplotspec()  # twin axes share their panel's slot
+            key = (top.rowspan.start, top.colspan.start, id(top.get_gridspec()))
+            slots.setdefault(key, []).append(pixels(bbox))
+        if len(slots) < 2:
+            return []
+        keys = sorted(slots)
+        for frame, box in loose:
+            cx, cy = (frame.x0 + frame.x1) / 2, height - (frame.y0 + frame.y1) / 2
+            nearest = min(
+                keys,
+                key=lambda k: min(
+                    (max(b[0] - cx, 0, cx - b[2]) + max(b[1] - cy, 0, cy - b[3])) for b in slots[k]
+                ),
+            )
+            slots[nearest].append(box)
+        boxes = [_union(slots[k]) for k in keys]
+        top, bottom = min(b[1] for b in boxes), max(b[3] for b in boxes)
+        below = []
+        for artist in fig.get_children():
+            if artist in fig.axes or artist is fig.patch or not artist.get_visible():
+                continue
+            if hasattr(artist, "get_text") and not artist.get_text().strip():
+                continue
+            extent = artist.get_window_extent(renderer)
+            if extent.width <= 0 or extent.height <= 0:
+                continue
+            box = pixels(extent)
+            if box[3] <= top + 1:
+                continue  # a title of the whole figure
+            if box[1] >= bottom - 1:
+                below.append(box)
+                continue
+            k = max(range(len(boxes)), key=lambda i: _overlap(boxes[i], box))
+            boxes[k] = _union([boxes[k], box])
+        return boxes + ([_union(below)] if below else [])
+    finally:
+        fig.set_dpi(original)
+
+
+def cut_boxes(boxes: list[Box], size: tuple[int, int]) -> list[Box]:
+    """The pieces cut for `boxes` (`geometry_boxes`) from an image of `size`: each padded by
+    GEOMETRY_PAD_PX, clipped to the image."""
+    w, h = size
+    pad = GEOMETRY_PAD_PX
+    return [
+        (max(0, x0 - pad), max(0, y0 - pad), min(w, x1 + pad), min(h, y1 + pad))
+        for x0, y0, x1, y1 in boxes
+    ]
+
+
+def crop(png: bytes, box: Box, own: Box | None = None, others: tuple[Box, ...] = ()) -> bytes:
+    """The PNG of one box of `png`. With `own` (the panel's exact box inside `box`) and
+    `others` (the other panels' boxes): what of the others falls in the piece, outside its own
+    box, is painted over with the figure's ground, so no stray ends of a neighbour's texts show
+    in its margin."""
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
+        piece = image.crop(box)
+        if own is not None and others:
+            ground: Any = image.getpixel((0, 0))  # the figure's ground (transparent: dark)
+            w, h = piece.size
+
+            def inside(b: Box) -> Box:  # `b` in the piece's pixels, clipped to it
+                return (
+                    min(max(b[0] - box[0], 0), w),
+                    min(max(b[1] - box[1], 0), h),
+                    min(max(b[2] - box[0], 0), w),
+                    min(max(b[3] - box[1], 0), h),
+                )
+
+            mine = inside(own)
+            kept = piece.crop(mine)
+            for other in map(inside, others):
+                if other[2] > other[0] and other[3] > other[1]:
+                    piece.paste(ground, other)
+            piece.paste(kept, mine[:2])
         out = io.BytesIO()
-        image.crop(box).save(out, format="PNG", optimize=True)
+        piece.save(out, format="PNG", optimize=True)
     return out.getvalue()

@@ -28,11 +28,14 @@ from pathlib import Path
 
 from ..verdicts import tally
 from . import claims_table, findings_page, record_page, repository, site_files, verdict
-from .figure_panels import crop, panel_boxes
+from .figure_panels import crop, cut_boxes, panel_boxes
 from .plotting import DISPLAY_DPI, LEGIBILITY_KEY, SAVE_DPI
 from .web_tables import fit_tables
 
-FIGURE = re.compile(r"<figure class=(['\"])book-figure\1 id=(['\"])figure-([\w-]+)\2")
+FIGURE = re.compile(
+    r"<figure class=(['\"])book-figure\1 id=(['\"])figure-([\w-]+)\2"
+    r"(?: data-panel-boxes=(['\"])([\d,\[\] ]*)\4)?"
+)
 IMAGE = re.compile(r"<img src=(['\"])data:image/png;base64,([A-Za-z0-9+/=]+)\1")
 DOWNLOAD = re.compile(
     r"<a download=(['\"])([\w.-]+)\1 href=(['\"])data:text/csv;base64,([A-Za-z0-9+/=]+)\3"
@@ -93,17 +96,30 @@ def phone_panels(
     alt: str,
     dark: bytes | None = None,
     mode: str = "",
+    exact: list | None = None,
 ) -> str:
     """The figure's panels one under the other, for a phone (`figure_panels`), each a file
     beside the page linking to itself; empty where the figure does not cut. `dark`: the
     figure drawn for dark mode (the same layout), cut where its light image cuts, its pieces
-    `<fig_id>-dark-panel<k>.png`. `mode`: a class of the panels' span (`figure-light`)."""
-    boxes = panel_boxes(data, record.get("panels") or [])
+    `<fig_id>-dark-panel<k>.png`. `mode`: a class of the panels' span (`figure-light`).
+    `exact`: the panels' boxes as the figure was drawn (the figure tag's `data-panel-boxes`),
+    cut by, where given, instead of the gutters found in the pixels."""
+    if exact:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as image:
+            boxes = cut_boxes(exact, image.size)
+    else:
+        boxes = panel_boxes(data, record.get("panels") or [])
     source, stem = (data, fig_id) if dark is None else (dark, f"{fig_id}-dark")
     tags = []
     for k, box in enumerate(boxes, 1):
         name = f"{stem}-panel{k}.png"
-        (folder / name).write_bytes(crop(source, box))
+        if exact:
+            own, others = exact[k - 1], exact[: k - 1] + exact[k:]
+            (folder / name).write_bytes(crop(source, box, tuple(own), tuple(map(tuple, others))))
+        else:
+            (folder / name).write_bytes(crop(source, box))
         width_px = box[2] - box[0]
         piece = {
             "width_in": round(width_px / SAVE_DPI, 4),
@@ -458,6 +474,7 @@ def externalize(page: Path) -> int:
         # the image links to itself, full size: a phone's reader taps it to zoom
         end = text.index(">", image.end()) + 1  # the img tag's end (its alt text is escaped)
         fig_id = figure.group(3)
+        exact = json.loads(figure.group(5)) if figure.group(5) else None
         src = f"{folder.name}/{fig_id}.png"
         data = base64.b64decode(image.group(2))
         tag, record = _image_tag(data, fig_id, folder, text[image.end() : end])
@@ -470,7 +487,7 @@ def externalize(page: Path) -> int:
             f"<a class='figure-full{mode}' href='{src}'>",
             tag,
             "</a>",
-            phone_panels(data, fig_id, folder, record, alt_text, mode=mode.strip()),
+            phone_panels(data, fig_id, folder, record, alt_text, mode=mode.strip(), exact=exact),
         ]
         last = end
         if dark:
@@ -481,7 +498,9 @@ def externalize(page: Path) -> int:
                 f"<a class='figure-full figure-dark' href='{dark_src}'>",
                 _img(dark_src, record, rest),
                 "</a>",
-                phone_panels(data, fig_id, folder, record, alt_text, data_dark, "figure-dark"),
+                phone_panels(
+                    data, fig_id, folder, record, alt_text, data_dark, "figure-dark", exact
+                ),
             ]
             written += 1
         written += 1
