@@ -221,6 +221,17 @@ def _texts_cut(png: bytes, fig, pieces) -> list[str]:
     return cut
 
 
+def _two_panels_with_long_text():
+    """Two panels, the left one's title reaching past its axes, the right one with a y label."""
+    fig, axes = figure(1, 2)
+    left, right = axes.ravel()
+    for ax in (left, right):
+        ax.plot([0, 1], [1, 0])
+    left.set_title("a long title of the left panel reaching past its axes", loc="left")
+    right.set_ylabel("the right panel's y label")
+    return fig, left
+
+
 def test_a_figure_is_cut_for_a_phone_where_its_panels_were_drawn():
     """A panel's long title reaching past its axes and its neighbour's y label, under a title
     of the whole figure: the boxes of the panels as drawn (`geometry_boxes`) keep every text
@@ -230,12 +241,7 @@ def test_a_figure_is_cut_for_a_phone_where_its_panels_were_drawn():
     from implicit_bias.core.site.figure_panels import cut_boxes, geometry_boxes, panel_boxes
     from implicit_bias.core.site.plotting import SAVE_DPI
 
-    fig, axes = figure(1, 2)
-    left, right = axes.ravel()
-    for ax in (left, right):
-        ax.plot([0, 1], [1, 0])
-    left.set_title("a long title of the left panel reaching past its axes", loc="left")
-    right.set_ylabel("the right panel's y label")
+    fig, left = _two_panels_with_long_text()
     fig.suptitle("Theorem 2: gradient descent and gradient flow against argmin of Q")
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=SAVE_DPI)
@@ -259,12 +265,7 @@ def test_the_website_cuts_a_figure_where_its_tag_says_its_panels_are(tmp_path):
     from implicit_bias.core.site.figure_panels import cut_boxes, geometry_boxes
     from implicit_bias.core.site.plotting import SAVE_DPI
 
-    fig, axes = figure(1, 2)
-    left, right = axes.ravel()
-    for ax in (left, right):
-        ax.plot([0, 1], [1, 0])
-    left.set_title("a long title of the left panel reaching past its axes", loc="left")
-    right.set_ylabel("the right panel's y label")
+    fig, left = _two_panels_with_long_text()
     png = tmp_path / "fig1.png"
     fig.savefig(png, format="png", dpi=SAVE_DPI)
     exact = geometry_boxes(fig, SAVE_DPI)
