@@ -470,7 +470,7 @@ def page_measures() -> dict[str, str]:
 # other request measures everything. Each measure runs on every page of a browser run, and the
 # contrast walk over every text node is most of it: the chapters at 1366 px took 20 s instead
 # of 37 with the clipping measure alone (2 loaded cores), dark mode 20 s instead of 37.
-ONLY_AT = {"dark": ("contrast", "colours"), 960: ("clipping",), 1366: ("clipping",)}
+ONLY_AT = {"dark": ("contrast", "colours", "figure modes"), 960: ("clipping",), 1366: ("clipping",)}
 
 
 def measures_at(width: int, dark: bool) -> dict[str, str]:

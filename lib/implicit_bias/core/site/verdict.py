@@ -201,7 +201,7 @@ def _exploratory(row: dict) -> bool:
     return row.get("stage") == "exploratory" and bool(row.get("seed_plan"))
 
 
-def measured(row: dict) -> str:
+def measured(row: dict, brief: bool = False) -> str:
     """This run's value as a reader can quote it: the estimate, with its 95% interval and the
     seeds it rests on where it rests on seeds ("−0.177 (95% interval −0.2 to −0.154, 3
     seeds)")."""
@@ -210,9 +210,9 @@ def measured(row: dict) -> str:
     if seeds.get("scope") == "every_run":  # a statement about each run: its worst run
         runs, outside = seeds.get("runs"), seeds.get("outside")
         # one value a seed, its worst run: the count is of seeds (a seed holds several runs)
+        each = "" if brief else ", each seed at its worst run"  # a figure's line: one line
         return (
-            f"{_number(seeds.get('worst'))} at the worst of {runs} seeds ({outside} outside), "
-            "each seed at its worst run"
+            f"{_number(seeds.get('worst'))} at the worst of {runs} seeds ({outside} outside){each}"
         )
     interval = _interval(row)
     # a claim with a registered plan decided on its exploratory seeds says so: the verdict is
@@ -547,7 +547,9 @@ def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
     what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
-    short = _first_words(measure, RUN_MEASURE_WORDS) if measure else ""
+    # where the line names seeds it has fewer words for the rest (`words` says how many)
+    budget = RUN_MEASURE_WORDS - (RUN_QUOTE_WORDS - words) // 2
+    short = _first_words(measure, budget) if measure else ""
     if kind == "paper":
         quoted = _short_quote(row, words)
         # a quote is given whole or not at all: one cut short misquotes; by what it measures
@@ -622,7 +624,7 @@ def figure_run(rows: list[dict]) -> str:
     target = _maths_words(other.get("region") or str(other.get("expect") or ""))
     interval = _interval(other)
     if (other.get("seeds") or {}).get("scope") == "every_run":
-        ours = measured(other)
+        ours = measured(other, brief=True)
     elif interval:
         ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
     # the seeds take the room of four words of the quote: the line stays one line
