@@ -255,15 +255,20 @@ def console_problems(page: str, messages: list[str]) -> list[str]:
     return [f"{page}: console: {m[:160]}" for m in messages]
 
 
-# ---- no word cut mid-word: in the status page's row titles (its first column), a word that
+# ---- no word cut mid-word: in the status page's row titles (its first column) and in every
+# state badge (a chapter's claims table, the status page), a word that
 # fits its cell's width is never set on two lines; a break at a space, a hyphen, a slash or a
 # bar (where Unicode allows a line break) is not a cut. A word wider than its cell may break (it
 # could not fit otherwise), and is not counted. ------------------------------------------------
 MID_WORD = (
     "result = [];"
-    "for (const td of document.querySelectorAll('.status-table td:first-child')) {"
-    " const s = getComputedStyle(td);"
-    " const room = td.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);"
+    "for (const td of document.querySelectorAll('.status-table td:first-child, .claim-status'))"
+    " {"
+    # a badge is measured against its table cell: its own padding must not make a word that
+    # fits the cell break
+    " const cell = td.matches('.claim-status') ? (td.closest('td') || td) : td;"
+    " const s = getComputedStyle(cell);"
+    " const room = cell.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);"
     " const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);"
     " for (let n = walk.nextNode(); n; n = walk.nextNode()) {"
     "  if (n.parentElement.closest('mjx-container')) continue;"

@@ -1520,6 +1520,7 @@ def test_chapters_fold_their_code_and_show_no_machinery(built_site, measured):
     for page in chapter_pages(built_site) + record_pages(built_site):
         found = measured(page)
         problems += code_problems(page.stem, found["code"])
+        problems += mid_word_problems(page.stem, found["mid word"])  # the state badges
         problems += machinery_problems(page.stem, found["long tables"], found["printed"])
         problems += table_problems(page.stem, found["data tables"])
     assert not problems, "\n".join(problems[:30])
@@ -1532,6 +1533,7 @@ def test_phone_figures_show_text_of_at_least_9_px(built_site, measured, capsys):
         found = measured(page, PHONE_PX)["phone text"]
         smallest += [px for _, px in found if px is not None]
         problems += phone_text_problems(page.stem, found)
+        problems += mid_word_problems(page.stem, measured(page, PHONE_PX)["mid word"])
     with capsys.disabled():
         print(
             f"\n{len(smallest)} figure images at {PHONE_PX} px: smallest text "
@@ -1646,6 +1648,9 @@ def test_the_reader_checks_can_fail(tmp_path):
         "<tbody><tr><th>run</th><td>3.777265e-16</td><td>0.5</td></tr></tbody></table>"
         "<div class='status-table'><table><tr><td style='width:120px;word-break:break-all'>"
         "<a>inconsistency of the predictors</a></td></tr></table></div>"
+        "<table><tr><td style='width:96px;padding:0'><span class='claim-status' style='display:"
+        "inline-block;max-width:100%;overflow-wrap:anywhere;padding:0 10px;font:bold 14px "
+        "sans-serif'>inconclusive</span></td></tr></table>"
         "<div style='width:300px'><mjx-container display='true' style='display:block;"
         "overflow-x:auto'><span style='display:inline-block;width:500px'>x</span>"
         "</mjx-container></div>"
@@ -1666,6 +1671,7 @@ def test_the_reader_checks_can_fail(tmp_path):
     assert verdict_problems("s", found["verdict"], 10) == ["s: no verdict box"]
     assert phone_text_problems("s", found["phone text"])  # 9 pt at 420 of 740 px: 7.1 px
     assert mid_word_problems("s", found["mid word"])  # a word that fits, cut by break-all
+    assert "inconclusive" in found["mid word"]  # a badge whose padding breaks a word its cell fits
     assert display_math_problems("s", 1280, found["display math"])  # 500 px in 300
     assert len(claims_type_problems("s", found["claims type"])) == 2  # the name and the badge
     assert height_problems({"s": found["height"]})  # 26,000 px and more

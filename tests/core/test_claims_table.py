@@ -78,3 +78,19 @@ def test_a_row_that_names_another_claim_by_id_says_its_title_linked():
     assert f"Follows from ({link}" in page and f"(an audit of {link}" in page
     text = page.replace("href='#claim-svm_l2_much_worse'", "")
     assert "svm_l2_much_worse" not in text.replace("id='claim-svm_l2_gap_audit'", "")
+
+
+def test_a_link_the_notebook_made_is_titled_and_never_linked_again():
+    """An id inside a tag (the href of a link the notebook's table already made) is not
+    linked again: 'decided on the seeds of <a href='#claim-x'>x</a>' became a link inside an
+    href, its markup shown as text ('>SVM ...'). The bare id as the link's text becomes the
+    claim's title."""
+    borrowed = TABLE.replace(
+        "</td>",
+        " <small>decided on the seeds of <a href='#claim-svm_l2_much_worse'>"
+        "svm_l2_much_worse</a></small></td>",
+        2,
+    )
+    page = claims_table.rewrite(borrowed, {"claims": [ROW]})
+    assert "href='#claim-<a" not in page and "'>The validation-error difference" in page
+    assert page.count("<a href='#claim-svm_l2_much_worse'>") == 1

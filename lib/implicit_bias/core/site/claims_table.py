@@ -126,6 +126,15 @@ def needs_cell(row: dict) -> str:
 
 
 ORIGIN = re.compile(r"</b>((?: <small>\([^<]*\)</small>)*)")
+MARKUP = re.compile(r"(<a\b[^>]*>.*?</a>|<[^>]+>)", re.S)  # a link whole, or any other tag
+BARE_LINK = re.compile(r"<a href='#claim-([\w-]+)'>\1</a>")  # a link whose text is its id
+
+
+def _titled(match: re.Match, titles: dict[str, str]) -> str:
+    cid = match.group(1)
+    return f"<a href='#claim-{cid}'>{titles[cid]}</a>" if cid in titles else match.group(0)
+
+
 WHY = re.compile(r"<tr class='claim-why'>.*?</tr>", re.S)  # a row's evidence, folded
 
 
@@ -140,7 +149,17 @@ def rewrite(text: str, report: dict | None) -> str:
     titles = {cid: math_html(title(row)) for cid, row in rows.items()}
 
     def linked(part: str) -> str:  # already HTML: ids have no character it escapes
-        return link_claims(part, titles, lambda cid: f"#claim-{cid}", lambda t: t)
+        # ids in text only: not inside a tag (an href names the id) nor a link's text, which
+        # becomes the claim's title where it is the bare id
+        pieces = MARKUP.split(part)
+        return "".join(
+            (
+                BARE_LINK.sub(lambda m: _titled(m, titles), piece)
+                if i % 2
+                else link_claims(piece, titles, lambda cid: f"#claim-{cid}", lambda t: t)
+            )
+            for i, piece in enumerate(pieces)
+        )
 
     def row_html(match: re.Match) -> str:
         row = rows.get(match.group(1))
