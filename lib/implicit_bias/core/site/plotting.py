@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..engine.paths import atomic_path, figures_dir, output_path, write_atomic
+from .numbers import power_of_ten  # noqa: F401  (the figures' axes and labels use it from here)
 
 STYLE = Path(__file__).with_name("implicit_bias.mplstyle")
 # Okabe-Ito palette (colorblind-safe), in the style's cycle order.
@@ -99,30 +100,6 @@ def legend_below(ax, ncol: int = 1, fontsize: float = 7, offset: float = 0.22, *
         frameon=False,
         **kwargs,
     )
-
-
-_SUPERSCRIPT_DIGITS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def power_of_ten(x: float, plain: tuple[float, float] = (1e-2, 1e4)) -> str:
-    """A number as a reader writes it: `10⁻¹²`, `2 × 10⁶`; plainly (`0.25`, `1000`) where
-    `plain[0] <= |x| < plain[1]`, never in a program's notation (`1e-12`, `2e+06`)."""
-    import math
-
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    if plain[0] <= abs(x) < plain[1]:
-        return f"{x:g}".replace("-", "−")
-    exponent = math.floor(math.log10(abs(x)))
-    mantissa = round(x / 10.0**exponent, 2)
-    if abs(mantissa) >= 10:  # rounding carried into the next decade
-        mantissa, exponent = mantissa / 10, exponent + 1
-    power = "10" + str(exponent).translate(_SUPERSCRIPT_DIGITS)
-    if mantissa == 1:
-        return power
-    if mantissa == -1:
-        return "−" + power
-    return f"{mantissa:g} × {power}".replace("-", "−")
 
 
 def _caller() -> str | None:

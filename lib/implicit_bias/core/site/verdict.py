@@ -13,6 +13,7 @@ import html
 import re
 
 from ..verdicts import tally
+from .numbers import powers_of_ten
 
 # States in the order a reader meets them: what held, what did not (a known deviation by its
 # cause), what is undecided; one order and one count for the whole site (`verdicts.tally`).
@@ -31,22 +32,6 @@ def counts_text(rows: list[dict]) -> str:
     """The book's one count, each kind apart: "54 claims of the paper: 32 pass, 3 does not
     reproduce, ...; 7 checks of the book's own: ...; 16 audits: ..." (`verdicts.tally`)."""
     return tally.tally_text(rows)
-
-
-SUPERSCRIPT = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
-E_NOTATION = re.compile(r"\b(\d+(?:\.\d+)?)e([+-]?)0*(\d+)\b")
-
-
-def powers_of_ten(text: str) -> str:
-    """Numbers in e-notation as a reader writes them, like the page's typeset tables:
-    '2.22e-16' as '2.22 × 10⁻¹⁶', '1e-10' as '10⁻¹⁰'."""
-
-    def written(match: re.Match) -> str:
-        mantissa, sign, exponent = match.groups()
-        power = f"10{(('-' if sign == '-' else '') + exponent).translate(SUPERSCRIPT)}"
-        return power if mantissa == "1" else f"{mantissa} × {power}"
-
-    return E_NOTATION.sub(written, text)
 
 
 def _number(value) -> str:
