@@ -188,3 +188,14 @@ def test_finite_time_figure_has_one_line_per_cell_and_the_checkpoints_as_ticks()
     ]
     assert [t.get_text() for t in a.get_xticklabels()] == ["3,200", "6,400"]
     assert len(b.lines) >= 4  # two GD lines, two SVM-GLN levels (and the paper's step count)
+
+
+def test_the_identity_checks_are_named_in_the_papers_notation():
+    """No ASCII maths left in the check names (can fail: the table as analysis names it)."""
+    from implicit_bias.chapters.gln_norm import analysis, figures
+
+    table, _ = analysis.norm_checks()
+    named = figures.in_notation(table)["check"]
+    assert not named.str.contains(r"\|\||\^|zeta|beta| vs |=\d", regex=True).any(), list(named)
+    assert named.str.contains("‖β‖² = Cᴴ⁻² ζᵀMζ").any() and len(named) == len(table)
+    assert table["check"].str.contains("zeta").any()  # the input is left as it was

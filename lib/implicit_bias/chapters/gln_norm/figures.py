@@ -388,3 +388,30 @@ def finite_time(summary: pd.DataFrame) -> Figure:
     a.set(ylabel="inconsistency with SVM-GLN", title="(a) GD-GLN against SVM-GLN")
     b.set(ylabel="validation error", title="(b) GD-GLN (solid), SVM-GLN (dashed)")
     return fig
+
+
+# the names `analysis.norm_checks` gives its checks in ASCII, in the paper's notation
+NOTATION = (
+    (
+        "||beta||^2: C^(H-2) zeta'M zeta vs enumeration",
+        "‖β‖² = Cᴴ⁻² ζᵀMζ (Eq. 24) against enumeration",
+    ),
+    (
+        "||beta||^2: C^(H-2) ||A zeta||^2 (Eq. 23/25)",
+        "‖β‖² = Cᴴ⁻² ‖Aζ‖² (Eqs. 23, 25) against enumeration",
+    ),
+    ("max |A^2 - M|, Eq. 25 coefficients", "largest |A² − M|, Eq. 25's coefficients"),
+    ("max |A^2 - M|, corrected coefficients", "largest |A² − M|, corrected coefficients"),
+    (" vs ", " against "),
+    ("H=", "H = "),
+    (", C=", ", C = "),
+    (" C=", ", C = "),
+)
+
+
+def in_notation(table: pd.DataFrame) -> pd.DataFrame:
+    """The table of norm identities with its checks named in the paper's notation."""
+    named = table.copy()
+    for ascii_name, name in NOTATION:
+        named["check"] = named["check"].str.replace(ascii_name, name, regex=False)
+    return named
