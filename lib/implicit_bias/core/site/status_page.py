@@ -99,23 +99,18 @@ def _html(text: str) -> str:
 def _registrations(chapter: str) -> dict[str, str]:
     """Per claim: the commit that registered its current definition, and whether it came before
     its first stored paper value (from git), as words."""
-    from ..verdicts.registration import HistoryError, decided_on_new_seeds, registrations
+    from ..verdicts.registration import (
+        HistoryError,
+        decided_on_new_seeds,
+        registration_words,
+        registrations,
+    )
 
     try:
         regs = registrations(chapter)
         fresh = decided_on_new_seeds(chapter, regs)
     except HistoryError:
         return {}
-    words = {True: "before its result", False: "with or after its result", None: "no result yet"}
-
-    def said(r) -> str:
-        if not r.after_data:
-            return words[r.pre_registered]
-        # redefined once a value of it was stored: what decides it now is new data or not
-        first = "after a value of it was first stored"
-        if r.claim in fresh:
-            return f"{first}; decided on seeds run after it"
-        return f"{first}; decided on values seen before it"
 
     def commits(r) -> str:
         # as long as the figures' provenance and the run record give theirs (12)
@@ -125,7 +120,10 @@ def _registrations(chapter: str) -> dict[str, str]:
         return text
 
     # in words; the commits in a title attribute, for the maintainer who looks them up
-    return {cid: f"<span title='{commits(r)}'>defined {said(r)}</span>" for cid, r in regs.items()}
+    return {
+        cid: f"<span title='{commits(r)}'>{registration_words(r, fresh)}</span>"
+        for cid, r in regs.items()
+    }
 
 
 def _markdown_maths(text: str) -> str:

@@ -216,6 +216,18 @@ def decided_on_new_seeds(
     }
 
 
+def registration_words(reg: Registration, fresh: set[str]) -> str:
+    """When a claim was defined, in words (the CLI and the status page say the same):
+    before its result, with or after it, or redefined after a value of it was stored and
+    decided on seeds run after (`fresh`: `decided_on_new_seeds`) or on values seen before."""
+    if reg.after_data:  # what decides it now is new data or not
+        seeds = "seeds run after" if reg.claim in fresh else "values seen before"
+        return f"redefined after a value of it was stored; decided on {seeds}"
+    if reg.pre_registered is None:
+        return "no result yet"
+    return "defined before its result" if reg.pre_registered else "defined with or after its result"
+
+
 def format_registrations(chapters: list[str], root: Path | None = None) -> str:
     lines = []
     for chapter in chapters:
@@ -235,15 +247,7 @@ def format_registrations(chapters: list[str], root: Path | None = None) -> str:
         }
         lines.append(f"{chapter}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
         for r in regs.values():
-            state = {
-                True: "defined before it was stored",
-                False: "stored with or before its definition",
-                None: "not stored",
-            }[r.pre_registered]
-            if r.claim in fresh:
-                state = "redefined after a value was stored; decided on seeds run after"
-            elif r.claim in seen_before:
-                state = "redefined after a value was stored; decided on values seen before"
+            state = registration_words(r, fresh)
             again = (
                 f" (a value of this definition was stored before, at {(r.earlier_value or '')[:7]})"
             )
