@@ -416,13 +416,13 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
             "power": plan["power"],
             "seeds": plan.get("new_seeds") or len(plan["seeds"]),
         }
+    every_committed_run = value
     if isinstance(value, Evidence) and plan and value.test != "Welch t":
         # confirmatory: decided on the registered new seeds alone, once they have all run;
         # until then on the exploratory seeds (never on both together); a void plan never,
         # its replacement (registered after it was voided, on seeds never seen) as any plan.
-        # A seed whose runs were all left out as unconverged has run: the verdict rests on the
-        # plan's converged runs, as every verdict does (known only where the chapter names the
-        # seeds of its dropped runs)
+        # A seed whose runs were all left out as unconverged has run (known where the chapter
+        # names its dropped runs' seeds): the verdict rests on the plan's converged runs
         ran = set(value.seeds) | set(value.dropped_seeds)
         confirmed = not plan.get("void") and set(plan["seeds"]) <= ran
         stage = "confirmatory" if confirmed else "exploratory"
@@ -436,9 +436,9 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
             # its own new seeds alone (its procedure had two chances: a 5% false-pass bound)
             stage, value = stages.STAGE, full.restricted(second["seeds"])
     if isinstance(value, Evidence) and claim.get("scope") == "every_run":
-        # a statement about every run: decided on every run (of the plan's seeds, under a
-        # plan), no interval; the row shows the worst run and how many lie outside
-        where = claim_region(claim)
+        # a statement about every run: decided on every committed run of its setting (any run
+        # refutes it, whichever plan it ran for), no interval; shows the worst run and count
+        value, where = every_committed_run, claim_region(claim)
         dropped = value.dropped
         runs = decision.every_run(value, where) if value.values else None
         seeds = {**value.to_json(), "interval": [None, None], "detectable": None}

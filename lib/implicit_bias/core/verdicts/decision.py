@@ -55,7 +55,10 @@ theorem's bound checked with the book's finite-run tolerance) is not a statement
 it is decided on every run (`every_run`): pass when every run's value lies in the region, fail
 otherwise (a known deviation where recorded), with the count of runs outside it; no interval and
 no seed plan. Per-seed values that are already each seed's worst run make the worst over seeds
-the worst run. A claim under a registered plan is decided on every run of its plan's seeds.
+the worst run. It is read on every committed run of its setting, whichever claim's plan the
+run was made for: a run outside the region refutes a statement about every run, so a plan's
+seeds alone would leave out runs that can refute it (the book adopted this after the runs were
+seen; it can only turn a pass into a deviation).
 
 So with no true difference a "better" claim passes in at most 2.5% of repetitions, and a claim
 passes only where its seeds carry it. Paired by seed where the two runs share a seed (the
