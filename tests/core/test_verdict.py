@@ -303,6 +303,10 @@ def test_a_statement_about_every_run_is_quoted_by_its_worst_run():
         "This run: 0.00112 at the worst of 20 seeds (7 outside), each seed at its worst run; "
         "the claim needs ≤ 10⁻³" in said
     )
+    # a seed's value that is the smallest over its runs is not called its worst run
+    smallest = "the smallest relative distance to the printed form, over the seed's runs"
+    said = verdict.finding(row("a", "known deviation", seeds=every, measure=smallest))
+    assert "each seed at its smallest value" in said and "worst run" not in said
 
 
 def test_an_exploratory_verdict_of_a_planned_claim_says_so():

@@ -194,8 +194,10 @@ def measured(row: dict, brief: bool = False) -> str:
     seeds = row.get("seeds") or {}
     if seeds.get("scope") == "every_run":  # a statement about each run: its worst run
         runs, outside = seeds.get("runs"), seeds.get("outside")
-        # one value a seed, its worst run: the count is of seeds (a seed holds several runs)
-        each = "" if brief else ", each seed at its worst run"  # a figure's line: one line
+        # one value a seed (its worst run, or the smallest over its runs where the measure says
+        # so): the count is of seeds; a figure's line stays one line
+        best = "smallest" in (row.get("measure") or "")
+        each = "" if brief else f", each seed at its {'smallest value' if best else 'worst run'}"
         return (
             f"{_number(seeds.get('worst'))} at the worst of {runs} seeds ({outside} outside){each}"
         )

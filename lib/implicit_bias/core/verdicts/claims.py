@@ -743,9 +743,8 @@ def _every_run_note(seeds: dict | None) -> str:
     """For a claim decided on every run: how many runs lie outside, and the worst."""
     if not seeds or seeds.get("scope") != "every_run":
         return ""
-    return f"; decided on every run: {seeds['outside']} of {seeds['runs']} outside, worst " + (
-        f"{seeds['worst']:.3g}"
-    )
+    count = f"{seeds['outside']} of {seeds['runs']} seeds outside"
+    return f"; decided on every run: {count}, worst {seeds['worst']:.3g}"
 
 
 def reevaluate(report: dict, claims: list[dict]) -> list[str]:

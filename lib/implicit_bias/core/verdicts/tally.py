@@ -18,7 +18,8 @@ paper, and only a claim of the paper (or an audit of one) can have them:
 - `transcription`: an error of the source text the book had, not shown to be the paper's (the
   tensor_networks source is a third party's slide deck);
 - `limit_not_reached`: a limit the runs approach but do not reach within the book's finite
-  tolerance;
+  tolerance, every run short of it shown still approaching (in time or in the step); a run that
+  shows no approach leaves the claim not reproduced;
 - `not_testable`: the setting cannot test the claim (a floor or a ceiling leaves no room, the
   runs are not the paper's algorithm or budget, or the claim is a bound over all time, which no
   finite run can test);
@@ -51,7 +52,7 @@ CAUSE_MEANINGS: dict[str, str] = {
     "erratum": "an error in the paper's algebra, shown numerically",
     "transcription": "an error of the source text this book had, not shown to be the paper's",
     "limit_not_reached": "a limit the runs approach but do not reach within the book's finite "
-    "tolerance",
+    "tolerance (every run short of it shown still approaching, in time or in the step)",
     # what the claims files' not-testable rows use, and nothing more (the decision page's
     # table says the same: tests/core/test_tally.py)
     "not_testable": "the setting cannot test the claim (a floor or a ceiling leaves no room, "
