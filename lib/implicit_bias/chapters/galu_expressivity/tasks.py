@@ -28,10 +28,10 @@ from implicit_bias.models.galu import (
     least_squares_many,
     pca_project,
     random_regression,
-    train_classifier,
     train_one_hidden,
     train_one_hidden_converged,
 )
+from implicit_bias.models.galu_classifiers import train_classifiers
 from implicit_bias.models.galu_theory import (
     lemma1_monte_carlo,
     rank_upper_bound,
@@ -353,11 +353,18 @@ def fig1_task(task: dict) -> dict:
         task["pca_dim"],
     )
     tens = [torch.as_tensor(a).to(dev) for a in (Ztr, ytr, Zte, yte)]
+    # the four models share their seed: trained side by side, one batched step for all
+    res = train_classifiers(
+        *tens,
+        task["k"],
+        task["models"],
+        task["seed"],
+        task["epochs"],
+        task["lr"],
+        task["batch_size"],
+    )
     out = {}
-    for model in task["models"]:
-        r = train_classifier(
-            *tens, task["k"], model, task["seed"], task["epochs"], task["lr"], task["batch_size"]
-        )
+    for model, r in res.items():
         out[f"{model}_test_acc"] = r["test_acc"]
         out[f"{model}_train_acc"] = r["train_acc"]
     return out
