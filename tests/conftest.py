@@ -33,12 +33,48 @@ BOOK_GROUP = "smoke-book"
 BOOK_MODULES = {"tests/test_book.py", "tests/test_website.py"}
 
 
+# The other workers take the longest tests first, so that the run ends on short ones: in the
+# tests' own order the converged-evidence runs (20-36 s each) and the pinned recompute (52-100 s)
+# came last (tests/test_c..., tests/test_r...), and one worker could still be on them when the
+# rest were done. Wall seconds of the slowest tests in `make test` on the 2-core machine (node id
+# prefixes; any other test counts as short, and a stale number only reorders).
+LONG_TESTS = {
+    "tests/test_recompute.py::test_committed_results_recompute_under_other_cpu_kernels": 70,
+    "tests/core/test_kill_at_random.py::": 42,
+    "tests/test_converged_evidence.py::test_no_claim_reads_an_unconverged_run[": 22,
+    "tests/core/test_cluster.py::test_a_chapter_on_a_scheduler_with_two_worker_processes": 21,
+    "tests/chapters/galu_expressivity/test_galu_expressivity_tasks.py::test_fig1_task_": 21,
+    "tests/chapters/galu_expressivity/test_galu_expressivity_analysis.py::test_fig3_fig4_": 16,
+    "tests/chapters/warped_imd/test_warped_imd_tasks.py::test_rk4_step_budget_": 15,
+    "tests/core/test_runner.py::test_rendering_again_from_the_cache_": 15,
+    "tests/core/test_status_page.py::test_the_committed_status_page_names_no_claim_by_id": 12,
+}
+
+
+def expected_seconds(scope: str) -> float:
+    return next((s for prefix, s in LONG_TESTS.items() if scope.startswith(prefix)), 0.0)
+
+
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class BookGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return BOOK_GROUP if nodeid.split("::")[0] in BOOK_MODULES else nodeid
+
+        def _assign_work_unit(self, node) -> None:
+            """Before the first assignment: the book's group first (the largest scope: xdist
+            orders scopes by size), then the other tests longest first (a stable sort: the
+            rest keep their order)."""
+            if not getattr(self, "_longest_first", False):
+                queued = sorted(
+                    self.workqueue.items(),
+                    key=lambda item: (item[0] != BOOK_GROUP, -expected_seconds(item[0])),
+                )
+                self.workqueue.clear()
+                self.workqueue.update(queued)
+                self._longest_first = True
+            super()._assign_work_unit(node)
 
     return BookGroupScheduling(config, log)
 

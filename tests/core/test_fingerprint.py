@@ -128,6 +128,26 @@ def test_a_real_task_function_is_stable_within_and_across_processes():
     assert out.stdout.strip() == first
 
 
+def test_a_walk_that_replays_shared_helpers_gives_each_function_its_own_walks_fingerprint():
+    """The second function to reach a helper replays what the first walk saw of it (its text,
+    its constants, what it reaches, in order): every task of a chapter walked in turn gets the
+    fingerprint and the entries of a walk of its own, and the replays did happen."""
+    from implicit_bias.chapters.gln_norm import tasks
+
+    functions = [tasks.gd_task, tasks.relu_task, tasks.svm_task, tasks.authors_data_task]
+    alone = []
+    for function in functions:
+        fp.clear_cache()
+        alone.append((fp.fingerprint(function), fp.reached(function)))
+    fp.clear_cache()
+    in_turn = [(fp.fingerprint(function), fp.reached(function)) for function in functions]
+    walked = len(fp._VISITS)
+    fp.clear_cache()
+    assert in_turn == alone
+    assert all(len(entries) > 20 for _, entries in alone)
+    assert 0 < walked < sum(len(entries) for _, entries in alone) / 2  # shared helpers once
+
+
 def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     """A clone elsewhere (CI) must see the committed results as fresh."""
     import shutil

@@ -284,3 +284,21 @@ def test_a_plan_below_the_power_floor_is_refused(monkeypatch):
     assert both["status"] == "inconclusive"
     said = claims_module.plan_summary(both)
     assert "its registered plan of 20 seeds had power 0.05" in said and "undecidable at" in said
+
+
+def test_the_sd_quantiles_computed_once_per_seed_count_are_scipys_to_the_bit():
+    """`decided_probability` takes the sample sd's quantiles and the t quantile from a cache of
+    one row per distinct seed count: for counts repeated, unordered and in any shape they are
+    the numbers scipy gives for each entry."""
+    from scipy import stats
+
+    from implicit_bias.core.verdicts.decision import LEVEL
+    from implicit_bias.core.verdicts.planning import _NODES, _sd_quantiles
+
+    n = np.array([[9.0, 3.0, 9.0], [4.0, 25.0, 3.0]])[..., None]
+    spread_at, t_at = _sd_quantiles(n)
+    q = (np.arange(_NODES) + 0.5) / _NODES
+    assert spread_at.shape == (2, 3, _NODES) and t_at.shape == (2, 3, 1)
+    assert np.array_equal(spread_at, np.sqrt(stats.chi2.ppf(q, n - 1) / (n - 1)))
+    assert np.array_equal(t_at, stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1))
+    assert np.array_equal(_sd_quantiles(n[1:, ::-1])[0], spread_at[1:, ::-1])  # from the cache

@@ -27,6 +27,7 @@ Sized honestly (plans written since; registered plans are never resized):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -70,10 +71,9 @@ def decided_probability(
         np.asarray(effect, float), np.asarray(sd, float), np.asarray(n, float)
     )
     e, sd, n = effect[..., None], sd[..., None], n[..., None]
-    df = n - 1
-    q = (np.arange(_NODES) + 0.5) / _NODES
-    s = sd * np.sqrt(stats.chi2.ppf(q, df) / df)  # the sample sd at equally likely quantiles
-    half = np.maximum(stats.t.ppf(1 - (1 - LEVEL) / 2, df) * s / np.sqrt(n), resolution)
+    spread_at, t_at = _sd_quantiles(n)
+    s = sd * spread_at  # the sample sd at equally likely quantiles
+    half = np.maximum(t_at * s / np.sqrt(n), resolution)
     scale = np.maximum(sd / np.sqrt(n), 1e-300)  # sd 0: the mean is the effect itself
 
     def prob(a, b):  # P(a <= mean <= b), 0 for an empty range
@@ -98,6 +98,30 @@ def decided_probability(
     out = {k: v.mean(axis=-1) for k, v in out.items()}
     out["decided"] = np.clip(out["pass"] + out["fail"] + out["negligible"], 0, 1)
     return out
+
+
+def _sd_quantiles(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each entry of `n` (shape (..., 1)): the sample sd's quantiles at the `_NODES`
+    equally likely levels, in units of the true sd (shape (..., _NODES)), and the rule's t
+    quantile (shape (..., 1)). They depend on n alone, and `seeds_needed` asks for the same
+    998 counts for every claim (with every effect and sd broadcast over them), so they are
+    computed once per distinct n in a process: the same numbers, element by element."""
+    distinct, where = np.unique(n, return_inverse=True)
+    spread_at, t_at = _quantiles_of(tuple(distinct.tolist()))
+    shape = n.shape[:-1]
+    return spread_at[where].reshape(*shape, _NODES), t_at[where].reshape(*shape, 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _quantiles_of(counts: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    from scipy import stats
+
+    df = np.asarray(counts, float)[:, None] - 1
+    q = (np.arange(_NODES) + 0.5) / _NODES
+    spread_at = np.sqrt(stats.chi2.ppf(q, df) / df)
+    t_at = stats.t.ppf(1 - (1 - LEVEL) / 2, df)
+    spread_at.flags.writeable = t_at.flags.writeable = False
+    return spread_at, t_at
 
 
 def seeds_needed(
