@@ -39,7 +39,7 @@ KERNELS = pin_kernels()  # before torch is imported, as the runner does
 import torch  # noqa: E402
 
 from implicit_bias.chapters.galu_expressivity.tasks import _pca_data, fig1_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root  # noqa: E402
+from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
 from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
 from implicit_bias.models import galu  # noqa: E402
 from implicit_bias.models.galu_classifiers import train_classifiers  # noqa: E402
@@ -279,13 +279,9 @@ def main() -> None:
         "load": f"{os.getloadavg()[0]:.1f} at the end",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(res, indent=1) + "\n")
-    tmp.replace(args.out)
+    write_atomic(args.out, json.dumps(res, indent=1) + "\n")
     md = markdown(res)
-    md_tmp = args.out.with_suffix(".md.tmp")
-    md_tmp.write_text(md)
-    md_tmp.replace(args.out.with_suffix(".md"))
+    write_atomic(args.out.with_suffix(".md"), md)
     print(md)
 
 

@@ -38,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from implicit_bias.chapters.gln_norm import tasks as gt  # noqa: E402
-from implicit_bias.core.engine.paths import project_root  # noqa: E402
+from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
 from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
 from implicit_bias.models import gln_solvers as gs  # noqa: E402
 from implicit_bias.models.gln import error_rate, inconsistency, predict_batched  # noqa: E402
@@ -329,13 +329,9 @@ def main() -> None:
         "summary": summarize(rows, paper_solves(cfg)),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(res, indent=1) + "\n")
-    tmp.replace(args.out)
+    write_atomic(args.out, json.dumps(res, indent=1) + "\n")
     md = markdown(res)
-    md_tmp = args.out.with_suffix(".md.tmp")
-    md_tmp.write_text(md)
-    md_tmp.replace(args.out.with_suffix(".md"))
+    write_atomic(args.out.with_suffix(".md"), md)
     print(md)
 
 

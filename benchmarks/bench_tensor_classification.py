@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from implicit_bias.chapters.tensor_networks.tasks import classification_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root  # noqa: E402
+from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
 from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
 from implicit_bias.models import tensor_networks as tn  # noqa: E402
 
@@ -233,13 +233,9 @@ def main() -> None:
         "summary": summarize(rows, counts, cfg["cls_steps"]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(res, indent=1) + "\n")
-    tmp.replace(args.out)
+    write_atomic(args.out, json.dumps(res, indent=1) + "\n")
     md = markdown(res)
-    md_tmp = args.out.with_suffix(".md.tmp")
-    md_tmp.write_text(md)
-    md_tmp.replace(args.out.with_suffix(".md"))
+    write_atomic(args.out.with_suffix(".md"), md)
     print(md)
 
 

@@ -39,7 +39,7 @@ from implicit_bias.chapters.tensor_networks.tasks import (  # noqa: E402
     classification_task,
     classification_tasks,
 )
-from implicit_bias.core.engine.paths import project_root  # noqa: E402
+from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
 from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
 
 # (architecture, depth, seed): the runs that end outside a bound with no late approach in
@@ -100,7 +100,7 @@ def main() -> None:
             )
             print(rows[-1], flush=True)
     out_dir = root / "benchmarks" / "results"
-    (out_dir / "tensor_late_runs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    write_atomic(out_dir / "tensor_late_runs.json", json.dumps(rows, indent=1) + "\n")
     lines = [
         "# tensor_networks: runs short of a bound, run again longer and with half the step",
         "",
@@ -128,7 +128,7 @@ def main() -> None:
             )
             + f"{r['reference']} | {r['cpu_s']:.1f} |"
         )
-    (out_dir / "tensor_late_runs.md").write_text("\n".join(lines) + "\n")
+    write_atomic(out_dir / "tensor_late_runs.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
