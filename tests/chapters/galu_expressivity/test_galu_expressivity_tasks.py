@@ -156,3 +156,49 @@ def test_fig1_task_on_a_small_mnist_subset():
     assert all(0 <= v <= 1 for v in out.values())
     assert out["relu_train_acc"] > 0.25  # above chance (0.1) after four short epochs
     assert tasks.fig1_task(task) == out  # seeded: the same task gives the same result
+
+
+def test_fig5_task_equals_the_masked_batch_it_replaced():
+    # Fig. 5's Adam fits train each width at its own size; the masked batch at the largest
+    # width (the reference) is the same maths: the same stops and MSEs to round-off.
+    task = {
+        "m": 40,
+        "d": 3,
+        "d_out": 2,
+        "k_grid": [2, 3, 5],
+        "seed": 1,
+        "acs_iters": 30,
+        "acs_tol": 1e-5,
+        "acs_dout_max": 2,
+        "adam_lr": 0.01,
+        "adam_window": 100,
+        "adam_tol": 1e-3,
+        "adam_halvings": 1,
+        "adam_max_steps": 3000,
+    }
+    out = tasks.fig5_task(task)
+    X, Y = galu.random_regression(40, 3, 2, 1, "cpu")
+    g = torch.Generator().manual_seed(2)
+    U = torch.zeros(3, 3, 5, dtype=torch.float64)
+    for i, k in enumerate(task["k_grid"]):
+        U[i, :, :k] = torch.randn(3, k, generator=g, dtype=torch.float64)
+    acs = [galu.acs(X, Y, U[i, :, :k], 30, "step", 3, tol=1e-5) for i, k in enumerate([2, 3, 5])]
+    assert out["galu_acs"] == [r["losses"][-1] for r in acs]
+    for arch, name in (("galu", "galu_adam"), ("relu", "relu")):
+        ref = galu.train_one_hidden_converged(
+            X.expand(3, -1, -1),
+            Y.expand(3, -1, -1),
+            5,
+            arch,
+            [4] * 3,
+            0.01,
+            100,
+            1e-3,
+            1,
+            3000,
+            widths=[2, 3, 5],
+            U=U if arch == "galu" else None,
+        )
+        assert out[f"{name}_steps"] == ref["steps"]
+        assert out[f"{name}_converged"] == ref["converged"]
+        assert out[name] == pytest.approx(ref["train_mse"], rel=1e-10)

@@ -18,7 +18,6 @@ from implicit_bias.core.engine import data  # the foundation's loaders (data/raw
 from implicit_bias.core.engine.tasks import task
 from implicit_bias.models.galu import (
     DEEP_MODELS,
-    acs,
     cluster_model,
     cluster_model_levels,
     galu_features,
@@ -37,6 +36,7 @@ from implicit_bias.models.galu_theory import (
     rank_upper_bound,
     theorem1_monte_carlo,
 )
+from implicit_bias.models.galu_widths import acs_widths, train_widths_converged
 
 
 def _device(task: dict) -> torch.device:
@@ -277,7 +277,8 @@ def fig5_task(task: dict) -> dict:
     run is unconverged) and its cost. GaLU by alternate convex search (stop when a round gains
     less than ``acs_tol`` relative, at most ``acs_iters`` rounds; only for d' <= ``acs_dout_max``,
     its cost grows with (kd)^3 per round) and by Adam on both layers with the same gates; ReLU by
-    Adam (both Adam fits: ``train_one_hidden_converged``, batched over the k grid with masks).
+    Adam (both Adam fits: ``train_widths_converged``, each width at its own size, the same
+    networks as ``train_one_hidden_converged`` batched over the k grid with masks).
     """
     dev = _device(task)
     d = task["d"]
@@ -289,7 +290,7 @@ def fig5_task(task: dict) -> dict:
     if task["d_out"] <= task["acs_dout_max"]:
         start = time.perf_counter()
         runs = [
-            acs(X, Y, U, task["acs_iters"], "step", task["seed"] + 2, tol=task["acs_tol"])
+            acs_widths(X, Y, U, task["acs_iters"], "step", task["seed"] + 2, tol=task["acs_tol"])
             for U in gates
         ]
         out["acs_seconds"] = time.perf_counter() - start
@@ -299,25 +300,20 @@ def fig5_task(task: dict) -> dict:
         out["acs_nonincreasing"] = all(
             b <= a + 1e-12 for r in runs for a, b in zip(r["losses"], r["losses"][1:])
         )
-    B, k_max = len(ks), max(ks)
-    U = torch.zeros(B, d, k_max, dtype=torch.float64, device=dev)
-    for i, Ui in enumerate(gates):
-        U[i, :, : ks[i]] = Ui
     for arch, name in (("galu", "galu_adam"), ("relu", "relu")):
         start = time.perf_counter()
-        res = train_one_hidden_converged(
-            X.expand(B, -1, -1),
-            Y.expand(B, -1, -1),
-            k_max,
+        res = train_widths_converged(
+            X,
+            Y,
+            ks,
             arch,
-            [task["seed"] + 3] * B,
+            [task["seed"] + 3] * len(ks),
             task["adam_lr"],
             task["adam_window"],
             task["adam_tol"],
             task["adam_halvings"],
             task["adam_max_steps"],
-            widths=ks,
-            U=U if arch == "galu" else None,
+            U=gates if arch == "galu" else None,
         )
         out[f"{name}_seconds"] = time.perf_counter() - start
         out[name] = res["train_mse"]
