@@ -81,7 +81,8 @@ def fig2_task(task: dict) -> dict:
 
     GaLU: closed form at each k and 2k, and after ``alg1_steps`` steps of Algorithm 1;
     ReLU: both layers trained by full-batch Adam to its stopping rule
-    (``train_one_hidden_converged``, batched over the k grid with masks), with whether each
+    (``train_widths_converged``, each width at its own size: the networks
+    ``train_one_hidden_converged`` trains batched over the k grid with masks), with whether each
     width converged (a run stopped by ``adam_max_steps`` is unconverged; the analysis leaves
     it out, so the task's exact GaLU fits stay evidence).
     """
@@ -97,10 +98,10 @@ def fig2_task(task: dict) -> dict:
         improve_gates(X, Y[:, 0], k, task["alg1_steps"], task["gate"], task["seed"] + 2)["losses"]
         for k in ks
     ]
-    relu = train_one_hidden_converged(
-        X.expand(len(ks), -1, -1),
-        Y.expand(len(ks), -1, -1),
-        max(ks),
+    relu = train_widths_converged(  # each width at its own size (the masked batch's networks)
+        X,
+        Y,
+        ks,
         "relu",
         [task["seed"] + 3] * len(ks),
         task["adam_lr"],
@@ -108,7 +109,6 @@ def fig2_task(task: dict) -> dict:
         task["adam_tol"],
         task["adam_halvings"],
         task["adam_max_steps"],
-        widths=ks,
     )
     return {
         "k": ks,
