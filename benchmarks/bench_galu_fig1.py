@@ -39,8 +39,8 @@ KERNELS = pin_kernels()  # before torch is imported, as the runner does
 import torch  # noqa: E402
 
 from implicit_bias.chapters.galu_expressivity.tasks import _pca_data, fig1_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
+from implicit_bias.core.chapter import load_profile  # noqa: E402
+from implicit_bias.core.engine.paths import write_atomic  # noqa: E402
 from implicit_bias.models import galu  # noqa: E402
 from implicit_bias.models.galu_classifiers import train_classifiers  # noqa: E402
 
@@ -48,8 +48,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def paper_profile() -> dict:
-    path = project_root() / "data" / "profiles" / "galu_expressivity.yaml"
-    return load_profiles_file(path, "galu_expressivity")["paper"]
+    return load_profile("galu_expressivity", "paper")
 
 
 def data(task: dict, nudge: bool = False) -> list[torch.Tensor]:

@@ -33,8 +33,8 @@ import torch  # noqa: E402
 
 # isort: on
 from implicit_bias.chapters.galu_expressivity.tasks import fig2_task, fig2_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
+from implicit_bias.core.chapter import load_profile  # noqa: E402
+from implicit_bias.core.engine.paths import write_atomic  # noqa: E402
 from implicit_bias.models import galu  # noqa: E402
 from implicit_bias.models.galu import random_regression  # noqa: E402
 from implicit_bias.models.galu_widths import train_widths_converged  # noqa: E402
@@ -84,9 +84,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cfg = load_profiles_file(
-        project_root() / "data" / "profiles" / "galu_expressivity.yaml", "galu_expressivity"
-    )["paper"]
+    cfg = load_profile("galu_expressivity", "paper")
     tasks = [t for t in fig2_tasks(cfg, "cpu") if t["seed"] in args.seeds]
     rows = []
     for i, task in enumerate(tasks):

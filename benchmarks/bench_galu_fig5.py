@@ -42,8 +42,7 @@ import torch  # noqa: E402
 # isort: on
 
 from implicit_bias.chapters.galu_expressivity.tasks import fig5_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
+from implicit_bias.core.chapter import load_profile  # noqa: E402
 from implicit_bias.models import galu  # noqa: E402
 from implicit_bias.models.galu_widths import acs_widths, train_widths_converged  # noqa: E402
 
@@ -52,8 +51,7 @@ PARTS = ("acs", "galu_adam", "relu")
 
 
 def paper_profile() -> dict:
-    path = project_root() / "data" / "profiles" / "galu_expressivity.yaml"
-    return load_profiles_file(path, "galu_expressivity")["paper"]
+    return load_profile("galu_expressivity", "paper")
 
 
 def inputs(task: dict, perturb: float = 0.0):

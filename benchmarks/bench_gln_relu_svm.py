@@ -38,8 +38,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from implicit_bias.chapters.gln_norm import tasks as gt  # noqa: E402
-from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
+from implicit_bias.core.chapter import load_profile  # noqa: E402
+from implicit_bias.core.engine.paths import write_atomic  # noqa: E402
 from implicit_bias.models import gln_solvers as gs  # noqa: E402
 from implicit_bias.models.gln import error_rate, inconsistency, predict_batched  # noqa: E402
 from implicit_bias.models.gln_ipm import (  # noqa: E402
@@ -53,8 +53,7 @@ PARTS = ("SVM-HL", "SVM-HL (no constant)")
 
 
 def paper_profile() -> dict:
-    path = project_root() / "data" / "profiles" / "gln_norm.yaml"
-    return load_profiles_file(path, "gln_norm")["paper"]
+    return load_profile("gln_norm", "paper")
 
 
 def _finish_linear(status, w, lam, F, y, iters, elapsed, cpu) -> SVMSolution:

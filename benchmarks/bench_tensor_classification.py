@@ -35,8 +35,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from implicit_bias.chapters.tensor_networks.tasks import classification_tasks  # noqa: E402
-from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
+from implicit_bias.core.chapter import load_profile  # noqa: E402
+from implicit_bias.core.engine.paths import write_atomic  # noqa: E402
 from implicit_bias.models import tensor_networks as tn  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -44,8 +44,7 @@ ARCHS, DEPTHS = ("diag", "conv", "fc"), (2, 3, 4)
 
 
 def paper_profile() -> dict:
-    path = project_root() / "data" / "profiles" / "tensor_networks.yaml"
-    return load_profiles_file(path, "tensor_networks")["paper"]
+    return load_profile("tensor_networks", "paper")
 
 
 def train(loop, task: dict, steps: int, perturb: float = 0.0) -> tuple[dict, float]:

@@ -39,8 +39,8 @@ from implicit_bias.chapters.tensor_networks.tasks import (  # noqa: E402
     classification_task,
     classification_tasks,
 )
+from implicit_bias.core.chapter import load_profile  # noqa: E402
 from implicit_bias.core.engine.paths import project_root, write_atomic  # noqa: E402
-from implicit_bias.core.engine.profiles import load_profiles_file  # noqa: E402
 
 # (architecture, depth, seed): the runs that end outside a bound with no late approach in
 # their committed 12,000 steps, and those they are compared with
@@ -64,9 +64,7 @@ def _slope(steps: list, values: list, k: int = 6) -> float:
 def main() -> None:
     torch.set_num_threads(1)
     root = project_root()
-    cfg = load_profiles_file(
-        root / "data" / "profiles" / "tensor_networks.yaml", "tensor_networks"
-    )["paper"]
+    cfg = load_profile("tensor_networks", "paper")
     base = {
         (t["arch"], t["L"], t["data_seed"]): t
         for t in classification_tasks(cfg)
