@@ -240,3 +240,12 @@ def smoke_book(_smoke_runs):
         if chapter not in _smoke_runs:
             _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
     return _smoke_runs
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close the figures a test drew: a worker runs hundreds of tests, and pyplot keeps every
+    open figure (it warns past 20, and the warning lands in the suite's summary)."""
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
