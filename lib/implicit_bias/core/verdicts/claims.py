@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.paths import atomic_path, claims_results, output_path, project_root, write_atomic
 from ..engine.profiles import PROFILES
-from . import decision, planning, stages, tally
+from . import decision, identities, planning, stages, tally
 from .decision import Evidence
 from .evidence import Value
 from .planning import undecidable_text as undecidable_text  # the site reads it here
@@ -38,9 +38,7 @@ from .rows import (  # re-exported: the site and the tests read a row's texts he
     plan_summary,
     seeds_summary,
 )
-from .rows import (
-    resolution_bound as resolution_bound,
-)
+from .rows import resolution_bound as resolution_bound
 from .schema import (
     _COMPARISON,
     _INTERVAL,
@@ -453,6 +451,8 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         where, negligible = claim_region(claim), claim_negligible(claim)
         practical = claim_practical(claim)
         outcome = value.decide(where, negligible, practical) if value.values else None
+        outcome, identity = identities.decided(claim, value, outcome)  # "exact": also its MC
+        seeds |= {"identity": identity} if identity else {}
         if outcome == decision.INCONCLUSIVE:  # the seeds a decision would need, as planned
             planned = planning.plan(value, where, negligible)
             needs = planned.needed
@@ -527,7 +527,8 @@ def _first_stage_open(claim: dict, evidence: Evidence) -> bool:
         return claim.get("scope") != "every_run"
     ranged = evidence.with_range(claim.get("range", "unbounded"))
     where, negligible = claim_region(claim), claim_negligible(claim)
-    return ranged.decide(where, negligible, claim_practical(claim)) == decision.INCONCLUSIVE
+    outcome = ranged.decide(where, negligible, claim_practical(claim))
+    return identities.decided(claim, ranged, outcome)[0] == decision.INCONCLUSIVE
 
 
 def _profile_note(claim: dict, profile: str) -> str | None:

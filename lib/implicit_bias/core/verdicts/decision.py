@@ -90,9 +90,11 @@ NEGLIGIBLE = "no practical effect"  # a claimed difference within +/- the unit's
 
 # What the papers' words mean, per unit of the metric. "better" / "worse" with no qualifier
 # needs only the sign (size 0); "much" / "substantially" a difference beyond the size; "similar"
-# / "matches" / "comparable" a difference within the size (the equivalence margin). Written
-# once, before the claims that use them were decided; a chapter adds a unit here, not a number
-# in its claims file.
+# / "matches" / "comparable" a difference within the size (the equivalence margin); "exact" (a
+# formula stated with "=", checked by Monte Carlo) the margin of "matches", and also fails where
+# the Monte Carlo resolves any deviation (`core.verdicts.identities`). Written once, before the
+# claims that use them were decided ("exact" after its claims had been decided with "matches":
+# it only adds a way to fail); a chapter adds a unit here, not a number in its claims file.
 EFFECT_SIZES: dict[str, dict[str, float]] = {
     # a share of misclassified points (0.02 = 2 percentage points of error or inconsistency)
     "error_rate": {
@@ -113,6 +115,7 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
         "considerably": 0.5,
         "similar": 0.2,
         "matches": 0.1,
+        "exact": 0.1,
         "comparable": 0.2,
         "negligible": 0.02,
     },
@@ -124,6 +127,7 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
         "considerably": 0.1,
         "similar": 0.05,
         "matches": 0.02,
+        "exact": 0.02,
         "negligible": 0.005,
     },
     # a number of neurons or steps, relative to the reference (same as `relative`)
@@ -147,7 +151,7 @@ EFFECT_SIZES: dict[str, dict[str, float]] = {
     # a number of neurons (a width)
     "neurons": {"negligible": 1.0},
 }
-EQUIVALENCE_WORDS = ("similar", "matches", "comparable")
+EQUIVALENCE_WORDS = ("similar", "matches", "comparable", "exact")
 
 # "negligible" in each unit above: a claimed difference whose whole interval lies within +/- this
 # size of zero is "no effect of practical size". Written once, before any claim was decided with

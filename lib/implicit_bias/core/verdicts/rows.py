@@ -94,7 +94,21 @@ def seeds_summary(seeds: dict | None) -> str:
         detect += " on that scale"
     return (
         f"95% CI {interval}{method}; {seeds['test']}, n = {seeds['n']}, df = {df}; "
-        f"detectable {detect}"
+        f"detectable {detect}" + identity_summary(seeds.get("identity"))
+    )
+
+
+def identity_summary(identity: dict | None) -> str:
+    """An `exact` claim's check at the Monte Carlo's precision (`core.verdicts.identities`)."""
+    if not identity:
+        return ""
+    k, resolved = identity["cells"], identity["resolved"]
+    low, high = identity["interval"]
+    return (
+        f"; formula tested in {k} case{'s' if k != 1 else ''} at the {identity['level']:.4g} "
+        f"level each: {len(resolved)} resolve a deviation"
+        + (f" ({', '.join(resolved)})" if resolved else "")
+        + f"; farthest from 0: {identity['farthest']}, [{low:.3g}, {high:.3g}]"
     )
 
 
