@@ -72,3 +72,15 @@ def test_an_exact_claim_within_its_precision_passes_and_an_imprecise_one_stays_o
     vague = rng.normal(0.0, 0.05, size=(3, 3))
     row = claims.evaluate(_claim("exact"), {"mc_minus_formula": _evidence(vague)}, "paper")
     assert row["status"] == "inconclusive"
+
+
+def test_round_off_where_both_sides_are_zero_is_no_deviation():
+    # a case whose optimal loss and formula are both 0 (full rank): the Monte Carlo's difference
+    # is float64 round-off of one sign; it must not read as a deviation of the formula
+    values = np.abs(np.random.default_rng(3).normal(0.0, 0.002, size=(2, 3)))
+    values[0] = [1.1e-25, 1.3e-25, 1.2e-25]
+    result = identities.check(_evidence(values))
+    assert result.resolved == ()
+    # can fail: the same case off by 1e-6, far beyond round-off, is resolved
+    values[0] += 1e-6
+    assert identities.check(_evidence(values)).resolved == ("case 0",)

@@ -7,7 +7,7 @@ So an `exact` claim (expect "similar", its per-seed values the Monte Carlo estim
 formula, per batch) is decided at the Monte Carlo's own precision as well:
 
 - **fail**: in some cell (a case of the formula), the interval at the familywise level excludes
-  0: the Monte Carlo resolves a deviation from the formula;
+  0 by more than round-off (`ROUND_OFF`): the Monte Carlo resolves a deviation from the formula;
 - otherwise the equivalence test with the "matches" margin of the unit, as any "similar"
   claim: **pass** when the interval lies within the margin (the Monte Carlo is precise enough
   to bound any deviation by it), **inconclusive** when it reaches beyond.
@@ -26,6 +26,10 @@ from .decision import FAIL, LEVEL, Evidence
 
 EXACT = "exact"  # the effect word
 FAMILY_ERROR = 1 - LEVEL  # a true formula fails in at most this share of repetitions
+# The Monte Carlo's arithmetic is float64 on quantities of order one (a mean-squared error of
+# unit-variance targets, a relative deviation): a difference within this of 0 is round-off (a
+# case where both sides are 0, up to it), not a deviation of the formula.
+ROUND_OFF = 1e-9
 
 
 def _quantile(level: float, df: float) -> float:
@@ -42,7 +46,7 @@ class IdentityCheck:
     cells: int
     level: float
     resolved: tuple[str, ...]
-    # the cell whose interval lies farthest from 0 relative to its half-width, and that interval
+    # the cell whose interval at that level reaches farthest from 0, and that interval
     farthest: str
     interval: tuple[float, float]
 
@@ -76,15 +80,13 @@ def check(evidence: Evidence) -> IdentityCheck:
     cells = [(str(k), e) for k, e in evidence.cells] or [("all", evidence)]
     level = 1 - FAMILY_ERROR / len(cells)
     intervals = {key: _interval(e, level) for key, e in cells}
-    resolved = tuple(k for k, (lo, hi) in intervals.items() if lo > 0 or hi < 0)
+    resolved = tuple(k for k, (lo, hi) in intervals.items() if lo > ROUND_OFF or hi < -ROUND_OFF)
 
-    def distance(item) -> float:  # how far from covering 0, in half-widths (NaN: least)
+    def reach(item) -> float:  # how far from 0 the interval reaches (NaN: least)
         lo, hi = item[1]
-        if math.isnan(lo):
-            return -math.inf
-        return (abs(lo + hi) / 2) / max((hi - lo) / 2, 1e-300)
+        return -math.inf if math.isnan(lo) else max(-lo, hi)
 
-    farthest, interval = max(intervals.items(), key=distance)
+    farthest, interval = max(intervals.items(), key=reach)
     return IdentityCheck(len(cells), level, resolved, farthest, interval)
 
 
