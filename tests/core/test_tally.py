@@ -151,6 +151,15 @@ def test_passes_on_exploratory_seeds_alone_are_said_apart():
         {"status": "pass", "stage": None, "seeds": seeds, "origin": "book"},
     ]
     assert tally.exploratory_passes(rows) == {"paper": 2, "book": 1, "audit": 0}
+    # an audit on its claim's exploratory seeds is said too; one on its plan's seeds is not
+    audits = [
+        {"status": "pass", "stage": "exploratory", "seeds": seeds, "audit_of": "x"},
+        {"status": "pass", "stage": "confirmatory", "seeds": seeds, "audit_of": "x"},
+    ]
+    assert tally.tally_text(audits) == (
+        "2 audits: 2 pass (1 of the passes rests on exploratory seeds alone, with no "
+        "registered plan in force behind it)"
+    )
     text = tally.tally_text(rows)
     # said in full once, and briefly for the next kind
     assert text.startswith(

@@ -204,8 +204,9 @@ def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[st
     said: set[str] = set()
     for k in kinds:
         apart = []  # clauses of their own, in one parenthesis: these rows are among the states
-        # audits are never decisions: which seeds they rest on is their claim's affair
-        n = explored[k] if k != "audit" else 0
+        # an audit reads its claim's seeds; where those are exploratory (the claim has no plan
+        # in force), its pass rests on seen seeds too, and is said like any other
+        n = explored[k]
         if n:
             apart.append(_exploratory_clause(n, counted[k].get("pass", 0), "explored" in said))
             said.add("explored")
