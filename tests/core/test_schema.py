@@ -429,6 +429,12 @@ BAD_CLAIMS = [
         id="paper-claim-as-a-missed-target",
     ),
     pytest.param(
+        put([2, "known_deviation"], {"cause": "false_alarm", "evidence": "e"}),
+        f"{C2}: known_deviation.cause",
+        "cause 'false_alarm' is for a formula checked by Monte Carlo (effect 'exact')",
+        id="false-alarm-outside-a-monte-carlo-formula",
+    ),
+    pytest.param(
         put([2, "known_deviation"], "the evidence as a string"),
         f"{C2}: known_deviation",
         "known_deviation must be a mapping",

@@ -132,6 +132,11 @@ STATE_VERBS = {
         "cannot be tested in this setting",
         "cannot be tested in this setting",
     ),
+    "false alarm": (
+        "is a formula its registered Monte Carlo stage failed and independent draws show to hold",
+        "are formulas their registered Monte Carlo stages failed and independent draws show "
+        "to hold",
+    ),
     tally.KNOWN: (
         "is a known deviation whose cause this report does not record",
         "are known deviations whose cause this report does not record",

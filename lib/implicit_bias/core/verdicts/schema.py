@@ -28,7 +28,7 @@ from ..engine.profiles import (
     schemas_dir,
 )
 from . import decision
-from .tally import AGAINST_PAPER, BOOK_ONLY, CAUSE_MEANINGS, CAUSES
+from .tally import AGAINST_PAPER, BOOK_ONLY, CAUSE_MEANINGS, CAUSES, EXACT_ONLY
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COMPARISON = re.compile(rf"^\s*(<=|>=|<|>|==)\s*({_NUMBER})\s*$")
@@ -242,6 +242,14 @@ def _cause_origin_problems(i: int, claim: dict, deviation: dict) -> list[tuple[t
                 where,
                 f"cause {cause!r} is a finding against the paper, and this is a check of the "
                 "book's own (origin book): a missed target of the book's is 'target_missed'",
+            )
+        ]
+    if cause in EXACT_ONLY and claim.get("effect") != "exact":
+        return [
+            (
+                where,
+                f"cause {cause!r} is for a formula checked by Monte Carlo (effect 'exact'), "
+                "whose false-fail rate the rule states; elsewhere a fail is a finding",
             )
         ]
     if not book and cause in BOOK_ONLY:

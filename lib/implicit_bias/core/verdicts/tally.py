@@ -10,7 +10,7 @@ and the README), so the numbers cannot disagree.
 - *audits*: the same statement on another program or construction, or a variant of a claim
   (`audit_of`), shown with the claim they audit and never counted as claims.
 
-**A known deviation names its cause**, one of six (`known_deviation.cause` in the claims file;
+**A known deviation names its cause**, one of seven (`known_deviation.cause` in the claims file;
 the schema refuses a known deviation without one). Only the first two are findings against the
 paper, and only a claim of the paper (or an audit of one) can have them:
 - `paper_fails`: the paper's claim fails in this reproduction;
@@ -24,7 +24,11 @@ paper, and only a claim of the paper (or an audit of one) can have them:
   runs are not the paper's algorithm or budget, or the claim is a bound over all time, which no
   finite run can test);
 - `target_missed`: a target the book set itself (a match with the authors' published numbers,
-  a check, a control) is missed; only the book's own checks can have it.
+  a check, a control) is missed; only the book's own checks can have it;
+- `false_alarm`: a formula checked by Monte Carlo (effect `exact`) that its registered stage
+  failed, shown to hold by independent draws at several times the stage's precision: the rule
+  fails a true formula in at most 5% of repetitions, and this is one; only an `exact` claim can
+  have it, and its verdict stays a known deviation (the independent draws decide nothing).
 
 Each cause is its own state, with its own badge word (`CAUSE_STATES`), in every count.
 """
@@ -44,6 +48,7 @@ CAUSE_STATES: dict[str, str] = {
     "limit_not_reached": "limit not reached",
     "not_testable": "not testable here",
     "target_missed": "target missed",
+    "false_alarm": "false alarm",
 }
 CAUSES = tuple(CAUSE_STATES)
 AGAINST_PAPER = ("paper_fails", "erratum")
@@ -60,8 +65,12 @@ CAUSE_MEANINGS: dict[str, str] = {
     "which no finite run can test)",
     "target_missed": "a target the book set itself (a match with the authors' published numbers, "
     "a check, a control) is missed; not a finding against the paper",
+    "false_alarm": "a formula its registered Monte Carlo stage failed, shown to hold by "
+    "independent draws at several times that precision: one of the at most 5% of true formulas "
+    "the rule fails",
 }
 BOOK_ONLY = ("target_missed",)  # causes only the book's own checks can have
+EXACT_ONLY = ("false_alarm",)  # causes only a formula checked by Monte Carlo can have
 
 # every state in the order a reader meets them: what held, what did not (against the paper
 # first), what the runs cannot say, and the problems of a run
