@@ -471,3 +471,15 @@ def test_a_plan_void_by_a_changed_protocol_gets_a_replacement_once(tmp_path, mon
     assert written["replacement"] == fresh and written["seeds"] == PLAN["seeds"]
     loaded = claims_module.load_seed_plans("demo", [CLAIM])["a_better"]
     assert "void" not in loaded["replacement"]  # the replacement holds under the new protocol
+
+
+def test_a_pass_whose_estimate_is_below_its_practical_size_says_so():
+    # error rate, negligible 0.001: the interval passes "< 0" and reaches past -0.001, while
+    # the estimate lies within it (-0.0009): green by the interval only, which the row says
+    values = [-0.0005, -0.0013, -0.0009, -0.0007, -0.0011, -0.0009, -0.0010, -0.0008]
+    row = evaluate(CLAIM, {"a_minus_b": _evidence(values)}, "paper")
+    assert row["status"] == "pass" and abs(row["seeds"]["estimate"]) < row["practical"]
+    assert "the estimate lies below the practical size 0.001" in plan_summary(row)
+    # can fail: an estimate past the practical size says nothing of it
+    row = evaluate(CLAIM, {"a_minus_b": _evidence([v - 0.001 for v in values])}, "paper")
+    assert row["status"] == "pass" and "practical size" not in plan_summary(row)
