@@ -435,6 +435,14 @@ BAD_CLAIMS = [
         id="false-alarm-outside-a-monte-carlo-formula",
     ),
     pytest.param(
+        put(
+            [2, "known_deviation"], {"cause": "paper_fails", "evidence": "e", "same_cause_as": "x"}
+        ),
+        f"{C2}: known_deviation.same_cause_as",
+        "'x' is not another claim of this file with a known deviation of the same cause",
+        id="same-cause-as-an-unknown-claim",
+    ),
+    pytest.param(
         put([2, "known_deviation"], "the evidence as a string"),
         f"{C2}: known_deviation",
         "known_deviation must be a mapping",

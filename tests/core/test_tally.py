@@ -201,3 +201,18 @@ def test_second_stage_verdicts_of_two_kinds_give_their_bound_once():
     assert text.endswith(
         "1 audit: 1 pass (this verdict likewise at a second registered stage: 1 pass)"
     )
+
+
+def test_deviations_that_share_another_s_cause_are_said_apart():
+    rows = [
+        {"status": "known deviation", "cause": "paper_fails"},
+        {"status": "known deviation", "cause": "paper_fails", "same_cause_as": "a"},
+        {"status": "known deviation", "cause": "paper_fails", "same_cause_as": "a"},
+    ]
+    assert tally.shared_causes(rows) == {"paper": 2, "book": 0, "audit": 0}
+    assert tally.tally_text(rows) == (
+        "3 claims of the paper: 3 do not reproduce (2 of the deviations follow from the cause "
+        "of another, not a finding of its own)"
+    )
+    # can fail: without the field, nothing is said
+    assert "cause of another" not in tally.tally_text(rows[:1])

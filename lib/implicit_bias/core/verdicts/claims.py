@@ -391,12 +391,12 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
     value: Any = metrics.get(claim["metric"])
     if isinstance(value, dict) and "test" in value and "values" in value:
         value = Evidence.from_json(value)
-    seeds = None
-    dropped = 0
+    seeds, dropped = None, 0
     if isinstance(value, Value):
         value, dropped = value.value, value.dropped
     deviation = claim.get("known_deviation") or {}
     expected_to_fail = profile in deviation.get("profiles", [])
+    shared = deviation.get("same_cause_as")
     registered = claim.get("seed_plan") if profile == "paper" else None
     plan = active_plan(registered)  # a void plan without a replacement is never confirmed
     stage = needs = undecidable = practical = None
@@ -514,9 +514,9 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "dropped_runs": dropped,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
-        # what the known deviation is (`tally.CAUSES`), which `tally.state` shows
-        "cause": deviation.get("cause") if status == KNOWN else None,
+        "cause": deviation.get("cause") if status == KNOWN else None,  # `tally.CAUSES`
         "note": _profile_note(claim, profile),
+        **({"same_cause_as": shared} if status == KNOWN and shared else {}),
     }
 
 

@@ -207,7 +207,34 @@ def validate_claims(data: Any, path: Path) -> None:
                     "name the claim this entry audits",
                 )
             )
+        problems += _same_cause_problems(i, claim, data)
     _raise(ClaimsError, path, problems, lambda where: _claim_where(where, data))
+
+
+def _same_cause_problems(i: int, claim: Any, data: list) -> list[tuple[tuple, str]]:
+    """A deviation that shares another's cause names a claim of the file whose known deviation
+    has the same cause (and does not itself share another's: one root per cause)."""
+    deviation = claim.get("known_deviation") if isinstance(claim, dict) else None
+    if not isinstance(deviation, dict) or not isinstance(deviation.get("same_cause_as"), str):
+        return []
+    other = deviation["same_cause_as"]
+    by_id = {c.get("id"): c for c in data if isinstance(c, dict)}
+    root = (by_id.get(other) or {}).get("known_deviation")
+    if (
+        other == claim.get("id")
+        or not isinstance(root, dict)
+        or root.get("cause") != deviation.get("cause")
+        or root.get("same_cause_as")
+    ):
+        return [
+            (
+                (i, "known_deviation", "same_cause_as"),
+                f"{other!r} is not another claim of this file with a known deviation of the "
+                "same cause that shares no other's: same_cause_as must name the deviation that "
+                "explains this one",
+            )
+        ]
+    return []
 
 
 def _cause_problems(i: int, deviation: dict, problems: list) -> list[tuple[tuple, str]]:

@@ -180,6 +180,22 @@ def exploratory_passes(rows: Iterable[Mapping]) -> dict[str, int]:
     return out
 
 
+def shared_causes(rows: Iterable[Mapping]) -> dict[str, int]:
+    """{kind: n} of the known deviations that follow from another's cause (`same_cause_as`):
+    said apart, so that one cause is not read as several findings."""
+    out = dict.fromkeys(KINDS, 0)
+    for row in rows:
+        if row.get("same_cause_as") and state(row) in CAUSE_STATES.values():
+            out[kind(row)] += 1
+    return out
+
+
+def _shared_clause(n: int, again: bool) -> str:
+    who = "1 of the deviations follows" if n == 1 else f"{n} of the deviations follow"
+    likewise = "likewise " if again else ""
+    return f"{who} {likewise}from the cause of another, not a finding of its own"
+
+
 def _exploratory_clause(n: int, passes: int, again: bool) -> str:
     """The passes of a kind that rest on exploratory seeds alone; `again`: said in full for an
     earlier kind of the same count, so said briefly."""
@@ -209,6 +225,7 @@ def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[st
     verdict box's headline and every count sentence (`tally_text`) take them from here."""
     rows, kinds = list(rows), tuple(kinds)
     counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
+    shared = shared_causes(rows)
     out: dict[str, str] = {}
     said: set[str] = set()
     for k in kinds:
@@ -222,6 +239,9 @@ def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[st
         if second[k]:
             apart.append(_second_clause(second[k], sum(counted[k].values()), "second" in said))
             said.add("second")
+        if shared[k]:
+            apart.append(_shared_clause(shared[k], "shared" in said))
+            said.add("shared")
         out[k] = f" ({'; '.join(apart)})" if apart else ""
     return out
 
