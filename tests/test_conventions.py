@@ -306,3 +306,38 @@ def test_no_z_score_helpers_in_chapter_analyses():
         if re.search(r"def (z_score|contrast_z|_z)\(", p.read_text())
     ]
     assert hits == []
+
+
+def false_alarm_problems(report: dict | None) -> list[str]:
+    """Rows read as a false alarm whose fail did not come from a resolved case alone: the
+    Monte Carlo must resolve a deviation (`seeds.identity.resolved`) while the least
+    favourable case's 95% interval lies within the margin (`region`)."""
+    out = []
+    for row in (report or {}).get("claims", []):
+        if row.get("cause") != "false_alarm":
+            continue
+        seeds = row.get("seeds") or {}
+        low, high = seeds.get("interval") or (None, None)
+        edges = [float(x) for x in _NUMBER.findall(row.get("region") or "")]
+        within = low is not None and len(edges) == 2 and edges[0] <= low and high <= edges[1]
+        if not ((seeds.get("identity") or {}).get("resolved") and within):
+            out.append(f"{row['id']}: a false alarm needs a resolved case and the margin passing")
+    return out
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_false_alarm_is_a_resolved_case_with_the_margin_passing(chapter):
+    assert false_alarm_problems(_reports(chapter)[0]) == []
+
+
+def test_the_false_alarm_check_finds_a_margin_failure():
+    row = {
+        "id": "a",
+        "cause": "false_alarm",
+        "region": "in [-0.1, 0.1]",
+        "seeds": {"interval": [-0.02, 0.05], "identity": {"resolved": ["x"]}},
+    }
+    assert false_alarm_problems({"claims": [row]}) == []
+    wide = {**row, "seeds": {**row["seeds"], "interval": [-0.02, 0.15]}}
+    unresolved = {**row, "seeds": {**row["seeds"], "identity": {"resolved": []}}}
+    assert len(false_alarm_problems({"claims": [wide, unresolved]})) == 2

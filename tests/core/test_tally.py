@@ -216,3 +216,19 @@ def test_deviations_that_share_another_s_cause_are_said_apart():
     )
     # can fail: without the field, nothing is said
     assert "cause of another" not in tally.tally_text(rows[:1])
+
+
+def test_passes_with_an_estimate_below_the_practical_size_are_said_apart():
+    small = {
+        "status": "pass",
+        "stage": "confirmatory",
+        "practical": 0.002,
+        "seeds": {"estimate": -0.0016},
+    }
+    big = {**small, "seeds": {"estimate": -0.003}}
+    assert tally.small_estimate_passes([small, big]) == {"paper": 1, "book": 0, "audit": 0}
+    assert tally.tally_text([small, big]) == (
+        "2 claims of the paper: 2 pass (1 of the passes has an estimate below its practical "
+        "size, its size not established)"
+    )
+    assert "practical" not in tally.tally_text([big])  # can fail: a clear pass says nothing

@@ -13,8 +13,11 @@ formula, per batch) is decided at the Monte Carlo's own precision as well:
   to bound any deviation by it), **inconclusive** when it reaches beyond.
 
 The cells are tested together (Bonferroni: each at 5% / k two-sided), so a true formula fails
-in at most 5% of repetitions however many cases it is checked on; tests/core/test_identities.py
-simulates that, and shows uncorrected per-cell intervals failing a true formula far more often.
+in at most 5% of repetitions however many cases it is checked on, for batch means close to
+normal (each an average of many draws of a quantity with a finite third moment);
+tests/core/test_identities.py simulates that, shows uncorrected per-cell intervals failing a
+true formula far more often, and skewed batch means too (skewness 1: about 10%). A formula
+whose quantity has an infinite third moment is judged with "matches", not "exact".
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ class IdentityCheck:
     cells: int
     level: float
     resolved: tuple[str, ...]
-    # the cell whose interval at that level reaches farthest from 0, and that interval
+    # the cell shown: a resolved one where there is one, else the one whose interval at that
+    # level reaches farthest from 0; its estimate and that interval
     farthest: str
     interval: tuple[float, float]
+    estimate: float = math.nan
 
     @property
     def outcome(self) -> str | None:
@@ -60,6 +65,7 @@ class IdentityCheck:
             "level": self.level,
             "resolved": list(self.resolved),
             "farthest": self.farthest,
+            "estimate": self.estimate,
             "interval": list(self.interval),
         }
 
@@ -82,12 +88,13 @@ def check(evidence: Evidence) -> IdentityCheck:
     intervals = {key: _interval(e, level) for key, e in cells}
     resolved = tuple(k for k, (lo, hi) in intervals.items() if lo > ROUND_OFF or hi < -ROUND_OFF)
 
-    def reach(item) -> float:  # how far from 0 the interval reaches (NaN: least)
+    def reach(item) -> tuple[bool, float]:  # resolved first, then how far from 0 (NaN: least)
         lo, hi = item[1]
-        return -math.inf if math.isnan(lo) else max(-lo, hi)
+        return (item[0] in resolved, -math.inf if math.isnan(lo) else max(-lo, hi))
 
     farthest, interval = max(intervals.items(), key=reach)
-    return IdentityCheck(len(cells), level, resolved, farthest, interval)
+    estimate = dict(cells)[farthest].estimate
+    return IdentityCheck(len(cells), level, resolved, farthest, interval, estimate)
 
 
 def decided(claim: dict, evidence: Evidence, outcome: str | None) -> tuple[str | None, dict | None]:

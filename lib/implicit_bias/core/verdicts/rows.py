@@ -125,7 +125,9 @@ def identity_summary(identity: dict | None) -> str:
         f"; formula tested in {k} case{'s' if k != 1 else ''} at the {identity['level']:.4g} "
         f"level each: {len(resolved)} resolve a deviation"
         + (f" ({', '.join(resolved)})" if resolved else "")
-        + f"; farthest from 0: {identity['farthest']}, [{low:.3g}, {high:.3g}]"
+        + f"; {'shown' if resolved else 'farthest from 0'}: {identity['farthest']}, "
+        + (f"{identity['estimate']:+.3g} " if identity.get("estimate") is not None else "")
+        + f"[{low:.3g}, {high:.3g}]"
     )
 
 

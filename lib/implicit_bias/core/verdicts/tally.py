@@ -28,7 +28,10 @@ paper, and only a claim of the paper (or an audit of one) can have them:
 - `false_alarm`: a formula checked by Monte Carlo (effect `exact`) that its registered stage
   failed, shown to hold by independent draws at several times the stage's precision: the rule
   fails a true formula in at most 5% of repetitions, and this is one; only an `exact` claim can
-  have it, and its verdict stays a known deviation (the independent draws decide nothing).
+  have it, only where a case resolved a deviation while the margin passed (a test checks the
+  committed rows), and its verdict stays a known deviation. The independent draws decide one
+  thing only: that the row does not count against the paper. The book added this cause after
+  the one row that has it had failed.
 
 Each cause is its own state, with its own badge word (`CAUSE_STATES`), in every count.
 """
@@ -67,7 +70,7 @@ CAUSE_MEANINGS: dict[str, str] = {
     "a check, a control) is missed; not a finding against the paper",
     "false_alarm": "a formula its registered Monte Carlo stage failed, shown to hold by "
     "independent draws at several times that precision: one of the at most 5% of true formulas "
-    "the rule fails",
+    "the rule fails (a cause the book added after its one row had failed)",
 }
 BOOK_ONLY = ("target_missed",)  # causes only the book's own checks can have
 EXACT_ONLY = ("false_alarm",)  # causes only a formula checked by Monte Carlo can have
@@ -190,6 +193,25 @@ def shared_causes(rows: Iterable[Mapping]) -> dict[str, int]:
     return out
 
 
+def small_estimate_passes(rows: Iterable[Mapping]) -> dict[str, int]:
+    """{kind: n} of the passes of a claimed difference whose estimate lies below its practical
+    size (green because the interval reaches past it): said apart, since the size is not
+    established."""
+    out = dict.fromkeys(KINDS, 0)
+    for row in rows:
+        estimate = (row.get("seeds") or {}).get("estimate")
+        practical = row.get("practical")
+        if state(row) == "pass" and practical and estimate is not None:
+            out[kind(row)] += abs(estimate) < practical
+    return out
+
+
+def _small_clause(n: int, again: bool) -> str:
+    who = "1 of the passes has" if n == 1 else f"{n} of the passes have"
+    likewise = " likewise" if again else ""
+    return f"{who}{likewise} an estimate below its practical size, its size not established"
+
+
 def _shared_clause(n: int, again: bool) -> str:
     who = "1 of the deviations follows" if n == 1 else f"{n} of the deviations follow"
     likewise = "likewise " if again else ""
@@ -225,7 +247,7 @@ def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[st
     verdict box's headline and every count sentence (`tally_text`) take them from here."""
     rows, kinds = list(rows), tuple(kinds)
     counted, second, explored = tally(rows), second_stage(rows), exploratory_passes(rows)
-    shared = shared_causes(rows)
+    shared, small = shared_causes(rows), small_estimate_passes(rows)
     out: dict[str, str] = {}
     said: set[str] = set()
     for k in kinds:
@@ -239,6 +261,9 @@ def qualifiers(rows: Iterable[Mapping], kinds: Iterable[str] = KINDS) -> dict[st
         if second[k]:
             apart.append(_second_clause(second[k], sum(counted[k].values()), "second" in said))
             said.add("second")
+        if small[k]:
+            apart.append(_small_clause(small[k], "small" in said))
+            said.add("small")
         if shared[k]:
             apart.append(_shared_clause(shared[k], "shared" in said))
             said.add("shared")
