@@ -207,15 +207,21 @@ def small_estimate_passes(rows: Iterable[Mapping]) -> dict[str, int]:
 
 
 def _small_clause(n: int, again: bool) -> str:
-    who = "1 of the passes has" if n == 1 else f"{n} of the passes have"
     likewise = " likewise" if again else ""
-    return f"{who}{likewise} an estimate below its practical size, its size not established"
+    verb = "has" if n == 1 else "have"
+    return (
+        f"{n} of the passes{likewise} {verb} an estimate below its practical size, its size not "
+        "established"
+    )
 
 
 def _shared_clause(n: int, again: bool) -> str:
-    who = "1 of the deviations follows" if n == 1 else f"{n} of the deviations follow"
-    likewise = "likewise " if again else ""
-    return f"{who} {likewise}from the cause of another, not a finding of its own"
+    likewise = " likewise" if again else ""
+    verb = "follows" if n == 1 else "follow"
+    return (
+        f"{n} of the deviations{likewise} {verb} from the cause of another, not a finding of "
+        "its own"
+    )
 
 
 def _exploratory_clause(n: int, passes: int, again: bool) -> str:
