@@ -81,8 +81,10 @@ def test_the_overview_comes_first_and_registration_is_said_once(monkeypatch):
         and "| 2 | 1 |" in page
     )
     assert page.count("registered 1111111") == 1 and page.count("registered 2222222") == 1
-    assert "Every claim below was registered 1111111, before its result" in page
-    assert "(its wording and expectation), except where its row says otherwise" in page
+    assert (
+        "When each claim below was defined (its wording and expectation), unless its row says "
+        "otherwise: registered 1111111, before its result." in page
+    )
     assert "a_<wbr>b" not in page and ">a_b</a>" not in page  # titled in words, not by id
     # can fail: with every claim registered alike, no row repeats it
     monkeypatch.setattr(

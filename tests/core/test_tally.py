@@ -212,7 +212,7 @@ def test_deviations_that_share_another_s_cause_are_said_apart():
     assert tally.shared_causes(rows) == {"paper": 2, "book": 0, "audit": 0}
     assert tally.tally_text(rows) == (
         "3 claims of the paper: 3 do not reproduce (2 of the deviations follow from the cause "
-        "of another, not a finding of its own)"
+        "of another, not findings of their own)"
     )
     # can fail: without the field, nothing is said
     assert "cause of another" not in tally.tally_text(rows[:1])
@@ -228,7 +228,7 @@ def test_passes_with_an_estimate_below_the_practical_size_are_said_apart():
     big = {**small, "seeds": {"estimate": -0.003}}
     assert tally.small_estimate_passes([small, big]) == {"paper": 1, "book": 0, "audit": 0}
     assert tally.tally_text([small, big]) == (
-        "2 claims of the paper: 2 pass (1 of the passes has an estimate below its practical "
-        "size, its size not established)"
+        "2 claims of the paper: 2 pass (1 of the passes has an estimate below the practical size "
+        "of the difference claimed, the size of the effect not established)"
     )
     assert "practical" not in tally.tally_text([big])  # can fail: a clear pass says nothing

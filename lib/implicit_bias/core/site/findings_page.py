@@ -349,9 +349,17 @@ def _book_lead(reports: dict[str, dict]) -> str:
         f"Across its {_n(len(reports), 'chapter', 'chapters')}, this book decides "
         f"{_n(total, 'claim', 'claims')} of the papers. "
     )
+    shared = sum(  # one cause, one finding
+        1
+        for r in rows
+        if r.get("same_cause_as")
+        and tally.kind(r) == "paper"
+        and tally.state(r) in tally.AGAINST_STATES
+    )
+    causes = f"; {shared} of them from the cause of another" if shared else ""
     text += (
         f"Of them, {n_against} {'is a finding' if n_against == 1 else 'are findings'} against "
-        f"a paper ({tally.states_text(against)}), "
+        f"a paper ({tally.states_text(against)}{causes}), "
         if n_against
         else "None of them is a finding against a paper, "
     )

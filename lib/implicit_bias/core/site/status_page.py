@@ -263,8 +263,8 @@ def status_markdown(rows: list[dict]) -> str:
             common = max(set(said), key=said.count) if said else ""
             shared = (
                 [
-                    f"Every claim below was {common} (its wording and expectation), except "
-                    "where its row says otherwise.",
+                    f"When each claim below was defined (its wording and expectation), "
+                    f"unless its row says otherwise: {common}.",
                     "",
                 ]
                 if common

@@ -312,6 +312,8 @@ def finding(row: dict, stated: bool = True) -> str:
         target = "a value within the margin its unit gives “similar”"
     if target in ("true", "false"):  # a yes-or-no statement
         target = f"it to be {target}"
+    if target.startswith("in ["):  # an interval: "needs a value in [a, b]"
+        target = f"a value {target}"
     paper = row.get("paper_value")
     value = f"{row['measure']} is {measured(row)}" if row.get("measure") else measured(row)
     end = "" if re.search(r"[.!?…\]]$", quote) else "."  # the quote closes a sentence
@@ -319,6 +321,12 @@ def finding(row: dict, stated: bool = True) -> str:
     text = f"{lead}{where}: “{quote}”{end} This run: {value}"
     text += f"; the claim needs {target}" if target else ""
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
+    estimate, practical = (row.get("seeds") or {}).get("estimate"), row.get("practical")
+    if name == "pass" and practical and estimate is not None and abs(estimate) < practical:
+        text += (  # green by its interval: the size of the effect is not established
+            f"; its estimate lies below the practical size {_number(practical)}, so the "
+            "size of the effect is not established"
+        )
     if row.get("origin") == "book" and not row.get("audit_of"):
         text += " (a check of the book's own, not a claim of the paper)"
     why = reason(row)

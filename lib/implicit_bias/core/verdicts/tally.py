@@ -70,7 +70,7 @@ CAUSE_MEANINGS: dict[str, str] = {
     "a check, a control) is missed; not a finding against the paper",
     "false_alarm": "a formula its registered Monte Carlo stage failed, shown to hold by "
     "independent draws at several times that precision: one of the at most 5% of true formulas "
-    "the rule fails (a cause the book added after its one row had failed)",
+    "the rule fails",
 }
 BOOK_ONLY = ("target_missed",)  # causes only the book's own checks can have
 EXACT_ONLY = ("false_alarm",)  # causes only a formula checked by Monte Carlo can have
@@ -209,19 +209,18 @@ def small_estimate_passes(rows: Iterable[Mapping]) -> dict[str, int]:
 def _small_clause(n: int, again: bool) -> str:
     likewise = " likewise" if again else ""
     verb = "has" if n == 1 else "have"
+    what = "an estimate" if n == 1 else "estimates"
     return (
-        f"{n} of the passes{likewise} {verb} an estimate below its practical size, its size not "
-        "established"
+        f"{n} of the passes{likewise} {verb} {what} below the practical size of the difference "
+        "claimed, the size of the effect not established"
     )
 
 
 def _shared_clause(n: int, again: bool) -> str:
     likewise = " likewise" if again else ""
     verb = "follows" if n == 1 else "follow"
-    return (
-        f"{n} of the deviations{likewise} {verb} from the cause of another, not a finding of "
-        "its own"
-    )
+    own = "not a finding of its own" if n == 1 else "not findings of their own"
+    return f"{n} of the deviations{likewise} {verb} from the cause of another, {own}"
 
 
 def _exploratory_clause(n: int, passes: int, again: bool) -> str:
