@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
+
+from benchmark_modules import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_book", ROOT / "benchmarks/bench_book.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_book"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_book")
 
 
 def test_rows_replace_the_same_chapter_profile_and_device_and_keep_the_others(tmp_path):

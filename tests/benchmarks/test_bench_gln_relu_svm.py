@@ -4,26 +4,20 @@ activations, fewer features than samples), and the report built from its rows.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmark_modules import load
 from implicit_bias.models import gln_solvers as gs
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    path = ROOT / "benchmarks/bench_gln_relu_svm.py"
-    spec = importlib.util.spec_from_file_location("bench_gln_relu_svm", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gln_relu_svm"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_gln_relu_svm")
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,13 @@ dual with zeta recovered, and the side-by-side report (tiny problems, no solve o
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from benchmark_modules import load
 from implicit_bias.models import gln
 from implicit_bias.models import gln_solvers as gs
 
@@ -19,12 +18,7 @@ H, C = 3, 2
 
 
 def _bench():
-    path = ROOT / "benchmarks/bench_gln_solvers.py"
-    spec = importlib.util.spec_from_file_location("bench_gln_solvers", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gln_solvers"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_gln_solvers")
 
 
 @pytest.fixture(scope="module")

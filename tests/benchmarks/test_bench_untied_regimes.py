@@ -4,13 +4,12 @@ today's outputs to round-off, the step counts and every non-GD value exactly."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmark_modules import load
 from implicit_bias.chapters.untied_diagonal.tasks import (
     fig71_tasks,
     regimes_tasks,
@@ -25,12 +24,7 @@ GD_OUTPUTS = ("pop_error_gd", "gd_vs_q", "dist_l1", "dist_l2")
 
 
 def _bench():
-    path = ROOT / "benchmarks/bench_untied_regimes.py"
-    spec = importlib.util.spec_from_file_location("bench_untied_regimes", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_untied_regimes"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_untied_regimes")
 
 
 @pytest.fixture(scope="module")
