@@ -98,3 +98,19 @@ def test_the_rate_holds_for_near_normal_batch_means_and_not_for_skewed_ones():
     assert rate(50) <= 0.075  # skewness 0.4: about 5.5% measured
     # can fail, and why the rule states its assumption: skewness 1 doubles the rate
     assert rate(8) > 0.075
+
+
+def test_a_stored_row_is_decided_again_from_its_record_of_the_cases():
+    # a report stores the chosen cell's values and the check's record; deciding the stored row
+    # again must read the record, not the one cell (which resolves nothing on its own)
+    rng = np.random.default_rng(1)
+    values = rng.normal(0.0, 0.0005, size=(3, 20))
+    values[0] = rng.normal(0.0, 0.02, size=20)  # the widest: the cell the row stores
+    values[1] += 0.004  # resolved, and nearer 0 than the widest cell reaches
+    row = claims.evaluate(_claim("exact"), {"mc_minus_formula": _evidence(values)}, "paper")
+    assert row["status"] == "fail" and row["seeds"]["identity"]["resolved"] == ["case 1"]
+    again = claims.evaluate(_claim("exact"), {"mc_minus_formula": row["seeds"]}, "paper")
+    assert again["status"] == "fail" and again["seeds"]["identity"] == row["seeds"]["identity"]
+    # can fail: without the record the stored cell alone passes
+    bare = {k: v for k, v in row["seeds"].items() if k != "identity"}
+    assert claims.evaluate(_claim("exact"), {"mc_minus_formula": bare}, "paper")["status"] != "fail"

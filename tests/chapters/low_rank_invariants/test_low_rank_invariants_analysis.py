@@ -212,6 +212,7 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
     assert len(final) == 5  # the step-0 snapshot of the synthetic run is not final
     assert final.loc[final["run"] == "synthetic", "gap_over_bound_max"].item() == 0.8
     metrics = analysis.theorem2_metrics(final)
+    assert np.isnan(metrics.pop("thm2_fc_ratio_min_deep"))  # no synthetic_deep run here
     assert metrics == {
         "thm2_fc_ratio_min_synthetic": 0.995,
         "thm2_fc_alignment_min_synthetic": 0.999,
@@ -226,6 +227,19 @@ def test_theorem2_and_reduced_alignment_metrics_by_hand():
     assert red["conv_ratio_prediction_error"] == pytest.approx(0.01)
     assert list(analysis.reduced_alignment_table(final)["layer"]) == ["1", "2.VR", "1.K"]
     assert set(analysis.rank_one_table(final)["run"]) == {"synthetic", "mnist"}
+
+
+def test_the_deeper_set_up_s_rank_one_ratio_is_its_own_metric():
+    rows = _final_frame()
+    deep = [dict(r, run="synthetic_deep", ratio=r["ratio"] - 0.01) for r in rows]
+    deep = [r for r in deep if r["step"] == 9 and r["layer"] == "1"]  # its last snapshot
+    final = analysis.low_rank_final(rows + deep)
+    metrics = analysis.theorem2_metrics(final)
+    assert metrics["thm2_fc_ratio_min_deep"] == pytest.approx(0.985)
+    assert metrics["thm2_fc_ratio_min_synthetic"] == 0.995  # can fail: the runs kept apart
+    unconverged = [dict(r, reached_floor=False) for r in deep]
+    final = analysis.low_rank_final(rows + unconverged)
+    assert np.isnan(analysis.theorem2_metrics(final)["thm2_fc_ratio_min_deep"])
 
 
 def _path(u_values, run="synthetic"):

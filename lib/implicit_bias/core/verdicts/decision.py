@@ -383,6 +383,10 @@ class Evidence:
     # cells of a least-favourable choice they are the seeds that ran (`ran_seeds`), and the
     # share of them with a value is the yield a seed plan accounts for
     unyielded: tuple = field(default=(), compare=False, repr=False)
+    # a stored report's record of an "exact" claim's check over its cells
+    # (`core.verdicts.identities`), which the stored evidence of the chosen cell alone cannot
+    # redo: read back from the JSON, so that a stored verdict is decided again as it was
+    identity: Mapping | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.test not in ("paired t", "one-sample t", "Welch t"):
@@ -609,6 +613,7 @@ class Evidence:
                 for s in data.get("ran_seeds") or ()
                 if s not in set(data.get("seeds") or ()) | set(data.get("dropped_seeds") or ())
             ),
+            identity=data.get("identity"),
         )
 
 

@@ -103,5 +103,8 @@ def decided(claim: dict, evidence: Evidence, outcome: str | None) -> tuple[str |
     claims)."""
     if claim.get("effect") != EXACT or not evidence.values:
         return outcome, None
+    if evidence.identity is not None and not evidence.cells:  # a stored report's own record
+        record = dict(evidence.identity)
+        return (FAIL if record.get("resolved") else outcome), record
     result = check(evidence)
     return result.outcome or outcome, result.to_json()
