@@ -349,13 +349,8 @@ def _book_lead(reports: dict[str, dict]) -> str:
         f"Across its {_n(len(reports), 'chapter', 'chapters')}, this book decides "
         f"{_n(total, 'claim', 'claims')} of the papers. "
     )
-    shared = sum(  # one cause, one finding
-        1
-        for r in rows
-        if r.get("same_cause_as")
-        and tally.kind(r) == "paper"
-        and tally.state(r) in tally.AGAINST_STATES
-    )
+    against_rows = (r for r in rows if tally.state(r) in tally.AGAINST_STATES)
+    shared = tally.shared_causes(against_rows)["paper"]  # one cause, one finding
     causes = f"; {shared} of them from the cause of another" if shared else ""
     text += (
         f"Of them, {n_against} {'is a finding' if n_against == 1 else 'are findings'} against "

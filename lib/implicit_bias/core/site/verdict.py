@@ -321,11 +321,10 @@ def finding(row: dict, stated: bool = True) -> str:
     text = f"{lead}{where}: “{quote}”{end} This run: {value}"
     text += f"; the claim needs {target}" if target else ""
     text += f"; the paper reports {_number(paper)}" if paper is not None else ""
-    estimate, practical = (row.get("seeds") or {}).get("estimate"), row.get("practical")
-    if name == "pass" and practical and estimate is not None and abs(estimate) < practical:
-        text += (  # green by its interval: the size of the effect is not established
-            f"; its estimate lies below the practical size {_number(practical)}, so the "
-            "size of the effect is not established"
+    if tally.estimate_below_practical(row):  # green by its interval only
+        text += (
+            f"; its estimate lies below the practical size {_number(row['practical'])}, so "
+            "the size of the effect is not established"
         )
     if row.get("origin") == "book" and not row.get("audit_of"):
         text += " (a check of the book's own, not a claim of the paper)"

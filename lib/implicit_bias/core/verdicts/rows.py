@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import planning, stages
 from .planning import undecidable_text
+from .tally import estimate_below_practical
 
 INCONCLUSIVE = "inconclusive"
 
@@ -60,7 +61,7 @@ def plan_summary(row: dict) -> str:
             parts.append(f"{row['stage']} verdict; plan: {plan.get('new_seeds')} new seeds")
     if stages.summary(row):
         parts.append(stages.summary(row))
-    if _estimate_below_practical(row):  # green by the interval, not by the estimate
+    if estimate_below_practical(row):  # green by the interval, not by the estimate
         parts.append(
             f"the estimate lies below the practical size {row['practical']:.3g}: the pass rests "
             "on the interval reaching past it"
@@ -78,18 +79,6 @@ def plan_summary(row: dict) -> str:
         else:
             parts.append(f"a decision needs more than {planning.SEARCH_SEEDS} new seeds")
     return "; ".join(parts)
-
-
-def _estimate_below_practical(row: dict) -> bool:
-    """A pass of a claimed difference whose estimate is smaller than its practical size."""
-    seeds, practical = row.get("seeds") or {}, row.get("practical")
-    estimate = seeds.get("estimate")
-    return bool(
-        row.get("status") == "pass"
-        and practical
-        and estimate is not None
-        and abs(estimate) < practical
-    )
 
 
 def seeds_summary(seeds: dict | None) -> str:

@@ -193,16 +193,21 @@ def shared_causes(rows: Iterable[Mapping]) -> dict[str, int]:
     return out
 
 
+def estimate_below_practical(row: Mapping) -> bool:
+    """A pass of a claimed difference whose estimate lies below its practical size: green
+    because its interval reaches past that size, so the size of the effect is not established
+    (its row, its finding sentence and the counts say so)."""
+    estimate, practical = (row.get("seeds") or {}).get("estimate"), row.get("practical")
+    return bool(
+        state(row) == "pass" and practical and estimate is not None and abs(estimate) < practical
+    )
+
+
 def small_estimate_passes(rows: Iterable[Mapping]) -> dict[str, int]:
-    """{kind: n} of the passes of a claimed difference whose estimate lies below its practical
-    size (green because the interval reaches past it): said apart, since the size is not
-    established."""
+    """{kind: n} of the passes whose estimate lies below its practical size, said apart."""
     out = dict.fromkeys(KINDS, 0)
     for row in rows:
-        estimate = (row.get("seeds") or {}).get("estimate")
-        practical = row.get("practical")
-        if state(row) == "pass" and practical and estimate is not None:
-            out[kind(row)] += abs(estimate) < practical
+        out[kind(row)] += estimate_below_practical(row)
     return out
 
 
