@@ -516,3 +516,40 @@ def test_status_never_claims_more_than_the_certificate():
     assert sol.status == "optimal"
     sol.gap_relative = 1e-3  # as if round-off had spoiled the recomputed certificate
     assert gs._check_certificate(sol, 1e-10).status == "numerical_error"
+
+
+def relu_features(seed: int, n: int, constant: bool) -> tuple[np.ndarray, np.ndarray]:
+    """SVM-HL's shape: hidden ReLU activations (30 units, optionally a constant), N >> D."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(30, 40))
+    F = np.maximum(rng.normal(size=(n, 30)) @ W, 0)
+    F = np.c_[F, np.ones(n)] if constant else F
+    return F, rng.normal(size=F.shape[1])
+
+
+@pytest.mark.parametrize("constant", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_svm_linear_features_equals_kernel_form(seed, constant):
+    # the kernel form `svm_linear` is the reference: same solution to 1e-9 (objective), 1e-6
+    # (weights, relative L2) and 1e-6 of the largest validation output
+    F_all, teacher = relu_features(seed, 2400, constant)
+    F, F_val = F_all[:400], F_all[400:]
+    y = np.sign(F @ teacher - 0.1)
+    new, old = gs.svm_linear_features(F, y), gs.svm_linear(F, y)
+    assert new.status == old.status == "optimal"
+    assert 0 <= new.gap_relative <= 1e-8 and new.primal_infeasibility <= 1e-8
+    assert abs(new.objective - old.objective) <= 1e-9 * old.objective
+    assert float((new.weights - old.weights).norm() / old.weights.norm()) <= 1e-6
+    f_new, f_old = F_val @ new.primal, F_val @ old.primal
+    np.testing.assert_allclose(f_new, f_old, atol=1e-6 * np.abs(f_old).max())
+
+
+def test_svm_linear_features_flags_non_separable_data_as_the_kernel_form():
+    rng = np.random.default_rng(3)
+    F = np.maximum(rng.normal(size=(200, 10)), 0)
+    y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
+    new, old = gs.svm_linear_features(F, y), gs.svm_linear(F, y)
+    assert new.status == old.status == "infeasible"
+    assert new.weights is None and old.weights is None
+    with pytest.raises(ValueError, match="labels"):
+        gs.svm_linear_features(np.eye(3), np.array([0.0, 1.0, 1.0]))

@@ -11,6 +11,7 @@ over a leading dimension.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -476,3 +477,65 @@ def _shallow_groups(sizes: torch.Tensor, dim: int, bias: bool) -> list[tuple[tor
     for j in torch.unique(size_class[~primal]).tolist():
         groups.append((torch.nonzero((size_class == j) & ~primal).flatten(), False))
     return groups
+
+
+def _finish_linear(status, w, lam, F, y, iters, elapsed, cpu) -> SVMSolution:
+    """`_finish_kernel`'s certificate of a linear SVM without bias in feature space: margins and
+    ``||w||^2`` from the primal w, the dual objective from lam (input units)."""
+    margins = y * (F @ w)
+    mmin = float(margins.min())
+    wsq = float(w @ w)
+    g = F.T @ (lam * y)
+    dual = float(lam.sum()) - float(g @ g) / 2
+    feas = wsq / 2 / min(1.0, mmin) ** 2 if mmin > 0 else math.inf
+    gap = feas - dual
+    compl = float((lam * (margins - 1).abs()).sum()) / max(float(lam.sum()), 1e-300)
+    message = ""
+    if status == "infeasible":
+        w, gap = None, math.inf
+        message = "dual objective diverges: the data are not separable"
+    return SVMSolution(
+        "svm_linear",
+        status,
+        w,
+        0.0,
+        lam,
+        wsq,
+        2 * dual,
+        2 * gap,
+        gap / max(abs(dual), 1e-300),
+        max(0.0, 1 - mmin),
+        0.0,
+        compl,
+        iters,
+        elapsed,
+        cpu,
+        message,
+    )
+
+
+def svm_linear_features(
+    F: Array,
+    y: Array,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    device: torch.device | str | None = None,
+) -> SVMSolution:
+    """`gln_solvers.svm_linear` without bias, solved in feature space (D x D Newton systems of
+    `_primal_svm_ipm` instead of N x N ones: far cheaper for fewer features than samples). F is
+    scaled as `_kernel_svm` scales the kernel (unit mean squared norm), so the infeasibility
+    threshold means the same in both forms; the certificate comes from w and lambda."""
+    dev = _device(device, F)
+    Ft, yt = _tensor(F, dev), _tensor(y, dev)
+    _check_labels(yt)
+    _sync(dev)
+    t0, c0 = time.perf_counter(), time.process_time()
+    root_kappa = (Ft * Ft).sum(1).mean().clamp_min(1e-300).sqrt()
+    mask = torch.ones(1, len(yt), dtype=torch.bool, device=dev)
+    out = _primal_svm_ipm((Ft / root_kappa)[None], yt[None], mask, tol, max_iter)
+    _sync(dev)
+    # back to input units: w = w' / sqrt(kappa), lam = lam' / kappa (as `_kernel_svm`)
+    w, lam = out["w"][0] / root_kappa, out["lam"][0] / root_kappa**2
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    sol = _finish_linear(out["status"][0], w, lam, Ft, yt, out["iterations"][0], elapsed, cpu)
+    return _check_certificate(sol, tol)

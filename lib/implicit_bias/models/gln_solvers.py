@@ -58,6 +58,7 @@ from .gln_ipm import (
     one_hot_contexts,
     predict_gln,
 )
+from .gln_ipm import svm_linear_features as svm_linear_features  # SVM-HL, feature space
 
 # ----------------------------------------------------------------------------------------------
 # the interior-point method for the group-lasso SVM dual (SVM-GLN, FReLU SVMs)

@@ -338,3 +338,22 @@ def test_seeds_in_keeps_the_rows_of_the_seeds_named():
     frame = pd.DataFrame({"seed": [0, 1, 2, 3, 7], "x": range(5)})
     assert list(analysis.seeds_in([0, 1, 2])(frame)["x"]) == [0, 1, 2]
     assert analysis.seeds_in([9])(frame).empty
+
+
+@pytest.mark.parametrize("n", [300, 20])
+def test_svm_hl_uses_feature_space_with_fewer_features_than_samples(n):
+    # fewer features than samples: the feature-space solve, equal to the kernel form (the
+    # reference) to 1e-9 relative in ||w||^2 and 1e-6 in w; otherwise the kernel form itself
+    from implicit_bias.models import gln_solvers
+
+    rng = np.random.default_rng(5)
+    F = np.maximum(rng.normal(size=(n, 8)) @ rng.normal(size=(8, 40)), 0)
+    y = np.sign(F @ rng.normal(size=40) + 0.1)
+    res = tasks._linear(F, y, "fast", "cpu")
+    ref = gln_solvers.svm_linear(F, y, device="cpu")
+    same_path = gln_solvers.svm_linear_features if n > 40 else gln_solvers.svm_linear
+    assert res.status == ref.status == "optimal"
+    assert res.primal.tolist() == same_path(F, y, device="cpu").primal.tolist()
+    assert abs(res.objective - ref.objective) <= 1e-9 * ref.objective
+    w_ref = ref.primal
+    assert np.linalg.norm(res.primal - w_ref) <= 1e-6 * np.linalg.norm(w_ref)

@@ -517,6 +517,8 @@ def _linear(F, y, solver, device: str) -> SVMResult:
     if solver == "fast":
         from implicit_bias.models import gln_solvers
 
+        if F.shape[1] < F.shape[0]:  # feature space: D x D systems instead of N x N
+            return _from_fast(gln_solvers.svm_linear_features(F, y, device=device))
         return _from_fast(gln_solvers.linear_svm(F, y, device=device))
     return svm_linear(F, y, solver)
 
