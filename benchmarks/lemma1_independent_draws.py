@@ -5,7 +5,10 @@ D_1,0, m = d + 2 = 10: +0.0035 of the formula, 3.5 standard errors. The formula,
 E[L_S] = sigma^2 (1 - d/m), is exact for least squares with Gaussian noise (the residual is
 sigma^2 chi^2_{m-d} / m). This draws 10^7 training sets twice more, with the chapter's own Monte
 Carlo (`galu_theory.lemma1_monte_carlo`) at seeds no task uses, to see whether the deviation is
-the formula's or the rule's 5% false alarm. It decides nothing: the row stays a known deviation.
+the formula's or the rule's 5% false alarm. It is the confirmation of the screen-then-confirm
+rule (`core.verdicts.identities.confirm`): the claim's known deviation names the JSON it writes,
+from which the rule decides the row's cause (false alarm, or the formula fails); the verdict
+stays the registered stage's.
 
     python benchmarks/lemma1_independent_draws.py   # about 2 CPU-minutes
 """
@@ -14,6 +17,7 @@ the formula's or the rule's 5% false alarm. It decides nothing: the row stays a 
 import implicit_bias  # noqa: F401  (pins the BLAS kernels before numpy and torch load)
 
 # isort: on
+import json
 import time
 from pathlib import Path
 
@@ -25,6 +29,10 @@ from implicit_bias.models.galu_theory import lemma1_monte_carlo
 D, M, N = 8, 10, 10_000_000
 SEEDS = (90_001, 90_002)  # no task of the chapter draws from these
 OUT = Path(__file__).parent / "results" / "lemma1_independent_draws.md"
+# the draws per case, as the claim's `known_deviation.confirmation` reads them: the case named
+# as the stage's identity record names it ((distribution, m))
+DRAWS = OUT.with_suffix(".json")
+CASE = "('D_1,0', 10)"
 
 
 def main() -> None:
@@ -56,6 +64,8 @@ def main() -> None:
         "precision; a deviation of +0.0035 would lie more than 10 of these standard errors away.",
     ]
     write_atomic(OUT, "\n".join(lines) + "\n")
+    draws = [{"seed": s, "estimate": rel, "se": se} for s, _, _, rel, se, _, _ in rows]
+    write_atomic(DRAWS, json.dumps({"cells": {CASE: draws}}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

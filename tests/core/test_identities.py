@@ -1,7 +1,10 @@
 """A formula checked by Monte Carlo (`exact`): decided at the Monte Carlo's own precision, with
 a familywise error rate that does not grow with the number of cases it is checked on."""
 
+import json
+
 import numpy as np
+import pytest
 
 from implicit_bias.core.verdicts import claims, identities
 from implicit_bias.core.verdicts.decision import least_favourable, per_seed
@@ -114,3 +117,93 @@ def test_a_stored_row_is_decided_again_from_its_record_of_the_cases():
     # can fail: without the record the stored cell alone passes
     bare = {k: v for k, v in row["seeds"].items() if k != "identity"}
     assert claims.evaluate(_claim("exact"), {"mc_minus_formula": bare}, "paper")["status"] != "fail"
+
+
+def _two_looks(delta: float, precision: float, reps: int, seed: int) -> dict[str, float]:
+    """The screen (16 cases of 20 batch means, one case off by `delta` stage standard errors)
+    simulated in one array, then `identities.confirm` on every repetition the screen failed,
+    with one independent draw per resolved case at the stage's estimated se / `precision`:
+    the share of repetitions ending as a deviation, as a false alarm, and as a false alarm
+    whose stage had resolved the deviating case."""
+    from scipy import stats
+
+    k, n = 16, 20
+    rng = np.random.default_rng(seed)
+    truth = np.zeros(k)
+    truth[0] = delta / np.sqrt(n)
+    means = truth + rng.normal(0, 1 / np.sqrt(n), size=(reps, k))
+    ses = np.sqrt(rng.chisquare(n - 1, size=(reps, k)) / (n - 1)) / np.sqrt(n)
+    resolved = np.abs(means) > stats.t.ppf(1 - 0.05 / k / 2, n - 1) * ses
+    ends = {"deviation": 0, "false alarm": 0, "missed": 0}
+    for rep in np.flatnonzero(resolved.any(1)):
+        cells = [str(c) for c in np.flatnonzero(resolved[rep])]
+        stage = {"resolved": cells, "resolved_se": {c: ses[rep, int(c)] for c in cells}}
+        draws = {
+            c: [
+                (
+                    truth[int(c)] + rng.normal(0, ses[rep, int(c)] / precision),
+                    ses[rep, int(c)] / precision,
+                )
+            ]
+            for c in cells
+        }
+        cause = identities.confirm(stage, draws).cause
+        ends["false alarm" if cause else "deviation"] += 1
+        ends["missed"] += bool(cause and "0" in cells)
+    return {key: count / reps for key, count in ends.items()}
+
+
+def test_screen_then_confirm_keeps_a_true_formula_and_a_resolved_deviation_apart():
+    true = _two_looks(0.0, identities.CONFIRM_PRECISION, 20_000, 10)
+    # a true formula: the stage fails it in about 5%, the confirmation clears all but about 5%
+    # of those (0.25%; binomial sd at 20,000 repetitions 0.035%)
+    assert true["deviation"] <= 0.004, true
+    assert 0.035 <= true["false alarm"] <= 0.06, true
+    # a deviation of 2.5 stage standard errors: resolved in about a quarter of stages, and
+    # then confirmed (missed in about 1 in 10^5 of them at three times the precision)
+    off = _two_looks(2.5, identities.CONFIRM_PRECISION, 4_000, 11)
+    assert off["missed"] <= 0.002, off
+    assert off["deviation"] >= 0.18, off
+
+
+def test_a_confirmation_at_the_stages_own_precision_misses_resolved_deviations(monkeypatch):
+    # can fail: required no more precise than the stage, the confirmation clears about 5% of
+    # stages whose resolved case truly deviates by 2.5 standard errors
+    monkeypatch.setattr(identities, "CONFIRM_PRECISION", 1.0)
+    off = _two_looks(2.5, 1.0, 4_000, 11)
+    assert off["missed"] >= 0.03, off
+
+
+def test_an_imprecise_or_missing_confirmation_leaves_the_fail_standing():
+    stage = {"resolved": ["a"], "resolved_se": {"a": 0.001}}
+    clear = identities.confirm(stage, {"a": [(0.0001, 0.0003)]})
+    assert clear.cause == "false_alarm" and clear.cells["a"]["precise"]
+    assert identities.confirm(stage, {"a": [(0.0001, 0.0005)]}).cause is None  # 0.0005 > 0.001/3
+    assert identities.confirm(stage, {}).cause is None
+    assert identities.confirm(stage, {"a": [(0.0035, 0.0003)]}).cause is None  # resolved again
+    # two draws combine by inverse variance: 0.0004 each gives 0.00028, precise enough
+    both = identities.confirm(stage, {"a": [(0.0, 0.0004), (0.0002, 0.0004)]})
+    assert both.cells["a"]["se"] == pytest.approx(0.0004 / np.sqrt(2))
+    assert both.cause == "false_alarm"
+
+
+def test_a_false_alarm_row_reads_the_rules_cause_from_its_confirmation(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMPLICIT_BIAS_ROOT", str(tmp_path))
+    (tmp_path / "draws.json").write_text(
+        json.dumps({"cells": {"a": [{"estimate": 0.0001, "se": 0.0003}]}})
+    )
+    (tmp_path / "again.json").write_text(
+        json.dumps({"cells": {"a": [{"estimate": 0.0035, "se": 0.0003}]}})
+    )
+    seeds = {"identity": {"resolved": ["a"], "resolved_se": {"a": 0.001}}}
+    alarm = {"cause": "false_alarm", "confirmation": "draws.json"}
+    assert identities.confirmed_cause(alarm, seeds) == "false_alarm"
+    assert seeds["identity"]["confirmation"]["cells"]["a"]["precise"]
+    # can fail: a confirmation that resolves the deviation again, or none at all
+    assert (
+        identities.confirmed_cause({**alarm, "confirmation": "again.json"}, seeds) == "paper_fails"
+    )
+    assert (
+        identities.confirmed_cause({**alarm, "confirmation": "gone.json"}, seeds) == "paper_fails"
+    )
+    assert identities.confirmed_cause({"cause": "erratum"}, seeds) == "erratum"

@@ -436,6 +436,15 @@ BAD_CLAIMS = [
     ),
     pytest.param(
         put(
+            [2, "known_deviation"],
+            {"cause": "paper_fails", "evidence": "e", "confirmation": "draws.json"},
+        ),
+        f"{C2}: known_deviation.cause",
+        "a false alarm, and only a false alarm, names its `confirmation`",
+        id="confirmation-outside-a-false-alarm",
+    ),
+    pytest.param(
+        put(
             [2, "known_deviation"], {"cause": "paper_fails", "evidence": "e", "same_cause_as": "x"}
         ),
         f"{C2}: known_deviation.same_cause_as",

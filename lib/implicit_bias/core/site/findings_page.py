@@ -133,9 +133,10 @@ STATE_VERBS = {
         "cannot be tested in this setting",
     ),
     "false alarm": (
-        "is a formula its registered Monte Carlo stage failed and independent draws show to hold",
-        "are formulas their registered Monte Carlo stages failed and independent draws show "
-        "to hold",
+        "is a formula its registered Monte Carlo stage failed and a confirmation on independent "
+        "draws cleared",
+        "are formulas their registered Monte Carlo stages failed and confirmations on "
+        "independent draws cleared",
     ),
     tally.KNOWN: (
         "is a known deviation whose cause this report does not record",

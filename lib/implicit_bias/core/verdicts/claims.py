@@ -514,7 +514,7 @@ def evaluate(claim: dict, metrics: dict, profile: str) -> dict:
         "dropped_runs": dropped,
         "status": status,
         "evidence": deviation.get("evidence") if expected_to_fail else None,
-        "cause": deviation.get("cause") if status == KNOWN else None,  # `tally.CAUSES`
+        "cause": identities.confirmed_cause(deviation, seeds) if status == KNOWN else None,
         "note": _profile_note(claim, profile),
         **({"same_cause_as": shared} if status == KNOWN and shared else {}),
     }

@@ -117,6 +117,23 @@ def identity_summary(identity: dict | None) -> str:
         + f"; {'shown' if resolved else 'farthest from 0'}: {identity['farthest']}, "
         + (f"{identity['estimate']:+.3g} " if identity.get("estimate") is not None else "")
         + f"[{low:.3g}, {high:.3g}]"
+        + confirmation_summary(identity.get("confirmation"))
+    )
+
+
+def confirmation_summary(confirmation: dict | None) -> str:
+    """The second look of the screen-then-confirm rule (`identities.confirm`), per case."""
+    if not confirmation:
+        return ""
+    parts = [
+        f"{case}: {c['estimate']:+.2g} (standard error {c['se']:.2g}, at most "
+        f"{c['required_se']:.2g} required), "
+        + ("resolved again" if c["resolved"] else "no deviation resolved")
+        for case, c in confirmation["cells"].items()
+    ]
+    verdict = "a false alarm" if confirmation.get("cause") else "the fail stands"
+    return f"; confirmed on independent draws at the {confirmation['level']:.4g} level: " + (
+        "; ".join(parts) + f": {verdict}"
     )
 
 

@@ -279,6 +279,14 @@ def _cause_origin_problems(i: int, claim: dict, deviation: dict) -> list[tuple[t
                 "whose false-fail rate the rule states; elsewhere a fail is a finding",
             )
         ]
+    if (cause in EXACT_ONLY) != ("confirmation" in deviation):
+        return [
+            (
+                where,
+                "a false alarm, and only a false alarm, names its `confirmation`: the file of "
+                "independent draws from which the screen-then-confirm rule decides the cause",
+            )
+        ]
     if not book and cause in BOOK_ONLY:
         return [
             (

@@ -26,12 +26,14 @@ paper, and only a claim of the paper (or an audit of one) can have them:
 - `target_missed`: a target the book set itself (a match with the authors' published numbers,
   a check, a control) is missed; only the book's own checks can have it;
 - `false_alarm`: a formula checked by Monte Carlo (effect `exact`) that its registered stage
-  failed, shown to hold by independent draws at several times the stage's precision: the rule
-  fails a true formula in at most 5% of repetitions, and this is one; only an `exact` claim can
-  have it, only where a case resolved a deviation while the margin passed (a test checks the
-  committed rows), and its verdict stays a known deviation. The independent draws decide one
-  thing only: that the row does not count against the paper. The book added this cause after
-  the one row that has it had failed.
+  failed while the margin passed, cleared by the screen-then-confirm rule
+  (`identities.confirm`): independent draws of each resolved case, at least three times the
+  stage's precision, resolve no deviation. The rule fails a true formula in at most 5% of
+  stages, and this is one; only an `exact` claim can have it, the row's cause is the rule's
+  (written `false_alarm`, it reads `paper_fails` where the confirmation does not clear the
+  fail), and its verdict stays a known deviation: the confirmation decides only that the row
+  does not count against the paper. The book added this cause, and the rule, after the one row
+  that has it had failed.
 
 Each cause is its own state, with its own badge word (`CAUSE_STATES`), in every count.
 """
@@ -68,9 +70,9 @@ CAUSE_MEANINGS: dict[str, str] = {
     "which no finite run can test)",
     "target_missed": "a target the book set itself (a match with the authors' published numbers, "
     "a check, a control) is missed; not a finding against the paper",
-    "false_alarm": "a formula its registered Monte Carlo stage failed, shown to hold by "
-    "independent draws at several times that precision: one of the at most 5% of true formulas "
-    "the rule fails",
+    "false_alarm": "a formula its registered Monte Carlo stage failed, cleared by the "
+    "screen-then-confirm rule (independent draws of each resolved case, three times as precise, "
+    "resolve no deviation): one of the at most 5% of true formulas the stage fails",
 }
 BOOK_ONLY = ("target_missed",)  # causes only the book's own checks can have
 EXACT_ONLY = ("false_alarm",)  # causes only a formula checked by Monte Carlo can have
