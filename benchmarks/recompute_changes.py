@@ -11,8 +11,8 @@ and absolute for its round-off-level values (the rule of
 Where the task code did not change, a change is the CPU: the earlier results were computed on
 other machines (AVX-512 kernels and others) than the recomputation.
 
-Usage: python benchmarks/recompute_changes.py [--before REV] [CHAPTER ...]
-(writes benchmarks/results/recompute_changes.md)
+Usage: python benchmarks/recompute_changes.py [--before REV] [--out FILE] [CHAPTER ...]
+(writes benchmarks/results/recompute_changes.md, or FILE)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from implicit_bias.core.engine.paths import write_atomic
 from implicit_bias.core.tools.verify import committed_entries, compare_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,11 +128,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chapters", nargs="*")
     parser.add_argument("--before", default="96eb815")
+    parser.add_argument("--out", type=Path, default=None, help="the report's file")
     args = parser.parse_args()
     chapters = args.chapters or sorted({c for c, _, _ in committed_entries("paper")})
     lines = [
-        f"# Paper results before ({args.before}) and after the recomputation under the "
-        "code-aware cache",
+        f"# Paper results before ({args.before}) and after their recomputation",
         "",
         "Largest change per task function and output over the tasks present in both "
         "(relative for values of the output's own scale, absolute for round-off-level "
@@ -181,8 +182,8 @@ def main() -> None:
             ]
             lines.append("")
         lines += [f"{len(claims) - len(moved)} claims with identical values and statuses.", ""]
-    out = ROOT / "benchmarks/results/recompute_changes.md"
-    out.write_text("\n".join(lines))
+    out = args.out or ROOT / "benchmarks/results/recompute_changes.md"
+    write_atomic(out, "\n".join(lines))
     print(out.read_text())
 
 
