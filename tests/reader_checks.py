@@ -96,6 +96,14 @@ VERDICT = (
     " linked: links.filter(id => document.getElementById(id)).length, links: links.length}"
 )
 MIN_FINDINGS, MAX_FINDINGS = 3, 5
+CLAIM_ROW = re.compile(r"<tr id=.claim-[\w-]+.>(.*?)</tr>", re.S)
+APART = re.compile(r"book(?:'|&#x27;)s own check|an audit of")  # the row's own label
+
+
+def paper_claim_rows(html: str) -> int:
+    """The rows of a page's claims table that are claims of the paper: not labelled the book's
+    own check or an audit (what the verdict box's findings are drawn from)."""
+    return sum(not APART.search(row) for row in CLAIM_ROW.findall(html))
 
 
 def verdict_problems(page: str, found: dict, claims: int) -> list[str]:
