@@ -107,7 +107,7 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     # the paper's claims only, every other state counted, the first named against its region
     assert mixed.startswith(
         "1 of the 3 claims of the paper it checks reproduce (1 does not reproduce, "
-        "1 inconclusive); first does not reproduce: "
+        "1 inconclusive); does not reproduce (the first shown): "
     )
     strict = verdict.figure_run([row("a", "pass"), {**failing, "region": "> 0.02"}])
     assert "“SVM L2 performs much worse” (ours 0.5, needs > 0.02)" in strict
@@ -148,19 +148,25 @@ def test_a_figures_line_names_the_books_checks_and_audits_as_such_and_never_quot
     line = verdict.figure_run([book, missed])
     # its count names the kind; the first other row by its measure, with its reason, short
     assert line == (
-        "1 of the 2 checks of the book's own on this figure pass (1 target missed); first: the "
-        "residual's drift (ours 0.5, needs < 0); why: a target the book set itself is missed; "
-        "not a finding against the paper."
+        "1 of the 2 checks of the book's own on this figure pass (1 target missed); target "
+        "missed: the residual's drift (ours 0.5, needs < 0); why: a target the book set itself "
+        "is missed; not a finding against the paper."
     )
     assert "For almost" not in line and "reproduce" not in line
     alone = verdict.figure_run([{**missed, "audit_of": "a"}])
     assert alone.startswith("target missed: the audit of the residual's drift (ours 0.5")
+    # a measure is named by its first clause, whole; cut only past 16 words (can fail: the
+    # six words it was cut to before, mid-phrase)
     long_measure = {**missed, "measure": "the measured decay exponent of the residual's distance"}
-    assert "first: the measured decay exponent…" in verdict.figure_run([book, long_measure])
+    assert "missed: the measured decay exponent of the residual's distance (ours" in (
+        verdict.figure_run([book, long_measure])
+    )
+    clauses = {**missed, "measure": "SVM-LC's error minus SVM-RC's, where both are solved"}
+    assert "missed: SVM-LC's error minus SVM-RC's (ours" in verdict.figure_run([book, clauses])
     # the paper's claims keep their words and their verb
     paper = verdict.figure_run([row("a", "pass"), {**missed, "origin": "paper", "cause": None}])
     assert paper.startswith("1 of the 2 claims of the paper it checks reproduce")
-    assert "(1 known deviation); first: “For almost all data sets" in paper
+    assert "(1 known deviation); known deviation: “For almost all data sets" in paper
 
 
 KNOWN = {"status": "known deviation", "region": "< 0.05", "value": 0.0716}

@@ -532,7 +532,7 @@ RUN_KINDS = {
 
 
 # a figure's line is one line of the caption: a check's measure and a reason in few words
-RUN_MEASURE_WORDS, RUN_REASON_WORDS = 6, 10
+RUN_MEASURE_WORDS, RUN_REASON_WORDS = 16, 10
 
 
 def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
@@ -541,9 +541,11 @@ def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
     what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
+    # its first clause, whole (a measure cut mid-phrase names nothing a reader can check);
     # where the line names seeds it has fewer words for the rest (`words` says how many)
+    clause = re.split(r",\s|;\s|\s\(", measure, maxsplit=1)[0]
     budget = RUN_MEASURE_WORDS - (RUN_QUOTE_WORDS - words) // 2
-    short = _first_words(measure, budget) if measure else ""
+    short = _first_words(clause, budget) if measure else ""
     if kind == "paper":
         quoted = _short_quote(row, words)
         # a quote is given whole or not at all: one cut short misquotes; by what it measures
@@ -631,6 +633,6 @@ def figure_run(rows: list[dict]) -> str:
     states: dict[str, int] = {}
     for r in others:
         states[tally.state(r)] = states.get(tally.state(r), 0) + 1
-    # one state beside the passes: its count names it, the first of them is not named again
-    first = "first" if len(states) == 1 else f"first {tally.state(other)}"
+    # the row shown is named by its state, so that a failure does not read as an example
+    first = tally.state(other) if len(others) == 1 else f"{tally.state(other)} (the first shown)"
     return f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: {said}."
