@@ -155,14 +155,23 @@ def test_a_figures_line_names_the_books_checks_and_audits_as_such_and_never_quot
     assert "For almost" not in line and "reproduce" not in line
     alone = verdict.figure_run([{**missed, "audit_of": "a"}])
     assert alone.startswith("target missed: the audit of the residual's drift (ours 0.5")
-    # a measure is named by its first clause, whole; cut only past 16 words (can fail: the
-    # six words it was cut to before, mid-phrase)
-    long_measure = {**missed, "measure": "the measured decay exponent of the residual's distance"}
-    assert "missed: the measured decay exponent of the residual's distance (ours" in (
-        verdict.figure_run([book, long_measure])
+    # a measure is named by its first clause (never split inside a formula), whole where the
+    # line has room (can fail: the six words it was cut to before, mid-phrase), and cut from
+    # its end only as far as the line needs
+    open_row = {**book, "status": "inconclusive", "region": "< 0"}
+    whole = {**open_row, "measure": "the measured decay exponent of the residual's distance"}
+    assert "inconclusive: the measured decay exponent of the residual's distance (ours" in (
+        verdict.figure_run([book, whole])
     )
-    clauses = {**missed, "measure": "SVM-LC's error minus SVM-RC's, where both are solved"}
-    assert "missed: SVM-LC's error minus SVM-RC's (ours" in verdict.figure_run([book, clauses])
+    clauses = {**open_row, "measure": "SVM-LC's error minus SVM-RC's, where both are solved"}
+    assert "inconclusive: SVM-LC's error minus SVM-RC's (ours" in verdict.figure_run(
+        [book, clauses]
+    )
+    formula = {**open_row, "measure": "the gap $f(x, y)$ between the two (its aside), at the end"}
+    assert "the gap $f(x, y)$ between the two (ours" in verdict.figure_run([book, formula])
+    wordy = {**missed, "measure": " ".join(["the residual's distance to its limit"] * 6)}
+    line = verdict.figure_run([book, wordy])
+    assert len(line) <= verdict.RUN_LINE_CHARS and "missed: the residual's distance" in line
     # the paper's claims keep their words and their verb
     paper = verdict.figure_run([row("a", "pass"), {**missed, "origin": "paper", "cause": None}])
     assert paper.startswith("1 of the 2 claims of the paper it checks reproduce")

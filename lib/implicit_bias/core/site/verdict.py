@@ -533,19 +533,36 @@ RUN_KINDS = {
 
 # a figure's line is one line of the caption: a check's measure and a reason in few words
 RUN_MEASURE_WORDS, RUN_REASON_WORDS = 16, 10
+# the longest line a figure's finding may take (the page adds a link of about 25 characters
+# to an inconclusive one): the measure gives up words, from its end, until the line fits
+RUN_LINE_CHARS = 220
 
 
-def _subject(row: dict, named: bool, words: int = RUN_QUOTE_WORDS) -> str:
+def _measure_clause(text: str) -> str:
+    """`text` up to its first comma, semicolon or opening parenthesis outside a formula."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth ^= ch == "$"
+        if not depth and (text.startswith(", ", i) or text.startswith("; ", i)):
+            return text[:i]
+        if not depth and text.startswith(" (", i):
+            return text[:i]
+    return text
+
+
+def _subject(
+    row: dict, named: bool, words: int = RUN_QUOTE_WORDS, measure_words: int = RUN_MEASURE_WORDS
+) -> str:
     """What a figure's line names a row by: a claim of the paper by its words; a check of the
     book's own or an audit by what it measures (the paper's words it stands beside are not
     what it checks), as such unless the line's count names its kind already (`named`)."""
     kind = tally.kind(row)
     measure = re.sub(r"\s*\([^()]*\)$", "", str(row.get("measure") or ""))  # its aside
-    # its first clause, whole (a measure cut mid-phrase names nothing a reader can check);
-    # where the line names seeds it has fewer words for the rest (`words` says how many)
-    clause = re.split(r",\s|;\s|\s\(", measure, maxsplit=1)[0]
-    budget = RUN_MEASURE_WORDS - (RUN_QUOTE_WORDS - words) // 2
-    short = _first_words(clause, budget) if measure else ""
+    # its first clause, as much of it as the line has room for (`measure_words`; a measure cut
+    # mid-phrase names less than a reader can check); where the line names seeds it has fewer
+    # words for the rest (`words` says how many)
+    budget = measure_words - (RUN_QUOTE_WORDS - words) // 2
+    short = _first_words(_measure_clause(measure), budget) if measure else ""
     if kind == "paper":
         quoted = _short_quote(row, words)
         # a quote is given whole or not at all: one cut short misquotes; by what it measures
@@ -625,14 +642,21 @@ def figure_run(rows: list[dict]) -> str:
         ours = f"{ours}, interval [{_number(interval[0])}, {_number(interval[1])}]"
     # the seeds take the room of four words of the quote: the line stays one line
     words = RUN_QUOTE_WORDS - 4 if scope else RUN_QUOTE_WORDS
-    said = f"{_subject(other, n > 1, words)} (ours {ours}, needs {target})"
     why = reason(other, RUN_REASON_WORDS)
-    said += f"; why: {why}" if why else ""
     if n == 1:
-        return f"{tally.state(other)}: {said}."
-    states: dict[str, int] = {}
-    for r in others:
-        states[tally.state(r)] = states.get(tally.state(r), 0) + 1
-    # the row shown is named by its state, so that a failure does not read as an example
-    first = tally.state(other) if len(others) == 1 else f"{tally.state(other)} (the first shown)"
-    return f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: {said}."
+        head = f"{tally.state(other)}: "
+    else:
+        states: dict[str, int] = {}
+        for r in others:
+            states[tally.state(r)] = states.get(tally.state(r), 0) + 1
+        # the row shown is named by its state, so that a failure does not read as an example
+        first = (
+            tally.state(other) if len(others) == 1 else f"{tally.state(other)} (the first shown)"
+        )
+        head = f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: "
+    for measure_words in range(RUN_MEASURE_WORDS, 2, -1):
+        said = f"{_subject(other, n > 1, words, measure_words)} (ours {ours}, needs {target})"
+        line = head + said + (f"; why: {why}" if why else "") + "."
+        if len(line) <= RUN_LINE_CHARS:
+            break
+    return line
