@@ -107,7 +107,7 @@ def test_what_a_figure_found_says_where_the_run_disagrees():
     # the paper's claims only, every other state counted, the first named against its region
     assert mixed.startswith(
         "1 of the 3 claims of the paper it checks reproduce (1 does not reproduce, "
-        "1 inconclusive); does not reproduce (the first shown): "
+        "1 inconclusive); first does not reproduce: "
     )
     strict = verdict.figure_run([row("a", "pass"), {**failing, "region": "> 0.02"}])
     assert "“SVM L2 performs much worse” (ours 0.5, needs > 0.02)" in strict

@@ -650,11 +650,9 @@ def figure_run(rows: list[dict]) -> str:
         for r in others:
             states[tally.state(r)] = states.get(tally.state(r), 0) + 1
         # the row shown is named by its state, so that a failure does not read as an example
-        first = (
-            tally.state(other) if len(others) == 1 else f"{tally.state(other)} (the first shown)"
-        )
+        first = tally.state(other) if len(others) == 1 else f"first {tally.state(other)}"
         head = f"{len(held)} of the {n} {many} {hold} ({tally.states_text(states)}); {first}: "
-    for measure_words in range(RUN_MEASURE_WORDS, 2, -1):
+    for measure_words in range(RUN_MEASURE_WORDS, 0, -1):
         said = f"{_subject(other, n > 1, words, measure_words)} (ours {ours}, needs {target})"
         line = head + said + (f"; why: {why}" if why else "") + "."
         if len(line) <= RUN_LINE_CHARS:
