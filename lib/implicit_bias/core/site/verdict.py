@@ -259,9 +259,10 @@ def _without_claim_ids(text: str) -> str:
 
 
 def _first_clause(sentence: str, ends: re.Pattern) -> str:
+    """`sentence` up to the first match of `ends` outside brackets and outside a formula."""
     depth = _top_level(sentence)
     for found in ends.finditer(sentence):
-        if depth[found.start()] == 0:
+        if depth[found.start()] == 0 and not sentence[: found.start()].count("$") % 2:
             return sentence[: found.start()]
     return sentence
 
@@ -533,21 +534,10 @@ RUN_KINDS = {
 
 # a figure's line is one line of the caption: a check's measure and a reason in few words
 RUN_MEASURE_WORDS, RUN_REASON_WORDS = 16, 10
+MEASURE_CLAUSE_ENDS = re.compile(r",\s|;\s|\s\(")  # where a measure's first clause ends
 # the longest line a figure's finding may take (the page adds a link of about 25 characters
 # to an inconclusive one): the measure gives up words, from its end, until the line fits
 RUN_LINE_CHARS = 220
-
-
-def _measure_clause(text: str) -> str:
-    """`text` up to its first comma, semicolon or opening parenthesis outside a formula."""
-    depth = 0
-    for i, ch in enumerate(text):
-        depth ^= ch == "$"
-        if not depth and (text.startswith(", ", i) or text.startswith("; ", i)):
-            return text[:i]
-        if not depth and text.startswith(" (", i):
-            return text[:i]
-    return text
 
 
 def _subject(
@@ -562,7 +552,7 @@ def _subject(
     # mid-phrase names less than a reader can check); where the line names seeds it has fewer
     # words for the rest (`words` says how many)
     budget = measure_words - (RUN_QUOTE_WORDS - words) // 2
-    short = _first_words(_measure_clause(measure), budget) if measure else ""
+    short = _first_words(_first_clause(measure, MEASURE_CLAUSE_ENDS), budget) if measure else ""
     if kind == "paper":
         quoted = _short_quote(row, words)
         # a quote is given whole or not at all: one cut short misquotes; by what it measures
