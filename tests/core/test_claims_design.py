@@ -396,6 +396,9 @@ def test_a_plan_whose_protocol_changed_since_registration_is_void(tmp_path, monk
     changed = row()
     assert changed["stage"] == "exploratory" and changed["seeds"]["seeds"] == [0, 1, 2]
     assert "its protocol changed since it was registered" in changed["seed_plan"]["void"]
+    # a reader's sentence: the fingerprints stay in the registration record, not in the reason
+    fingerprint = protocol.current("demo")["protocol"]
+    assert fingerprint and fingerprint[:8] not in changed["seed_plan"]["void"]
     summary = plan_summary(changed)
     assert "plan void: its protocol changed since it was registered" in summary
     table = ClaimsReport("demo", "paper", [changed])._repr_html_()

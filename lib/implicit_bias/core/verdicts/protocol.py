@@ -147,14 +147,12 @@ def changed_since_registration(plan: dict, now: dict, chapter: str) -> str | Non
     if plan.get("protocol") is not None and plan["protocol"] != now.get("protocol"):
         reasons.append(
             f"its protocol changed since it was registered (the paper profile of "
-            f"data/profiles/{chapter}.yaml, seed lists aside: registered {plan['protocol'][:8]}, "
-            f"now {(now.get('protocol') or 'none')[:8]})"
+            f"data/profiles/{chapter}.yaml, seed lists aside)"
         )
     if plan.get("code") is not None and plan["code"] != now.get("code"):
         reasons.append(
             f"the code computing its metric changed since it was registered (the chapter's "
-            f"analysis module, chapters/{chapter}/analysis.py, docstrings and layout aside: "
-            f"registered {plan['code'][:8]}, now {(now.get('code') or 'none')[:8]})"
+            f"analysis module, chapters/{chapter}/analysis.py, docstrings and layout aside)"
         )
     if not reasons:
         return None
