@@ -722,13 +722,17 @@ def legibility_problems(page: str, figures: list) -> tuple[list[str], list[tuple
             problems.append(
                 f"{name}: {record['text_overlaps']} pairs of texts drawn over each other"
             )
+        if record.get("legend_overlaps") is None:  # drawn before legends were checked
+            problems.append(f"{name}: no record of legends over data")
+        elif record["legend_overlaps"]:
+            problems.append(f"{name}: a legend hides {record['legend_overlaps']} data points")
     return problems, sizes
 
 
 def test_figures_are_legible_at_page_width(built_site, measured, capsys):
     """At a 1280 px window every figure's panels are at least 350 px wide, its smallest font
-    shows at 9 pt or more, its image has 2 pixels per CSS pixel no tick labels overlap
-    and no text is drawn over another."""
+    shows at 9 pt or more, its image has 2 pixels per CSS pixel, no tick labels overlap, no
+    text is drawn over another and no legend hides a data point."""
     problems, sizes = [], []
     for page in chapter_pages(built_site):
         found, shown = legibility_problems(page.name, measured(page)["figures"])
@@ -744,11 +748,13 @@ def test_figures_are_legible_at_page_width(built_site, measured, capsys):
 
 def test_the_legibility_check_finds_small_figures():
     record = {"panels": [0.5, 0.5], "min_font_pt": 9.0, "width_in": 7.4, "tick_overlaps": 0}
-    record["text_overlaps"] = 0
+    record["text_overlaps"] = record["legend_overlaps"] = 0
     assert legibility_problems("p", [("a.png", 740, 1480, record)])[0] == []
     for collided in (
         {**record, "text_overlaps": 1},
         {k: v for k, v in record.items() if k != "text_overlaps"},
+        {**record, "legend_overlaps": 3},
+        {k: v for k, v in record.items() if k != "legend_overlaps"},
     ):
         assert legibility_problems("p", [("a.png", 740, 1480, collided)])[0]
     shrunk = legibility_problems("p", [("a.png", 600, 1480, record)])[0]

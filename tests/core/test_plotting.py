@@ -104,6 +104,23 @@ def test_a_row_of_more_than_two_panels_wraps_and_keeps_its_shape():
     assert fig.get_size_inches()[0] == MAX_WIDTH  # never wider than the page shows unscaled
 
 
+def test_a_legend_over_data_is_counted_and_one_below_the_axes_is_not():
+    from implicit_bias.core.site.plotting import legend_below, legend_overlaps
+
+    fig, ax = figure()
+    x = np.linspace(0, 1, 50)
+    ax.plot(x, x, label="curve")
+    ax.scatter([0.05, 0.9], [0.95, 0.1], label="points")
+    ax.errorbar([0.1], [0.9], yerr=[0.01], label="a mean")
+    ax.axhline(0.97, color="k", label="a level")  # across the axes: not data, never counted
+    ax.legend(loc="upper left")
+    assert legend_overlaps(fig) == 2  # the scatter point and the mean in the upper left
+    ax.legend(loc="lower right")
+    assert legend_overlaps(fig) == 1  # the other scatter point
+    legend_below(ax)
+    assert legend_overlaps(fig) == 0
+
+
 def test_saving_raises_small_fonts_and_untangles_tick_labels(demo_project):
     from implicit_bias.core.site.plotting import MIN_FONT_PT, legibility
     from implicit_bias.core.site.website import png_legibility

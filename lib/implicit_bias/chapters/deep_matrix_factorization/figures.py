@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from implicit_bias.core.site.plotting import PALETTE, figure
+from implicit_bias.core.site.plotting import PALETTE, figure, legend_below
 
 
 def recovery(table: pd.DataFrame) -> Figure:
     """Fig. 1: reconstruction error against the number of observed entries, per depth and for
     the minimum nuclear-norm solution (mean over seeds, bars: standard deviation)."""
-    fig, ax = figure()
+    fig, ax = figure(height=3.6)  # room for the legend under the panel
     for i, (method, rows) in enumerate(table.groupby("method", sort=True)):
         style = "k--" if method == "min nuclear norm" else "-"
         ax.errorbar(
@@ -31,7 +31,7 @@ def recovery(table: pd.DataFrame) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("number of observed entries")
     ax.set_ylabel(r"$\|W - W^\star\|_F / \|W^\star\|_F$")
-    ax.legend()
+    legend_below(ax, ncol=2)  # inside, it covered error bars
     return fig
 
 
@@ -64,7 +64,7 @@ def singular_values(traj: pd.DataFrame, dyn: pd.DataFrame) -> Figure:
     """Theorem 3: measured singular values (solid) against the equation integrated along the
     run (dashed), per depth at the smallest step (left); the largest gap against the step size
     (right, log-log, dotted: slope 1)."""
-    fig, axes = figure(1, 2, height=3.2)
+    fig, axes = figure(1, 2, height=3.8)  # room for the legends under the panels
     axes = np.ravel(axes)
     finest = traj[traj["lr_factor"] == traj["lr_factor"].min()]
     for i, (depth, rows) in enumerate(finest.groupby("depth")):
@@ -79,7 +79,7 @@ def singular_values(traj: pd.DataFrame, dyn: pd.DataFrame) -> Figure:
             axes[0].plot(part["t"] / part["t"].max(), part["sigma_ode"], "--", color="k", lw=0.7)
     axes[0].set_xlabel("time / horizon")
     axes[0].set_ylabel(r"$\sigma_r(t)$ (dashed: Theorem 3)")
-    axes[0].legend()
+    legend_below(axes[0], ncol=3)  # inside, it covered the curves' rise
     for i, (depth, rows) in enumerate(dyn.groupby("depth")):
         axes[1].loglog(
             rows["lr_factor"], rows["deviation"], "o-", color=PALETTE[i], label=f"depth {depth}"
@@ -88,5 +88,5 @@ def singular_values(traj: pd.DataFrame, dyn: pd.DataFrame) -> Figure:
     axes[1].loglog(x, dyn["deviation"].max() * x / x.max(), "k:", lw=0.8, label="slope 1")
     axes[1].set_xlabel("step / base step")
     axes[1].set_ylabel("largest gap / $\\sigma_1$")
-    axes[1].legend()
+    legend_below(axes[1], ncol=2)
     return fig

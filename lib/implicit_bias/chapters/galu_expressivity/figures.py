@@ -104,7 +104,7 @@ def theorem1(df):
 def fig2(df, m: int, d: int):
     """Fig. 2: training MSE against width on random labels, with Theorem 1's curve (ReLU: the
     mean over the runs that met their stopping rule)."""
-    fig, axes = figure(1, 1, width=4.6, height=3.2)
+    fig, axes = figure(1, 1, width=4.6, height=3.9)  # room for the legend under the panel
     ax = axes
     df = df.assign(relu=df["relu"].where(df["relu_converged"].astype(bool)))
     mean = df.groupby("k").mean()
@@ -124,7 +124,7 @@ def fig2(df, m: int, d: int):
     ax.set_xlabel("neurons k")
     ax.set_ylabel("training MSE")
     ax.set_title(f"Fig. 2: memorizing N(0,1) labels (m = {m}, d = {d})")
-    ax.legend(fontsize=7, loc="upper right")  # above the curves, which fall from the left
+    legend_below(ax, ncol=2, fontsize=7)  # inside, it covered Theorem 1's curve
     return fig
 
 

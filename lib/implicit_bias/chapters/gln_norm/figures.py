@@ -59,7 +59,7 @@ def fig1_toy(problem: dict, snap: dict, svm: SVMResult) -> Figure:
     ax.axvline(0, color="0.4", lw=1, ls="--", label="unit 1 context boundary")
     ax.axhline(0, color="0.4", lw=1, ls=":", label="unit 2 context boundary")
     ax.set(title="Fig. 1d-f: data and contexts", xlabel="$x_1$", ylabel="$x_2$")
-    ax.legend(fontsize=6, loc="lower left")
+    legend_below(ax, ncol=2, fontsize=6)  # inside, it covered data points
     for ax, (name, z) in zip(axes[1:], toy_zetas(snap, svm).items()):
         f = predict_gln(z, grid, gctx).reshape(gx.shape)
         ax.contourf(
@@ -76,7 +76,7 @@ def fig1_toy(problem: dict, snap: dict, svm: SVMResult) -> Figure:
 def theorem31(traj: pd.DataFrame) -> Figure:
     """Theorem 3.1 numerically: GD's normalized predictor approaches the SVM-GLN solution, and
     the approximate KKT residuals of Eq. 7 shrink."""
-    fig, axes = figure(1, 2)
+    fig, axes = figure(1, 2, height=3.6)  # room for the legends under the panels
     axes = np.ravel(axes)
     t = traj[traj["step"] > 0]
     ax = axes[0]
@@ -99,7 +99,7 @@ def theorem31(traj: pd.DataFrame) -> Figure:
         xlabel="full-batch GD step",
         title="Theorem 3.1: distance to SVM-GLN",
     )
-    ax.legend(fontsize=7)
+    legend_below(ax, fontsize=7)  # inside, it covered the margin's curve
     ax = axes[1]
     ax.plot(t["step"], t["stationarity"], "o-", color=_palette(3), label="stationarity (Eq. 7)")
     ax.plot(
@@ -116,7 +116,7 @@ def theorem31(traj: pd.DataFrame) -> Figure:
         ylabel="residual",
         title="Eq. 7: approximate KKT residuals",
     )
-    ax.legend(fontsize=7)
+    legend_below(ax, fontsize=7)
     return fig
 
 
@@ -148,7 +148,7 @@ def _errors_and_inconsistency(
     """(a) error of the network vs. the SVMs' and (b) inconsistency vs. the network's error,
     with the grey line 2p(1-p); config means ± 1 s.e. over seeds (`analysis.pair_table`). The
     authors' numbers (hollow markers) where they exist."""
-    fig, axes = figure(1, 2, width=7.6)
+    fig, axes = figure(1, 2, width=7.6, height=4.4)  # room for the legends under the panels
     axes = np.ravel(axes)
     for m in methods:
         t = table[table["method"] == m]
@@ -197,8 +197,8 @@ def _errors_and_inconsistency(
         ylabel=f"inconsistency with {x_method}",
         title=f"{title}b: inconsistency",
     )
-    axes[0].legend(fontsize=6)
-    axes[1].legend(fontsize=6)
+    for ax in axes:  # inside, they covered points and the reference curve
+        legend_below(ax, ncol=2, fontsize=6)
     return fig
 
 

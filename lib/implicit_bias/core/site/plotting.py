@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from ..engine.paths import atomic_path, figures_dir, output_path, write_atomic
@@ -403,6 +404,43 @@ def text_overlaps(fig) -> list[tuple[str, str]]:
     return pairs
 
 
+def legend_overlaps(fig, drawn: bool = False) -> int:
+    """How many of the axes' own data points a legend drawn inside them hides: the vertices
+    of lines plotted in data coordinates (a curve, an errorbar's markers) and the points of
+    scatter plots, whose display position falls within a legend's box. Lines drawn across
+    the axes (`axhline`, `axvline`: not in data coordinates) and images do not count. `drawn`:
+    the figure was just drawn (a further draw would move a constrained layout again)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    renderer = fig.canvas.get_renderer()
+    if not drawn:
+        fig.draw_without_rendering()
+    hidden = 0
+    for ax in fig.get_axes():
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        frame = ax.get_window_extent(renderer)
+        if box.x1 <= frame.x0 or box.x0 >= frame.x1 or box.y1 <= frame.y0 or box.y0 >= frame.y1:
+            continue  # beside or below the axes: it covers none of their data
+        lines = [c for c in ax.get_children() if isinstance(c, Line2D) and c.get_visible()]
+        points = [
+            line.get_transform().transform(line.get_xydata())
+            for line in lines
+            if line.get_transform() == ax.transData
+        ] + [
+            c.get_offset_transform().transform(c.get_offsets())
+            for c in ax.collections
+            if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets())
+        ]
+        for xy in points:
+            x, y = xy[np.isfinite(xy).all(axis=1)].T
+            hidden += int(((x > box.x0) & (x < box.x1) & (y > box.y0) & (y < box.y1)).sum())
+    return hidden
+
+
 def _parallel_apart(a, b, renderer) -> bool:
     """Whether two texts turned by the same slant angle (a turned axis's labels, 45 degrees),
     whose upright boxes overlap, lie on lines of text apart: their centres further apart,
@@ -425,7 +463,8 @@ def legibility(fig) -> dict:
     """What the website test checks: the figure's width (inches), the smallest font (points),
     the panels' widths as fractions of the figure (the grid slot of each panel, colorbars
     left out), the number of overlapping neighbouring tick labels and of pairs of any texts
-    drawn over each other (`text_overlaps`)."""
+    drawn over each other (`text_overlaps`) and of data points under a legend
+    (`legend_overlaps`)."""
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
     slots = {}
@@ -443,6 +482,7 @@ def legibility(fig) -> dict:
         "panels": panels,
         "tick_overlaps": int(sum(_tick_overlaps(ax, renderer) for ax in fig.get_axes())),
         "text_overlaps": len(text_overlaps(fig)),
+        "legend_overlaps": legend_overlaps(fig, drawn=True),  # text_overlaps drew it
     }
 
 
