@@ -25,6 +25,9 @@ WIDE_PX = 920  # a one-panel figure wider than 4.6 inches (at 200 dpi) is cut fo
 SIDE = (0.5, 0.95)  # where a one-panel figure's legend or colorbar may begin (share of width)
 PAD_PX = 8  # blank kept around a trimmed piece
 BLANK = 250  # a grey level at least this is the figure's (white) background
+# zlib's default level for a piece's PNG: `optimize` (level 9 and a search of filters) took 27 of
+# the site build's 63 s (186 pieces) for files 3% smaller
+PIECE_COMPRESSION = 6
 
 
 def _gutter(blank, expected: float, size: int, window: float = WINDOW) -> int | None:
@@ -239,33 +242,34 @@ def cut_boxes(boxes: list[Box], size: tuple[int, int]) -> list[Box]:
     ]
 
 
-def crop(png: bytes, box: Box, own: Box | None = None, others: tuple[Box, ...] = ()) -> bytes:
-    """The PNG of one box of `png`. With `own` (the panel's exact box inside `box`) and
+def crop(png: Any, box: Box, own: Box | None = None, others: tuple[Box, ...] = ()) -> bytes:
+    """The PNG of one box of `png` (the PNG's bytes, or the image already decoded: a figure
+    cut in several pieces is decoded once). With `own` (the panel's exact box inside `box`) and
     `others` (the other panels' boxes): what of the others falls in the piece, outside its own
     box, is painted over with the figure's ground, so no stray ends of a neighbour's texts show
     in its margin."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(png)) as image:
-        piece = image.crop(box)
-        if own is not None and others:
-            ground: Any = image.getpixel((0, 0))  # the figure's ground (transparent: dark)
-            w, h = piece.size
+    image = png if isinstance(png, Image.Image) else Image.open(io.BytesIO(png))
+    piece = image.crop(box)
+    if own is not None and others:
+        ground: Any = image.getpixel((0, 0))  # the figure's ground (transparent: dark)
+        w, h = piece.size
 
-            def inside(b: Box) -> Box:  # `b` in the piece's pixels, clipped to it
-                return (
-                    min(max(b[0] - box[0], 0), w),
-                    min(max(b[1] - box[1], 0), h),
-                    min(max(b[2] - box[0], 0), w),
-                    min(max(b[3] - box[1], 0), h),
-                )
+        def inside(b: Box) -> Box:  # `b` in the piece's pixels, clipped to it
+            return (
+                min(max(b[0] - box[0], 0), w),
+                min(max(b[1] - box[1], 0), h),
+                min(max(b[2] - box[0], 0), w),
+                min(max(b[3] - box[1], 0), h),
+            )
 
-            mine = inside(own)
-            kept = piece.crop(mine)
-            for other in map(inside, others):
-                if other[2] > other[0] and other[3] > other[1]:
-                    piece.paste(ground, other)
-            piece.paste(kept, mine[:2])
-        out = io.BytesIO()
-        piece.save(out, format="PNG", optimize=True)
+        mine = inside(own)
+        kept = piece.crop(mine)
+        for other in map(inside, others):
+            if other[2] > other[0] and other[3] > other[1]:
+                piece.paste(ground, other)
+        piece.paste(kept, mine[:2])
+    out = io.BytesIO()
+    piece.save(out, format="PNG", compress_level=PIECE_COMPRESSION)
     return out.getvalue()

@@ -104,22 +104,23 @@ def phone_panels(
     `<fig_id>-dark-panel<k>.png`. `mode`: a class of the panels' span (`figure-light`).
     `exact`: the panels' boxes as the figure was drawn (the figure tag's `data-panel-boxes`),
     cut by, where given, instead of the gutters found in the pixels."""
-    if exact:
-        from PIL import Image
+    from PIL import Image
 
-        with Image.open(io.BytesIO(data)) as image:
-            boxes = cut_boxes(exact, image.size)
+    source, stem = (data, fig_id) if dark is None else (dark, f"{fig_id}-dark")
+    image = Image.open(io.BytesIO(source))  # decoded once for all its pieces
+    image.load()
+    if exact:  # the light image's size (read from its header: nothing decoded)
+        boxes = cut_boxes(exact, Image.open(io.BytesIO(data)).size)
     else:
         boxes = panel_boxes(data, record.get("panels") or [])
-    source, stem = (data, fig_id) if dark is None else (dark, f"{fig_id}-dark")
     tags = []
     for k, box in enumerate(boxes, 1):
         name = f"{stem}-panel{k}.png"
         if exact:
             own, others = exact[k - 1], exact[: k - 1] + exact[k:]
-            (folder / name).write_bytes(crop(source, box, tuple(own), tuple(map(tuple, others))))
+            (folder / name).write_bytes(crop(image, box, tuple(own), tuple(map(tuple, others))))
         else:
-            (folder / name).write_bytes(crop(source, box))
+            (folder / name).write_bytes(crop(image, box))
         width_px = box[2] - box[0]
         piece = {
             "width_in": round(width_px / SAVE_DPI, 4),
@@ -127,6 +128,7 @@ def phone_panels(
             "panels": [1.0],
             "tick_overlaps": record.get("tick_overlaps", 0),
             "text_overlaps": record.get("text_overlaps"),
+            "legend_overlaps": record.get("legend_overlaps"),
             "display_width_px": round(width_px * DISPLAY_DPI / SAVE_DPI),
             "save_dpi": SAVE_DPI,
             "piece": k,
