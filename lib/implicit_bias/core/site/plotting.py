@@ -433,7 +433,7 @@ def legend_overlaps(fig, drawn: bool = False) -> int:
         ] + [
             c.get_offset_transform().transform(c.get_offsets())
             for c in ax.collections
-            if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets())
+            if isinstance(c, PathCollection) and c.get_visible() and np.size(c.get_offsets())
         ]
         for xy in points:
             x, y = xy[np.isfinite(xy).all(axis=1)].T
