@@ -151,16 +151,17 @@ def _smoke_runs(stale_smoke_entries):
     return {}
 
 
-# Smoke wall times measured on the 2-core CI-like machine (s): the longest chapters start first.
+# Smoke wall times from the committed cache, each chapter alone on the 2-core machine
+# (2026-12-08; s): the longest chapters start first.
 SMOKE_SECONDS = {
-    "galu_expressivity": 84,
-    "gln_norm": 48,
-    "low_rank_invariants": 43,
-    "tensor_networks": 36,
-    "warped_imd": 25,
-    "deep_matrix_factorization": 120,  # 120 s CPU computing its 78 tasks (394 s wall at load 10)
-    "separable_max_margin": 25,  # 25-28 s computing its 4 tasks on 2 cores shared with other runs
-    "untied_diagonal": 20,
+    "gln_norm": 24,  # half of it the KKT check's two solves, computed at every render
+    "separable_max_margin": 14,
+    "tensor_networks": 14,
+    "warped_imd": 12,
+    "galu_expressivity": 12,
+    "low_rank_invariants": 11,
+    "untied_diagonal": 9,
+    "deep_matrix_factorization": 8,
 }
 
 
@@ -203,6 +204,53 @@ def _run_in_parallel(chapters: list[str], runs: dict) -> None:
             )
 
 
+# The website's build (`jupyter-book build`, about 45 s on 2 cores) starts in the background as
+# soon as the smoke book is rendered, where the session has website tests: it then runs while
+# the book's own tests, which only read what the chapters wrote, take their turn in the same
+# worker, instead of after them (`built_site` in tests/test_website.py waits for it).
+SITE_HTML = ROOT / "_build" / "html"
+_site_build: dict = {}
+
+
+def _wants_site(session) -> bool:
+    return any("built_site" in getattr(item, "fixturenames", ()) for item in session.items)
+
+
+def start_site_build() -> None:
+    """Write the status page and start building the site from the rendered book (once)."""
+    import subprocess
+    import tempfile
+
+    from implicit_bias.core.site.status_page import write_status_page
+
+    if _site_build:
+        return
+    write_status_page()
+    shutil.rmtree(SITE_HTML, ignore_errors=True)  # no stale pages from earlier builds
+    log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill and stop it
+    command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT)]
+    _site_build["log"], _site_build["process"] = (
+        log,
+        subprocess.Popen(
+            [*command, "-W", "-n", "--keep-going", "--builder", "html"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        ),
+    )
+
+
+def finish_site_build() -> Path:
+    """The built site (`_build/html`), once its build, started here if not yet, has ended."""
+    start_site_build()
+    code = _site_build["process"].wait()
+    log = _site_build["log"]
+    log.seek(0)
+    assert code == 0, log.read()[-8000:]
+    return SITE_HTML
+
+
 @pytest.fixture
 def smoke_chapter(_smoke_runs, chapter, request):
     """The run summary of `chapter` executed at the smoke profile on the CPU, once per test
@@ -215,6 +263,8 @@ def smoke_chapter(_smoke_runs, chapter, request):
         selected = _selected_chapters(request.session)
         if len(selected) > 1:
             _run_in_parallel(selected, _smoke_runs)
+            if set(selected) == set(_chapter_ids()) and _wants_site(request.session):
+                start_site_build()
     if chapter not in _smoke_runs:
         print(f"\n[smoke book] executing {chapter} ...", file=sys.stderr, flush=True)
         _smoke_runs[chapter] = run_chapter(chapter, "smoke", "cpu")
@@ -225,6 +275,12 @@ def smoke_chapter(_smoke_runs, chapter, request):
             flush=True,
         )
     return _smoke_runs[chapter]
+
+
+def _chapter_ids() -> list[str]:
+    from implicit_bias.core.chapter import chapters
+
+    return list(chapters())
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
@@ -81,26 +80,11 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def built_site(smoke_book):
-    from implicit_bias.core.site.status_page import write_status_page
+    """The site built from the smoke book: a build the smoke book's rendering started in the
+    background (`conftest.start_site_build`), or one started now."""
+    from conftest import finish_site_build
 
-    write_status_page()
-    shutil.rmtree(HTML, ignore_errors=True)  # no stale pages from earlier builds
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("jupyter-book")),
-            "build",
-            str(ROOT),
-            "-W",
-            "-n",
-            "--keep-going",
-            "--builder",
-            "html",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert finish_site_build() == HTML
     return HTML
 
 
