@@ -218,6 +218,7 @@ def _wants_site(session) -> bool:
 
 def start_site_build() -> None:
     """Write the status page and start building the site from the rendered book (once)."""
+    import atexit
     import subprocess
     import tempfile
 
@@ -229,16 +230,15 @@ def start_site_build() -> None:
     shutil.rmtree(SITE_HTML, ignore_errors=True)  # no stale pages from earlier builds
     log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill and stop it
     command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT)]
-    _site_build["log"], _site_build["process"] = (
-        log,
-        subprocess.Popen(
-            [*command, "-W", "-n", "--keep-going", "--builder", "html"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=ROOT,
-        ),
+    process = subprocess.Popen(
+        [*command, "-W", "-n", "--keep-going", "--builder", "html"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
     )
+    atexit.register(process.kill)  # a session that ends before it is read (-x) stops it
+    _site_build.update(log=log, process=process)
 
 
 def finish_site_build() -> Path:
