@@ -242,15 +242,11 @@ def cut_boxes(boxes: list[Box], size: tuple[int, int]) -> list[Box]:
     ]
 
 
-def crop(png: Any, box: Box, own: Box | None = None, others: tuple[Box, ...] = ()) -> bytes:
-    """The PNG of one box of `png` (the PNG's bytes, or the image already decoded: a figure
-    cut in several pieces is decoded once). With `own` (the panel's exact box inside `box`) and
-    `others` (the other panels' boxes): what of the others falls in the piece, outside its own
-    box, is painted over with the figure's ground, so no stray ends of a neighbour's texts show
-    in its margin."""
-    from PIL import Image
-
-    image = png if isinstance(png, Image.Image) else Image.open(io.BytesIO(png))
+def crop(image: Any, box: Box, own: Box | None = None, others: tuple[Box, ...] = ()) -> bytes:
+    """The PNG of one box of `image` (a decoded PIL image: a figure cut in several pieces is
+    decoded once). With `own` (the panel's exact box inside `box`) and `others` (the other
+    panels' boxes): what of the others falls in the piece, outside its own box, is painted over
+    with the figure's ground, so no stray ends of a neighbour's texts show in its margin."""
     piece = image.crop(box)
     if own is not None and others:
         ground: Any = image.getpixel((0, 0))  # the figure's ground (transparent: dark)
